@@ -1,0 +1,1 @@
+"""Grounded chat: the local LLM, prompts with numbered sources, citations and history."""

@@ -1,0 +1,87 @@
+"""Settings: defaults, then ``settings.json`` in the data folder, then ``LOCALRAG_*`` environment variables."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+from localrag.core import paths
+
+log = logging.getLogger("localrag.config")
+
+# Environment names that differ from LOCALRAG_<FIELD>.
+_ENV_ALIASES = {"context_tokens": "LOCALRAG_RETRIEVAL_CONTEXT_TOKENS"}
+
+
+@dataclass
+class Settings:
+    """Every user-tunable knob, with the defaults chosen by measurement (see docs/benchmarks.md)."""
+
+    # Storage: empty means the embedded server in the data folder.
+    database_url: str = ""
+    # Models: empty means the bundled ones.
+    embedding_model_dir: str = ""
+    gguf_path: str = ""
+    # Chunking (word pieces of the embedding model's tokenizer).
+    chunk_tokens: int = 200
+    chunk_overlap: int = 32
+    # Retrieval.
+    k: int = 8
+    mode: str = "hybrid"
+    floor: float = 0.0
+    rrf_k: int = 60
+    vector_weight: float = 1.0
+    bm25_weight: float = 1.0
+    ef_search: int = 100
+    context_tokens: int = 1200
+    # Generation.
+    temperature: float = 0.2
+    max_tokens: int = 512
+    threads: int = 0  # 0: one per core
+    n_ctx: int = 4096
+    fast_llm_copy: bool = True  # convert the bundled GGUF once to the fastest type this CPU runs
+
+    @classmethod
+    def load(cls, path: Path | None = None) -> Settings:
+        """Defaults, overlaid with the saved file (if any) and then the environment."""
+        path = path or paths.settings_file()
+        values: dict[str, object] = {}
+        if path.exists():
+            try:
+                values = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError) as exc:
+                log.warning("ignoring unreadable settings file %s: %s", path, exc)
+        settings = cls()
+        for f in fields(cls):
+            if f.name in values:
+                settings._set(f.name, values[f.name])
+            env = os.environ.get(_ENV_ALIASES.get(f.name, f"LOCALRAG_{f.name.upper()}"))
+            if env is not None:
+                settings._set(f.name, env)
+        return settings
+
+    def save(self, path: Path | None = None) -> None:
+        path = path or paths.settings_file()
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(dataclasses.asdict(self), indent=2), encoding="utf-8")
+        tmp.replace(path)
+
+    def _set(self, name: str, raw: object) -> None:
+        kind = type(getattr(self, name))
+        try:
+            if kind is bool and isinstance(raw, str):
+                value: object = raw.strip().lower() in ("1", "true", "yes", "on")
+            else:
+                value = kind(raw)
+        except (TypeError, ValueError):
+            log.warning("ignoring setting %s=%r: not a %s", name, raw, kind.__name__)
+            return
+        setattr(self, name, value)
+
+    @property
+    def thread_count(self) -> int:
+        return self.threads or max(1, os.cpu_count() or 1)

@@ -1,0 +1,1 @@
+"""Sentence embeddings with onnxruntime: the bundled MiniLM or any ONNX sentence-embedding model folder."""

@@ -1,0 +1,129 @@
+"""A sentence embedder on onnxruntime with the model's own tokenizer.
+
+The shipped MiniLM ``tokenizer.json`` pads and truncates to 128 by itself; both are turned off here so that
+token counts are true, each batch is padded only to its longest text, and mean pooling uses the attention mask.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from pathlib import Path
+
+import numpy as np
+
+from localrag.core.embed.model_files import EmbeddingModelFiles
+from localrag.core.errors import ModelMissing
+
+log = logging.getLogger("localrag.embed")
+
+# all-MiniLM-L6-v2 has 512 positions but was trained on 128 word pieces; past 256 quality falls off.
+DEFAULT_MAX_TOKENS = 256
+
+
+class OnnxEmbedder:
+    """Embeds texts into L2-normalised vectors.
+
+    Args:
+        files: the model graph and tokenizer.
+        threads: onnxruntime intra-op threads (0: onnxruntime's default, one per core).
+        max_tokens: the longest input in word pieces, special tokens included. Longer inputs are refused,
+            never silently truncated: the chunker sizes chunks to fit.
+    """
+
+    def __init__(self, files: EmbeddingModelFiles, threads: int = 0, max_tokens: int = DEFAULT_MAX_TOKENS) -> None:
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        self.files = files
+        self.name = files.name
+        self.max_tokens = max_tokens
+        try:
+            self.tokenizer = Tokenizer.from_file(str(files.tokenizer))
+        except Exception as exc:  # tokenizers raises plain Exception
+            raise ModelMissing(f"Cannot read the tokenizer {files.tokenizer}: {exc}") from exc
+        self.tokenizer.no_padding()
+        self.tokenizer.no_truncation()
+        options = ort.SessionOptions()
+        if threads:
+            options.intra_op_num_threads = threads
+        options.log_severity_level = 3
+        try:
+            self.session = ort.InferenceSession(str(files.onnx), options, providers=["CPUExecutionProvider"])
+        except Exception as exc:
+            raise ModelMissing(f"Cannot load the embedding model {files.onnx}: {exc}") from exc
+        self._inputs = {i.name for i in self.session.get_inputs()}
+        self._lock = threading.Lock()
+        self.dimension = int(self.embed(["dimension probe"]).shape[1])
+
+    # -- tokens ----------------------------------------------------------------------------------------------
+
+    def count_tokens(self, text: str) -> int:
+        """Word pieces including the special tokens, exactly as the model would see them."""
+        return len(self.tokenizer.encode(text).ids)
+
+    def count_tokens_batch(self, texts: list[str]) -> list[int]:
+        return [len(e.ids) for e in self.tokenizer.encode_batch(texts)]
+
+    # -- vectors ---------------------------------------------------------------------------------------------
+
+    def embed(self, texts: list[str], batch_size: int = 32) -> np.ndarray:
+        """Vectors for ``texts`` in their order, shape (len(texts), dimension), float32, unit length.
+
+        Texts are embedded in batches of similar length so that padding costs little.
+
+        Raises:
+            ValueError: a text is longer than ``max_tokens``.
+        """
+        if not texts:
+            return np.zeros((0, getattr(self, "dimension", 0)), dtype=np.float32)
+        encodings = self.tokenizer.encode_batch(list(texts))
+        too_long = [i for i, e in enumerate(encodings) if len(e.ids) > self.max_tokens]
+        if too_long:
+            raise ValueError(
+                f"{len(too_long)} text(s) exceed the embedding model's {self.max_tokens}-token input "
+                f"(first: {len(encodings[too_long[0]].ids)} tokens); chunk them first"
+            )
+        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
+        out: np.ndarray | None = None
+        for start in range(0, len(order), batch_size):
+            idx = order[start : start + batch_size]
+            vecs = self._run([encodings[i] for i in idx])
+            if out is None:
+                out = np.empty((len(texts), vecs.shape[1]), dtype=np.float32)
+            out[idx] = vecs
+        assert out is not None
+        return out
+
+    def _run(self, encodings: list) -> np.ndarray:
+        width = max(len(e.ids) for e in encodings)
+        ids = np.zeros((len(encodings), width), dtype=np.int64)
+        mask = np.zeros((len(encodings), width), dtype=np.int64)
+        types = np.zeros((len(encodings), width), dtype=np.int64)
+        for row, e in enumerate(encodings):
+            n = len(e.ids)
+            ids[row, :n] = e.ids
+            mask[row, :n] = 1
+            types[row, :n] = e.type_ids
+        feeds = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in self._inputs:
+            feeds["token_type_ids"] = types
+        with self._lock:
+            hidden = self.session.run(None, feeds)[0]
+        if hidden.ndim == 2:  # a graph that already pools
+            pooled = hidden
+        else:
+            weights = mask[:, :, None].astype(np.float32)
+            pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        return (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
+
+
+def load_embedder(model_dir: str | Path | None = None, threads: int = 0) -> OnnxEmbedder:
+    """The configured embedding model, or the bundled one when ``model_dir`` is empty."""
+    from localrag.core.embed import model_files
+
+    files = (
+        model_files.embedding_files_from_dir(Path(model_dir)) if model_dir else model_files.default_embedding_files()
+    )
+    return OnnxEmbedder(files, threads=threads)

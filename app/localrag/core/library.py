@@ -1,0 +1,114 @@
+"""The facade the GUI, the CLI and the tests call: one object per data folder (like Anki's Collection).
+
+``Library`` opens the store (the embedded server, or any PostgreSQL by URL), applies migrations, and hands out
+connections and the single embedding model. Everything it does is blocking: the GUI calls it from workers.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+import psycopg
+
+from localrag.core import paths
+from localrag.core.config import Settings
+from localrag.core.embed.onnx_embedder import OnnxEmbedder, load_embedder
+from localrag.core.errors import StoreUnavailable
+from localrag.core.store import db, models
+from localrag.core.store.migrate import Migrator
+from localrag.core.store.server import EmbeddedServer
+
+log = logging.getLogger("localrag.library")
+
+
+class Library:
+    """The documents, vectors and chats of one data folder.
+
+    Args:
+        settings: defaults to ``Settings.load()``.
+        owner: whether this process owns the embedded server (the GUI and CLI ingest do); a guest attaches to
+            a server another process runs and never stops it.
+    """
+
+    def __init__(self, settings: Settings | None = None, *, owner: bool = True) -> None:
+        self.settings = settings or Settings.load()
+        self.owner = owner
+        self.server: EmbeddedServer | None = None
+        self.conninfo = ""
+        self._embedder: OnnxEmbedder | None = None
+        self._embedder_lock = threading.Lock()
+        self._restart_lock = threading.Lock()
+
+    # -- store ---------------------------------------------------------------------------------------------
+
+    @property
+    def embedded(self) -> bool:
+        return not self.settings.database_url
+
+    def open(self, migrate: bool = True) -> None:
+        """Start or reach the database and bring its schema up to date.
+
+        Raises:
+            StoreUnavailable: with a one-line reason (server down, no pgvector, bad URL).
+            AlreadyRunning: another Local RAG owns this data folder.
+        """
+        if self.embedded:
+            self.server = EmbeddedServer(paths.pg_data_dir(), owner=self.owner)
+            self.conninfo = self.server.start()
+        else:
+            self.conninfo = self.settings.database_url
+        if migrate:
+            with self.connect() as conn:
+                Migrator(conn).migrate()
+        log.info("store open at %s", db.mask_password(self.conninfo))
+
+    def connect(self, *, autocommit: bool = False) -> psycopg.Connection[Any]:
+        """A new connection (one per thread; psycopg connections are not shared between threads)."""
+        if not self.conninfo:
+            raise StoreUnavailable("The database is not open yet.")
+        return db.connect(self.conninfo, autocommit=autocommit)
+
+    def ensure_store(self) -> bool:
+        """Restart the embedded server if it died under us; return whether it was restarted."""
+        if self.server is None or self.server.is_running():
+            return False
+        with self._restart_lock:
+            if self.server.is_running():
+                return False
+            log.warning("the embedded PostgreSQL server is gone; restarting it")
+            self.conninfo = self.server.restart()
+            return True
+
+    def close(self) -> None:
+        """Stop the embedded server if this process owns it. Workers must be stopped first."""
+        if self.server is not None:
+            self.server.stop()
+            self.server = None
+
+    def __enter__(self) -> Library:
+        self.open()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- models --------------------------------------------------------------------------------------------
+
+    @property
+    def embedder(self) -> OnnxEmbedder:
+        """The one embedding model of this process, loaded on first use and registered with the store."""
+        with self._embedder_lock:
+            if self._embedder is None:
+                embedder = load_embedder(self.settings.embedding_model_dir or None)
+                if self.conninfo:
+                    with self.connect() as conn:
+                        models.register_model(conn, embedder.name, embedder.dimension)
+                self._embedder = embedder
+            return self._embedder
+
+    def drop_embedder(self) -> None:
+        """Forget the loaded model (after a crash of its worker); the next use loads it again."""
+        with self._embedder_lock:
+            self._embedder = None

@@ -1,0 +1,54 @@
+"""Embedding models known to the store, the active one, and each model's HNSW cosine index."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import Any
+
+import psycopg
+
+
+def index_name(model: str) -> str:
+    """A stable, valid identifier for ``model``'s HNSW index."""
+    slug = re.sub(r"[^a-z0-9]+", "_", model.lower()).strip("_")[:30]
+    return f"chunk_embeddings_hnsw_{slug}_{hashlib.sha1(model.encode()).hexdigest()[:8]}"
+
+
+def register_model(conn: psycopg.Connection[Any], name: str, dimension: int, *, activate: bool = True) -> None:
+    """Record ``name`` (idempotent), create its partial HNSW cosine index, and make it the active model.
+
+    The index is on ``embedding::vector(dimension)`` restricted to this model, so queries must be written
+    ``WHERE embedding_model = %s ORDER BY embedding::vector(dim) <=> %s LIMIT k`` to use it.
+    """
+    with conn.transaction():
+        conn.execute(
+            "INSERT INTO embedding_models (name, dimension) VALUES (%s, %s) ON CONFLICT (name) DO NOTHING",
+            (name, dimension),
+        )
+        row = conn.execute("SELECT dimension FROM embedding_models WHERE name = %s", (name,)).fetchone()
+        if row and row[0] != dimension:
+            raise ValueError(f"embedding model {name} is recorded with dimension {row[0]}, not {dimension}")
+        literal = name.replace("'", "''")
+        conn.execute(
+            f"CREATE INDEX IF NOT EXISTS {index_name(name)} ON chunk_embeddings "  # noqa: S608 - identifiers built here
+            f"USING hnsw ((embedding::vector({int(dimension)})) vector_cosine_ops) "
+            f"WITH (m = 16, ef_construction = 64) WHERE embedding_model = '{literal}'"
+        )
+        if activate:
+            conn.execute("UPDATE embedding_models SET active = false WHERE active AND name <> %s", (name,))
+            conn.execute("UPDATE embedding_models SET active = true WHERE name = %s", (name,))
+
+
+def active_model(conn: psycopg.Connection[Any]) -> tuple[str, int] | None:
+    row = conn.execute("SELECT name, dimension FROM embedding_models WHERE active").fetchone()
+    return (row[0], row[1]) if row else None
+
+
+def models_with_vectors(conn: psycopg.Connection[Any]) -> dict[str, int]:
+    """How many chunk vectors each model has stored."""
+    rows = conn.execute(
+        "SELECT m.name, count(e.chunk_id) FROM embedding_models m "
+        "LEFT JOIN chunk_embeddings e ON e.embedding_model = m.name GROUP BY m.name"
+    ).fetchall()
+    return {name: n for name, n in rows}

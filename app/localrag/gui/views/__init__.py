@@ -1,0 +1,1 @@
+"""One module per screen: documents, chat, developer pane, banners, settings."""

@@ -1,0 +1,54 @@
+"""Shared fixtures: one real embedded PostgreSQL and one real embedding model for the whole session.
+
+Every test runs against real parts. ``LOCALRAG_HOME`` points at a temporary folder so a developer's own data
+is never touched.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+_HOME = Path(tempfile.mkdtemp(prefix="lrag-test-"))
+os.environ["LOCALRAG_HOME"] = str(_HOME)
+os.environ.pop("LOCALRAG_DATABASE_URL", None)
+
+
+@pytest.fixture(scope="session")
+def home() -> Path:
+    return _HOME
+
+
+@pytest.fixture(scope="session")
+def library(home):
+    """The session's Library on the embedded server, migrated, with the bundled embedding model registered."""
+    from localrag.core.config import Settings
+    from localrag.core.library import Library
+
+    lib = Library(Settings.load())
+    lib.open()
+    _ = lib.embedder
+    yield lib
+    lib.close()
+
+
+@pytest.fixture(scope="session")
+def embedder(library):
+    return library.embedder
+
+
+@pytest.fixture()
+def clean_db(library):
+    """An empty document store and chat history (the schema and registered models stay)."""
+    with library.connect() as conn:
+        conn.execute(
+            "TRUNCATE documents, document_chunks, chunk_embeddings, bm25_postings, bm25_terms, chats, messages, "
+            "watched_folders RESTART IDENTITY CASCADE"
+        )
+        conn.execute("UPDATE bm25_stats SET n_chunks = 0, total_len = 0")
+        conn.commit()
+    return library

@@ -1,0 +1,78 @@
+"""The embedded server: start, stop, restart, a start after a killed run, one owner per data folder."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+
+import psycopg
+import pytest
+
+from localrag.core.errors import AlreadyRunning
+from localrag.core.store.server import EmbeddedServer
+
+
+def _query(conninfo: str) -> int:
+    with psycopg.connect(conninfo) as conn:
+        return conn.execute("SELECT 41 + 1").fetchone()[0]
+
+
+def test_start_stop_restart(tmp_path):
+    server = EmbeddedServer(tmp_path / "pg")
+    conninfo = server.start()
+    assert _query(conninfo) == 42
+    server.stop()
+    assert not server.is_running()
+    with pytest.raises(psycopg.OperationalError):
+        _query(conninfo)
+    again = EmbeddedServer(tmp_path / "pg")
+    assert _query(again.start()) == 42
+    again.stop()
+
+
+def test_only_loopback_or_socket_and_password_required(tmp_path):
+    server = EmbeddedServer(tmp_path / "pg")
+    conninfo = server.start()
+    try:
+        with psycopg.connect(conninfo) as conn:
+            listen = conn.execute("SHOW listen_addresses").fetchone()[0]
+            assert listen in ("", "127.0.0.1", "localhost")
+        without_password = conninfo.rsplit(" password=", 1)[0]
+        with pytest.raises(psycopg.OperationalError, match="password"):
+            psycopg.connect(without_password, connect_timeout=5)
+    finally:
+        server.stop()
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL")
+def test_start_after_killed_run(tmp_path):
+    """A crash leaves the postmaster dead with its pid file and socket lock behind; the next start copes."""
+    server = EmbeddedServer(tmp_path / "pg")
+    server.start()
+    pid = server.postmaster_pid()
+    assert pid
+    os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while server.postmaster_pid() is not None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert (tmp_path / "pg" / "postmaster.pid").exists()  # stale
+    server._release()  # the crashed process's lock goes with it
+    fresh = EmbeddedServer(tmp_path / "pg")
+    assert _query(fresh.start()) == 42
+    fresh.stop()
+
+
+def test_second_owner_is_refused_but_a_guest_attaches(tmp_path):
+    first = EmbeddedServer(tmp_path / "pg")
+    conninfo = first.start()
+    try:
+        with pytest.raises(AlreadyRunning, match="already running"):
+            EmbeddedServer(tmp_path / "pg").start()
+        guest = EmbeddedServer(tmp_path / "pg", owner=False)
+        assert _query(guest.start()) == 42
+        guest.stop()  # a guest never stops the owner's server
+        assert _query(conninfo) == 42
+    finally:
+        first.stop()
