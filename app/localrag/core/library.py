@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any
+from collections import OrderedDict
+from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import psycopg
 
 from localrag.core import paths
@@ -20,7 +22,12 @@ from localrag.core.store import db, models
 from localrag.core.store.migrate import Migrator
 from localrag.core.store.server import EmbeddedServer
 
+if TYPE_CHECKING:
+    from localrag.core.embed.service import EmbeddingService
+
 log = logging.getLogger("localrag.library")
+
+QUERY_CACHE_SIZE = 512
 
 
 class Library:
@@ -40,6 +47,9 @@ class Library:
         self._embedder: OnnxEmbedder | None = None
         self._embedder_lock = threading.Lock()
         self._restart_lock = threading.Lock()
+        self._query_cache: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+        # Set by a front end that runs an EmbeddingService (the GUI): embeddings then go through its queue.
+        self.embedding_service: EmbeddingService | None = None
 
     # -- store ---------------------------------------------------------------------------------------------
 
@@ -107,6 +117,23 @@ class Library:
                         models.register_model(conn, embedder.name, embedder.dimension)
                 self._embedder = embedder
             return self._embedder
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """The vector of one query, from an LRU cache, else from the embedding service (ahead of queued
+        ingestion batches) when one runs, else from the model directly."""
+        key = (self.embedder.name, text)
+        with self._embedder_lock:
+            hit = self._query_cache.get(key)
+            if hit is not None:
+                self._query_cache.move_to_end(key)
+                return hit
+        service = self.embedding_service
+        vector = service.embed_query(text) if service is not None else self.embedder.embed([text])[0]
+        with self._embedder_lock:
+            self._query_cache[key] = vector
+            while len(self._query_cache) > QUERY_CACHE_SIZE:
+                self._query_cache.popitem(last=False)
+        return vector
 
     def drop_embedder(self) -> None:
         """Forget the loaded model (after a crash of its worker); the next use loads it again."""

@@ -1,0 +1,109 @@
+"""One embedding worker for the whole process: it owns the model and serves queries ahead of ingestion.
+
+``EmbeddingService.run`` is the worker's loop; the GUI hosts it in a QThread, the command line in a plain thread.
+Requests are futures in a priority queue: a query (priority 0) is taken before any queued ingestion batch
+(priority 1), so a question asked during a long ingest still answers fast. ``last_beat`` is the watchdog's ping.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from localrag.core.embed.onnx_embedder import OnnxEmbedder
+from localrag.core.errors import KnownError
+
+log = logging.getLogger("localrag.embed.service")
+
+QUERY, BATCH = 0, 1
+
+
+@dataclass(order=True)
+class _Request:
+    priority: int
+    seq: int
+    texts: list[str] = field(compare=False)
+    future: Future = field(compare=False)
+
+
+class EmbeddingService:
+    """Serve embeddings from one model on one worker thread.
+
+    Args:
+        load: returns the model (called on the worker thread, once, and again after ``restart``).
+    """
+
+    def __init__(self, load: Callable[[], OnnxEmbedder]) -> None:
+        self._load = load
+        self._queue: queue.PriorityQueue[_Request] = queue.PriorityQueue()
+        self._seq = itertools.count()
+        self._stop = threading.Event()
+        self.embedder: OnnxEmbedder | None = None
+        self.last_beat = time.monotonic()
+        self.busy_since: float | None = None
+
+    # -- callers (any thread) ---------------------------------------------------------------------------------
+
+    def submit(self, texts: list[str], priority: int = BATCH) -> Future:
+        fut: Future = Future()
+        if self._stop.is_set():
+            fut.set_exception(KnownError("The embedding worker has stopped."))
+            return fut
+        self._queue.put(_Request(priority, next(self._seq), list(texts), fut))
+        return fut
+
+    def embed_batch(self, texts: list[str], timeout: float | None = None) -> np.ndarray:
+        return self.submit(texts, BATCH).result(timeout)
+
+    def embed_query(self, text: str, timeout: float | None = 60.0) -> np.ndarray:
+        return self.submit([text], QUERY).result(timeout)[0]
+
+    def stop(self) -> None:
+        """Finish the request in hand, fail the queued ones, and end ``run``."""
+        self._stop.set()
+        self._queue.put(_Request(-1, -1, [], Future()))  # wake the loop
+
+    # -- the worker --------------------------------------------------------------------------------------------
+
+    def run(self) -> None:
+        """The worker loop; returns after ``stop``."""
+        try:
+            if self.embedder is None:
+                self.embedder = self._load()
+        except Exception as exc:
+            log.error("embedding model failed to load: %s", exc)
+            self._fail_all(exc)
+            raise
+        while not self._stop.is_set():
+            self.last_beat = time.monotonic()
+            try:
+                request = self._queue.get(timeout=0.5)
+            except queue.Empty:
+                continue
+            if request.priority < 0 or not request.future.set_running_or_notify_cancel():
+                continue
+            self.busy_since = time.monotonic()
+            try:
+                request.future.set_result(self.embedder.embed(request.texts))
+            except Exception as exc:  # a bad batch fails its caller, not the worker
+                request.future.set_exception(exc)
+            finally:
+                self.busy_since = None
+        self._fail_all(KnownError("The embedding worker has stopped."))
+
+    def _fail_all(self, exc: BaseException) -> None:
+        while True:
+            try:
+                request = self._queue.get_nowait()
+            except queue.Empty:
+                return
+            if request.priority >= 0 and not request.future.done():
+                request.future.set_exception(exc)
