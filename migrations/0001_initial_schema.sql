@@ -16,6 +16,8 @@ CREATE UNIQUE INDEX embedding_models_one_active ON embedding_models (active) WHE
 CREATE TABLE documents (
     id              bigserial PRIMARY KEY,
     path            text NOT NULL,
+    -- The exact file-system bytes of the path when they are not valid UTF-8 (path then shows them as U+FFFD).
+    path_bytes      bytea,
     title           text NOT NULL,
     mime            text NOT NULL DEFAULT '',
     doc_type        text NOT NULL,

@@ -159,8 +159,26 @@ def decode_text(data: bytes, path: Path, *, declared: str | None = None) -> str:
     return text
 
 
+def _western(data: bytes) -> str | None:
+    """``data`` as cp1252 when it reads as Western European text: a few accented Latin letters among mostly
+    ASCII ones. charset-normalizer often calls such text cp1250/cp1257 ("crčme" for "crème")."""
+    try:
+        text = data.decode("cp1252")
+    except UnicodeDecodeError:
+        return None
+    letters = [c for c in text if c.isalpha()]
+    accented = [c for c in letters if not c.isascii()]
+    if not accented or len(accented) > 0.3 * len(letters):
+        return None
+    return text if all("\u00c0" <= c <= "\u00ff" or c in "ŒœŠšŽžŸƒ" for c in accented) else None
+
+
 def _guess_decode(data: bytes) -> str:
     from charset_normalizer import from_bytes
+
+    western = _western(data[:262144])
+    if western is not None:
+        return data.decode("cp1252", errors="replace")
 
     best = from_bytes(data[:262144]).best()
     encoding = best.encoding if best is not None else None

@@ -1,0 +1,140 @@
+"""``local-rag ingest PATH... [--json]`` and ``local-rag watch add|remove|list|scan``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+from localrag.core.ingest.pipeline import IngestEvent, Ingestor, IngestSummary
+from localrag.core.library import Library
+from localrag.core.progress import CancelToken
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("ingest", help="index files and folders (resumes unfinished work first)")
+    p.add_argument("paths", nargs="*", type=Path, help="files or folders; none: only resume unfinished documents")
+    p.add_argument("--json", action="store_true", help="print one JSON summary instead of progress")
+    p.set_defaults(func=run)
+    w = sub.add_parser("watch", help="folders whose new, changed and deleted files are picked up")
+    w_actions = w.add_subparsers(dest="action", metavar="ACTION", required=True)
+    for name, text in (("add", "watch a folder"), ("remove", "stop watching a folder")):
+        a = w_actions.add_parser(name, help=text)
+        a.add_argument("folder", type=Path)
+    w_actions.add_parser("list", help="list watched folders")
+    w_actions.add_parser("scan", help="index what changed in watched folders now")
+    w.set_defaults(func=run_watch)
+
+
+class _ProgressLine:
+    """One status line on stderr, redrawn at most 10 times a second."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled and sys.stderr.isatty()
+        self.quiet = not enabled
+        self._last = 0.0
+
+    def __call__(self, e: IngestEvent) -> None:
+        if self.quiet:
+            return
+        final = e.status in ("ready", "failed", "cancelled", "skipped", "removed")
+        now = time.monotonic()
+        if not final and (not self.enabled or now - self._last < 0.1):
+            return
+        self._last = now
+        if e.status == "extracting":
+            line = f"reading  {e.title}: page {e.pages_done}/{e.pages or '?'}"
+        elif e.status == "embedding":
+            bar = _bar(e.chunks_embedded, e.chunks_total)
+            eta = f" ETA {e.eta_s:,.0f}s" if e.eta_s is not None else ""
+            line = f"indexing {e.title}: {bar} {e.chunks_embedded}/{e.chunks_total} chunks{eta}"
+        elif e.status == "queued":
+            return
+        else:
+            word = {"ready": "ok", "failed": "FAILED", "cancelled": "cancelled", "skipped": "skipped"}.get(e.status,
+                                                                                                      e.status)
+            detail = f" ({e.pages} pages, {e.chunks_total} chunks)" if e.status == "ready" else f": {e.message}"
+            line = f"{word:9} {e.path or e.title}{detail}"
+        if self.enabled:
+            end = "\n" if final else ""
+            sys.stderr.write("\r\033[K" + line[:200] + end)
+        else:
+            sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+
+
+def _bar(done: int, total: int, width: int = 24) -> str:
+    filled = int(width * done / total) if total else 0
+    return "[" + "#" * filled + "." * (width - filled) + "]"
+
+
+def run(args: argparse.Namespace) -> int:
+    progress = _ProgressLine(enabled=not args.json)
+    library = Library(owner=False)
+    library.open()
+    ingestor = Ingestor(library, on_event=progress)
+    cancel = CancelToken()
+    try:
+        queued = ingestor.enqueue(args.paths)
+        try:
+            summary = ingestor.run(cancel)
+        except KeyboardInterrupt:
+            cancel.cancel()
+            summary = ingestor.run(cancel)  # marks what was left as cancelled; committed work stays
+        summary.skipped = sum(1 for e in queued if e.status == "skipped")
+        early_failures = [e for e in queued if e.status == "failed"]
+        summary.failed += len(early_failures)
+        summary.events = early_failures + [e for e in queued if e.status == "skipped"] + summary.events
+    finally:
+        ingestor.close()
+        library.close()
+    _print_summary(summary, args.json)
+    return 1 if summary.failed else 0
+
+
+def _print_summary(summary: IngestSummary, as_json: bool) -> None:
+    if as_json:
+        out = asdict(summary)
+        out["files"] = out.pop("events")
+        print(json.dumps(out, indent=2, default=str))
+        return
+    print(
+        f"{summary.ready} indexed, {summary.skipped} skipped, {summary.failed} failed, {summary.cancelled} cancelled"
+        f" — {summary.pages} pages, {summary.chunks} chunks in {summary.seconds:.1f}s"
+    )
+    for e in summary.events:
+        if e.status == "failed":
+            print(f"  failed: {e.path}: {e.message}")
+
+
+def run_watch(args: argparse.Namespace) -> int:
+    from localrag.core.ingest import watch
+
+    library = Library(owner=False)
+    library.open()
+    try:
+        with library.connect() as conn:
+            if args.action == "add":
+                watch.add_watched_folder(conn, args.folder)
+                print(f"watching {args.folder.absolute()} (run `local-rag watch scan`, or keep the window open)")
+            elif args.action == "remove":
+                watch.remove_watched_folder(conn, args.folder)
+            elif args.action == "list":
+                for folder in watch.list_watched_folders(conn):
+                    print(folder)
+            else:
+                paths, removed = watch.scan_watched(conn)
+                ingestor = Ingestor(library, on_event=_ProgressLine(enabled=True))
+                try:
+                    ingestor.enqueue(paths)
+                    summary = ingestor.run()
+                finally:
+                    ingestor.close()
+                print(f"{len(paths)} new or changed, {len(removed)} removed; {summary.ready} indexed, "
+                      f"{summary.failed} failed")
+    finally:
+        library.close()
+    return 0

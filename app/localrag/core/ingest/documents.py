@@ -1,0 +1,89 @@
+"""The documents table as the panels and commands see it: listing, lookup, removal, re-embed status."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+
+LIVE_STATUSES = ("queued", "extracting", "embedding", "ready")
+UNFINISHED_STATUSES = ("queued", "extracting", "embedding")
+
+
+@dataclass
+class DocumentInfo:
+    id: int
+    path: str
+    title: str
+    doc_type: str
+    pages: int
+    chunks_total: int
+    chunks_embedded: int
+    status: str
+    error_code: str | None
+    error: str | None
+    bytes: int
+    created_at: dt.datetime
+    indexed_at: dt.datetime | None
+    warnings: list[str]
+
+
+_COLUMNS = (
+    "id, path, title, doc_type, pages, chunks_total, chunks_embedded, status, error_code, error, bytes, "
+    "created_at, indexed_at, warnings"
+)
+
+
+def list_documents(conn: psycopg.Connection[Any], search: str = "", doc_types: list[str] | None = None
+                   ) -> list[DocumentInfo]:
+    """Every document (newest first) whose title or path contains ``search``, optionally of ``doc_types``.
+
+    A changed file being re-indexed shows once: the new version while it is in progress, the old one is hidden.
+    """
+    clauses = ["NOT EXISTS (SELECT 1 FROM documents n WHERE n.replaces_id = d.id AND n.status IN "
+               "('queued', 'extracting', 'embedding'))"]
+    params: list[Any] = []
+    if search:
+        clauses.append("(d.title ILIKE %s OR d.path ILIKE %s)")
+        like = "%" + search.replace("\\", "\\\\").replace("%", r"\%").replace("_", r"\_") + "%"
+        params += [like, like]
+    if doc_types:
+        clauses.append("d.doc_type = ANY(%s)")
+        params.append(list(doc_types))
+    rows = conn.execute(
+        f"SELECT {_COLUMNS} FROM documents d WHERE {' AND '.join(clauses)} ORDER BY d.id DESC",  # noqa: S608
+        params,
+    ).fetchall()
+    return [DocumentInfo(*row) for row in rows]
+
+
+def get_document(conn: psycopg.Connection[Any], doc_id: int) -> DocumentInfo | None:
+    row = conn.execute(f"SELECT {_COLUMNS} FROM documents WHERE id = %s", (doc_id,)).fetchone()  # noqa: S608
+    return DocumentInfo(*row) if row else None
+
+
+def remove_document(conn: psycopg.Connection[Any], doc_id: int) -> bool:
+    """Delete a document with its chunks, vectors and BM25 postings, in one transaction. Returns whether it existed."""
+    from localrag.core.retrieve import bm25
+
+    with conn.transaction():
+        row = conn.execute("SELECT status FROM documents WHERE id = %s FOR UPDATE", (doc_id,)).fetchone()
+        if row is None:
+            return False
+        if row[0] == "ready":
+            bm25.unindex_document(conn, doc_id)
+        conn.execute("DELETE FROM documents WHERE id = %s", (doc_id,))
+    return True
+
+
+def reembed_needed(conn: psycopg.Connection[Any], active_model: str) -> int:
+    """How many ready documents have chunks without a vector from ``active_model``."""
+    row = conn.execute(
+        "SELECT count(DISTINCT c.doc_id) FROM document_chunks c JOIN documents d ON d.id = c.doc_id "
+        "WHERE d.status = 'ready' AND NOT EXISTS (SELECT 1 FROM chunk_embeddings e "
+        "WHERE e.chunk_id = c.id AND e.embedding_model = %s)",
+        (active_model,),
+    ).fetchone()
+    return int(row[0]) if row else 0

@@ -1,0 +1,592 @@
+"""Ingestion: files become page-aware chunks and vectors, in steps that survive a crash at any point.
+
+A document moves ``queued → extracting → embedding → ready`` (or ``failed``/``cancelled``):
+
+1. ``enqueue`` hashes each file and records a ``queued`` row at once, so the panel shows it immediately. The same
+   content again is a no-op ("already indexed"); a changed file gets a new row that replaces the old one when
+   ready, so the old version keeps answering until then.
+2. Extraction and chunking write all chunks in one transaction (COPY) together with the switch to ``embedding``.
+3. Vectors are written in committed batches (COPY). Chunks whose text an indexed chunk already has reuse its
+   vector. After a kill, the next run embeds only the chunks that still lack a vector.
+4. One transaction adds the BM25 postings, marks the document ``ready`` and drops the version it replaces.
+   Retrieval only sees ``ready`` documents, so nothing is ever half-visible.
+
+A per-document advisory lock lets several ingestors (the window and a terminal) share one database safely.
+One bad file fails alone with its reason; the others still go in.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import psycopg
+from psycopg.types.json import Jsonb
+
+from localrag.core.embed.service import BATCH, EmbeddingService
+from localrag.core.errors import BadDocument, KnownError, StoreUnavailable
+from localrag.core.ingest import loaders
+from localrag.core.ingest.chunking import iter_chunks
+from localrag.core.ingest.documents import UNFINISHED_STATUSES, remove_document
+from localrag.core.ingest.loaders._common import display_name
+from localrag.core.progress import CancelToken, Cancelled
+from localrag.core.retrieve import bm25
+
+log = logging.getLogger("localrag.ingest")
+
+EMBED_BATCH = 64  # chunks per committed batch: a kill loses at most this much embedding work
+_ADVISORY_NS = 0x1A6  # advisory-lock namespace for "a process is ingesting this document"
+
+
+@dataclass
+class IngestEvent:
+    """What happened to one file; the GUI renders these, the CLI prints them."""
+
+    doc_id: int | None
+    path: str
+    title: str
+    doc_type: str
+    status: str  # queued | extracting | embedding | ready | failed | cancelled | skipped | removed
+    pages_done: int = 0
+    pages: int = 0
+    chunks_embedded: int = 0
+    chunks_total: int = 0
+    eta_s: float | None = None
+    error_code: str | None = None
+    message: str = ""
+
+
+@dataclass
+class IngestSummary:
+    ready: int = 0
+    failed: int = 0
+    cancelled: int = 0
+    skipped: int = 0
+    pages: int = 0
+    chunks: int = 0
+    embedded_chunks: int = 0  # chunks that needed the model (others reused a stored vector)
+    embedded_tokens: int = 0
+    seconds: float = 0.0
+    stage_seconds: dict[str, float] = field(default_factory=lambda: dict.fromkeys(
+        ("extract", "chunk", "embed", "write"), 0.0))
+    events: list[IngestEvent] = field(default_factory=list)  # the last event of every file
+
+
+def path_to_db(path: Path) -> tuple[str, bytes | None]:
+    """A path as stored: readable text, plus its raw bytes when they are not valid UTF-8."""
+    raw = os.fsencode(path)
+    try:
+        return raw.decode("utf-8"), None
+    except UnicodeDecodeError:
+        return raw.decode("utf-8", "replace"), raw
+
+
+def path_from_db(text: str, raw: bytes | None) -> Path:
+    return Path(os.fsdecode(bytes(raw))) if raw is not None else Path(text)
+
+
+def file_sha256(path: Path, cancel: CancelToken | None = None) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(1 << 20):
+            digest.update(block)
+            if cancel is not None:
+                cancel.raise_if_cancelled()
+    return digest.hexdigest()
+
+
+def expand_paths(paths: Iterable[Path]) -> Iterator[tuple[Path, bool]]:
+    """Files under ``paths`` as ``(path, explicit)``: folders are walked (hidden entries skipped), and only
+    explicitly named files are reported when their type is unsupported."""
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            for root, dirs, files in os.walk(path):
+                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+                for name in sorted(files):
+                    if not name.startswith("."):
+                        yield Path(root) / name, False
+        else:
+            yield path, True
+
+
+class Ingestor:
+    """Indexes files into the library. Blocking; the GUI runs it on its ingest worker thread.
+
+    Args:
+        library: the open Library.
+        on_event: called (on the ingesting thread) with every ``IngestEvent``.
+    """
+
+    def __init__(self, library: Any, *, on_event: Callable[[IngestEvent], None] | None = None) -> None:
+        self.library = library
+        self.settings = library.settings
+        self.on_event = on_event
+        self._conn: psycopg.Connection[Any] | None = None
+        self._cancel_docs: set[int] = set()
+        self._cancel_lock = threading.Lock()
+        self._own_service: EmbeddingService | None = None
+        self._own_thread: threading.Thread | None = None
+
+    # -- connection ----------------------------------------------------------------------------------------
+
+    @property
+    def conn(self) -> psycopg.Connection[Any]:
+        if self._conn is None or self._conn.closed:
+            self.library.ensure_store()
+            self._conn = self.library.connect()
+        return self._conn
+
+    def close(self) -> None:
+        if self._own_service is not None:
+            self._own_service.stop()
+            if self._own_thread is not None:
+                self._own_thread.join(timeout=30)
+            self._own_service = self._own_thread = None
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    # -- queueing ------------------------------------------------------------------------------------------
+
+    def enqueue(self, paths: Iterable[Path], cancel: CancelToken | None = None) -> list[IngestEvent]:
+        """Record every file under ``paths`` as queued (or say why not) and return one event per file."""
+        events = []
+        for path, explicit in expand_paths(paths):
+            if cancel is not None and cancel.cancelled:
+                break
+            event = self._enqueue_one(path, explicit)
+            if event is not None:
+                events.append(self._emit(event))
+        return events
+
+    def _enqueue_one(self, path: Path, explicit: bool) -> IngestEvent | None:
+        path = path.absolute()
+        name = display_name(path)
+        db_path, db_raw = path_to_db(path)
+        doc_type = loaders.SUPPORTED_SUFFIXES.get(path.suffix.lower())
+        if doc_type is None and not explicit:
+            return IngestEvent(None, path_to_db(path)[0], name, "", "skipped", message="unsupported type")
+        if path.suffix.lower() == ".gguf":
+            return IngestEvent(None, path_to_db(path)[0], name, "", "skipped", message="a language model, not a document")
+        try:
+            # The checks that need no parsing (missing, empty, too large, wrong type) fail fast, before hashing.
+            loaders._check_file(path, self.max_bytes)
+            sha = file_sha256(path)
+            mtime = path.stat().st_mtime
+        except BadDocument as exc:
+            return self._record_failure(path, doc_type or "", exc)
+        except OSError as exc:
+            return self._record_failure(path, doc_type or "", BadDocument(f"{name} cannot be read: {exc}", code="unreadable"))
+        conn = self.conn
+        with conn.transaction():
+            same = conn.execute(
+                "SELECT id, title, status, path FROM documents WHERE sha256 = %s AND status IN "
+                "('queued', 'extracting', 'embedding', 'ready')",
+                (sha,),
+            ).fetchone()
+            if same:
+                doc_id, title, status, where = same
+                if status == "ready":
+                    msg = "already indexed" if where == db_path else f"already indexed as {title}"
+                else:
+                    msg = "already queued"
+                return IngestEvent(doc_id, db_path, title, doc_type or "", "skipped", message=msg)
+            # Earlier failed or cancelled attempts at this path make way for the new one.
+            conn.execute(
+                "DELETE FROM documents WHERE path = %s AND path_bytes IS NOT DISTINCT FROM %s "
+                "AND status IN ('failed', 'cancelled')", (db_path, db_raw))
+            old = conn.execute(
+                "SELECT id FROM documents WHERE path = %s AND path_bytes IS NOT DISTINCT FROM %s "
+                "AND status = 'ready' ORDER BY id DESC LIMIT 1",
+                (db_path, db_raw),
+            ).fetchone()
+            doc_id = conn.execute(
+                "INSERT INTO documents (path, path_bytes, title, doc_type, sha256, bytes, status, replaces_id, "
+                "source_mtime) VALUES (%s, %s, %s, %s, %s, %s, 'queued', %s, %s) RETURNING id",
+                (db_path, db_raw, name, doc_type, sha, path.stat().st_size, old[0] if old else None, mtime),
+            ).fetchone()[0]
+        message = "changed: re-indexing" if old else "queued"
+        return IngestEvent(doc_id, db_path, name, doc_type or "", "queued", message=message)
+
+    @property
+    def max_bytes(self) -> int:
+        return loaders.DEFAULT_MAX_BYTES
+
+    def _record_failure(self, path: Path, doc_type: str, exc: BadDocument) -> IngestEvent:
+        """A file that cannot be indexed still gets a row, so the panel can say why."""
+        conn = self.conn
+        db_path, db_raw = path_to_db(path)
+        with conn.transaction():
+            conn.execute("DELETE FROM documents WHERE path = %s AND path_bytes IS NOT DISTINCT FROM %s "
+                         "AND status IN ('failed', 'cancelled')", (db_path, db_raw))
+            try:
+                size, mtime = path.stat().st_size, path.stat().st_mtime
+            except OSError:
+                size, mtime = 0, None
+            doc_id = conn.execute(
+                "INSERT INTO documents (path, path_bytes, title, doc_type, sha256, bytes, status, error_code, "
+                "error, source_mtime) VALUES (%s, %s, %s, %s, '', %s, 'failed', %s, %s, %s) RETURNING id",
+                (db_path, db_raw, display_name(path), doc_type or "unknown", size, exc.code, exc.message, mtime),
+            ).fetchone()[0]
+        return IngestEvent(doc_id, db_path, display_name(path), doc_type, "failed", error_code=exc.code,
+                           message=exc.message)
+
+    # -- control -------------------------------------------------------------------------------------------
+
+    def cancel_document(self, doc_id: int) -> None:
+        """Stop work on one document (thread-safe); a queued one is marked cancelled when its turn comes."""
+        with self._cancel_lock:
+            self._cancel_docs.add(doc_id)
+
+    def remove_document(self, doc_id: int) -> bool:
+        self.cancel_document(doc_id)
+        removed = remove_document(self.conn, doc_id)
+        if removed:
+            self._emit(IngestEvent(doc_id, "", "", "", "removed"))
+        return removed
+
+    def reindex_document(self, doc_id: int) -> IngestEvent | None:
+        """Index a document's file again from scratch (for example after a loader improved)."""
+        row = self.conn.execute("SELECT path, path_bytes FROM documents WHERE id = %s", (doc_id,)).fetchone()
+        if row is None:
+            return None
+        self.remove_document(doc_id)
+        events = self.enqueue([path_from_db(*row)])
+        return events[0] if events else None
+
+    # -- the work ------------------------------------------------------------------------------------------
+
+    def run(self, cancel: CancelToken | None = None) -> IngestSummary:
+        """Process every unfinished document, oldest first, until none is left (or ``cancel``)."""
+        summary = IngestSummary()
+        started = time.monotonic()
+        done_any = False
+        try:
+            while True:
+                if cancel is not None and cancel.cancelled:
+                    self._cancel_queued(summary)
+                    break
+                doc_id = self._claim_next()
+                if doc_id is None:
+                    break
+                try:
+                    event = self._process(doc_id, summary, cancel)
+                finally:
+                    self._unlock(doc_id)
+                summary.events.append(event)
+                done_any = True
+                if event.status == "ready":
+                    summary.ready += 1
+                elif event.status == "failed":
+                    summary.failed += 1
+                elif event.status == "cancelled":
+                    summary.cancelled += 1
+        finally:
+            summary.seconds = time.monotonic() - started
+        if done_any and summary.chunks >= 500:
+            with self.conn.transaction():
+                self.conn.execute("ANALYZE document_chunks")
+                self.conn.execute("ANALYZE chunk_embeddings")
+                self.conn.execute("ANALYZE bm25_postings")
+        return summary
+
+    def _claim_next(self) -> int | None:
+        """The oldest unfinished document no other ingestor holds, locked for this one."""
+        conn = self.conn
+        rows = conn.execute(
+            "SELECT id FROM documents WHERE status IN ('queued', 'extracting', 'embedding') ORDER BY id"
+        ).fetchall()
+        conn.commit()
+        for (doc_id,) in rows:
+            got = conn.execute("SELECT pg_try_advisory_lock(%s, %s)", (_ADVISORY_NS, doc_id)).fetchone()[0]
+            conn.commit()
+            if got:
+                status = conn.execute("SELECT status FROM documents WHERE id = %s", (doc_id,)).fetchone()
+                conn.commit()
+                if status and status[0] in UNFINISHED_STATUSES:
+                    return doc_id
+                self._unlock(doc_id)
+        return None
+
+    def _unlock(self, doc_id: int) -> None:
+        if self._conn is not None and not self._conn.closed:
+            try:
+                self._conn.execute("SELECT pg_advisory_unlock(%s, %s)", (_ADVISORY_NS, doc_id))
+                self._conn.commit()
+            except psycopg.Error:
+                self._conn.rollback()
+
+    def _cancel_queued(self, summary: IngestSummary) -> None:
+        with self.conn.transaction():
+            rows = self.conn.execute(
+                "UPDATE documents SET status = 'cancelled', error = 'cancelled', updated_at = now() "
+                "WHERE status IN ('queued', 'extracting', 'embedding') "
+                "AND pg_try_advisory_lock(%s, id) RETURNING id, path, title, doc_type",
+                (_ADVISORY_NS,),
+            ).fetchall()
+            for doc_id, *_ in rows:
+                self.conn.execute("DELETE FROM document_chunks WHERE doc_id = %s", (doc_id,))
+        for doc_id, path, title, doc_type in rows:
+            self._unlock(doc_id)
+            summary.cancelled += 1
+            summary.events.append(self._emit(IngestEvent(doc_id, path, title, doc_type, "cancelled",
+                                                         message="cancelled")))
+
+    def _process(self, doc_id: int, summary: IngestSummary, cancel: CancelToken | None) -> IngestEvent:
+        row = self.conn.execute(
+            "SELECT path, path_bytes, title, doc_type, status FROM documents WHERE id = %s", (doc_id,)
+        ).fetchone()
+        self.conn.commit()
+        path, raw, title, doc_type, status = row
+        fs_path = path_from_db(path, raw)
+        doc_cancel = _DocCancel(self, doc_id, cancel)
+        try:
+            if status in ("queued", "extracting"):
+                title, doc_type = self._extract(doc_id, fs_path, summary, doc_cancel)
+            self._embed(doc_id, path, title, doc_type, summary, doc_cancel)
+            return self._finish(doc_id, path, title, doc_type)
+        except Cancelled:
+            self.conn.rollback()
+            with self.conn.transaction():
+                self.conn.execute("DELETE FROM document_chunks WHERE doc_id = %s", (doc_id,))
+                self.conn.execute(
+                    "UPDATE documents SET status = 'cancelled', error = 'cancelled', updated_at = now() "
+                    "WHERE id = %s", (doc_id,))
+            return self._emit(IngestEvent(doc_id, path, title, doc_type, "cancelled", message="cancelled"))
+        except BadDocument as exc:
+            return self._fail(doc_id, path, title, doc_type, exc.code, exc.message)
+        except (psycopg.OperationalError, StoreUnavailable):
+            raise  # the store is gone: the caller decides (the GUI shows the banner and retries)
+        except KnownError as exc:
+            return self._fail(doc_id, path, title, doc_type, exc.code, exc.message)
+        except Exception as exc:  # a bug: this file fails with a trace in the log, the others go on
+            log.exception("indexing %s failed", path)
+            return self._fail(doc_id, path, title, doc_type, "error", f"Internal error: {type(exc).__name__}: {exc}")
+        finally:
+            with self._cancel_lock:
+                self._cancel_docs.discard(doc_id)
+
+    def _fail(self, doc_id: int, path: str, title: str, doc_type: str, code: str, message: str) -> IngestEvent:
+        if not self.conn.closed:
+            self.conn.rollback()
+            with self.conn.transaction():
+                self.conn.execute("DELETE FROM document_chunks WHERE doc_id = %s", (doc_id,))
+                self.conn.execute(
+                    "UPDATE documents SET status = 'failed', error_code = %s, error = %s, updated_at = now() "
+                    "WHERE id = %s", (code, message, doc_id))
+        return self._emit(IngestEvent(doc_id, path, title, doc_type, "failed", error_code=code, message=message))
+
+    def _extract(self, doc_id: int, path: Path, summary: IngestSummary, cancel: _DocCancel
+                 ) -> tuple[str, str]:
+        conn = self.conn
+        with conn.transaction():
+            conn.execute("DELETE FROM document_chunks WHERE doc_id = %s", (doc_id,))
+            conn.execute("UPDATE documents SET status = 'extracting', updated_at = now() WHERE id = %s", (doc_id,))
+        last_emit = [0.0]
+        title, doc_type = display_name(path), loaders.SUPPORTED_SUFFIXES.get(path.suffix.lower(), "")
+
+        def on_page(done: int, total: int) -> None:
+            cancel.raise_if_cancelled()
+            now = time.monotonic()
+            if now - last_emit[0] > 0.2 or done == total:
+                last_emit[0] = now
+                self._emit(IngestEvent(doc_id, path_to_db(path)[0], title, doc_type, "extracting", pages_done=done,
+                                       pages=total))
+
+        t0 = time.monotonic()
+        stream = loaders.open_document(path, max_bytes=self.max_bytes, cancel=cancel.token, on_page=on_page)
+        title, doc_type = stream.title, stream.doc_type
+        embedder = self.library.embedder
+        rows = []
+        t_chunk = 0.0
+        pages = 0
+
+        def counted_pages() -> Iterator[Any]:
+            nonlocal pages
+            for page in stream.pages:
+                pages += 1
+                yield page
+
+        chunk_iter = iter_chunks(counted_pages(), embedder, max_tokens=self.settings.chunk_tokens,
+                                 overlap_tokens=self.settings.chunk_overlap, hard_limit=embedder.max_tokens)
+        # Extraction and chunking interleave page by page; attribute the time by measuring chunking alone.
+        for chunk in chunk_iter:
+            tc = time.monotonic()
+            rows.append((doc_id, chunk.chunk_index, chunk.page_number, chunk.heading_path, chunk.text,
+                         chunk.token_count, chunk.char_start, chunk.char_end, chunk.text_hash))
+            t_chunk += time.monotonic() - tc
+        t_total = time.monotonic() - t0
+        if not rows:
+            raise BadDocument(f"{display_name(path)} has no text to index.", code="empty")
+        summary.stage_seconds["chunk"] += t_chunk
+        summary.stage_seconds["extract"] += t_total - t_chunk
+        tw = time.monotonic()
+        with conn.transaction():
+            with conn.cursor().copy(
+                "COPY document_chunks (doc_id, chunk_index, page_number, heading_path, text, token_count, "
+                "char_start, char_end, text_hash) FROM STDIN"
+            ) as copy:
+                for r in rows:
+                    copy.write_row(r)
+            conn.execute(
+                "UPDATE documents SET status = 'embedding', title = %s, doc_type = %s, mime = %s, pages = %s, "
+                "pages_done = %s, chunks_total = %s, warnings = %s, updated_at = now() WHERE id = %s",
+                (title, doc_type, stream.mime, pages, pages, len(rows), Jsonb(stream.warnings), doc_id),
+            )
+        summary.stage_seconds["write"] += time.monotonic() - tw
+        summary.pages += pages
+        summary.chunks += len(rows)
+        self._emit(IngestEvent(doc_id, path_to_db(path)[0], title, doc_type, "embedding", pages_done=pages, pages=pages,
+                               chunks_total=len(rows), message="; ".join(stream.warnings)))
+        return title, doc_type
+
+    def _embed(self, doc_id: int, path: str, title: str, doc_type: str, summary: IngestSummary,
+               cancel: _DocCancel) -> None:
+        conn = self.conn
+        model = self.library.embedder.name
+        tw = time.monotonic()
+        with conn.transaction():
+            # Chunks whose exact text already has a vector from this model (an unchanged part of a changed
+            # file, a duplicate passage) reuse it.
+            conn.execute(
+                "INSERT INTO chunk_embeddings (chunk_id, embedding_model, embedding) "
+                "SELECT DISTINCT ON (c.id) c.id, e.embedding_model, e.embedding FROM document_chunks c "
+                "JOIN document_chunks o ON o.text_hash = c.text_hash AND o.doc_id <> c.doc_id "
+                "JOIN chunk_embeddings e ON e.chunk_id = o.id AND e.embedding_model = %s "
+                "WHERE c.doc_id = %s ON CONFLICT DO NOTHING",
+                (model, doc_id),
+            )
+        todo = conn.execute(
+            "SELECT c.id, c.text, c.token_count FROM document_chunks c WHERE c.doc_id = %s AND NOT EXISTS "
+            "(SELECT 1 FROM chunk_embeddings e WHERE e.chunk_id = c.id AND e.embedding_model = %s) "
+            "ORDER BY c.chunk_index",
+            (doc_id, model),
+        ).fetchall()
+        total = conn.execute("SELECT count(*) FROM document_chunks WHERE doc_id = %s", (doc_id,)).fetchone()[0]
+        conn.commit()
+        summary.stage_seconds["write"] += time.monotonic() - tw
+        done = total - len(todo)
+        pages = conn.execute("SELECT pages FROM documents WHERE id = %s", (doc_id,)).fetchone()[0]
+        conn.commit()
+        started, first_done = time.monotonic(), done
+        batches = [todo[i : i + EMBED_BATCH] for i in range(0, len(todo), EMBED_BATCH)]
+        pending: Future | None = self._submit([r[1] for r in batches[0]]) if batches else None
+        for i, batch in enumerate(batches):
+            cancel.raise_if_cancelled()
+            te = time.monotonic()
+            assert pending is not None
+            vectors = pending.result()
+            summary.stage_seconds["embed"] += time.monotonic() - te
+            # Ask for the next batch before writing this one, so the model never waits on the database.
+            pending = self._submit([r[1] for r in batches[i + 1]]) if i + 1 < len(batches) else None
+            tw = time.monotonic()
+            self._write_vectors(doc_id, model, batch, vectors)
+            summary.stage_seconds["write"] += time.monotonic() - tw
+            done += len(batch)
+            summary.embedded_chunks += len(batch)
+            summary.embedded_tokens += sum(r[2] for r in batch)
+            rate = (done - first_done) / max(1e-6, time.monotonic() - started)
+            self._emit(IngestEvent(doc_id, path, title, doc_type, "embedding", pages_done=pages, pages=pages,
+                                   chunks_embedded=done, chunks_total=total,
+                                   eta_s=(total - done) / rate if rate > 0 else None))
+        if pending is not None:
+            pending.cancel()
+
+    def _write_vectors(self, doc_id: int, model: str, batch: list[tuple], vectors: np.ndarray) -> None:
+        conn = self.conn
+        with conn.transaction():
+            with conn.cursor().copy(
+                "COPY chunk_embeddings (chunk_id, embedding_model, embedding) FROM STDIN"
+            ) as copy:
+                for (chunk_id, _text, _n), vec in zip(batch, vectors):
+                    copy.write_row((chunk_id, model, "[" + ",".join(f"{x:.7g}" for x in vec) + "]"))
+            conn.execute(
+                "UPDATE documents SET chunks_embedded = (SELECT count(*) FROM chunk_embeddings e JOIN "
+                "document_chunks c ON c.id = e.chunk_id WHERE c.doc_id = %s AND e.embedding_model = %s), "
+                "updated_at = now() WHERE id = %s",
+                (doc_id, model, doc_id),
+            )
+
+    def _finish(self, doc_id: int, path: str, title: str, doc_type: str) -> IngestEvent:
+        conn = self.conn
+        with conn.transaction():
+            bm25.index_document(conn, doc_id)
+            row = conn.execute(
+                "UPDATE documents SET status = 'ready', chunks_embedded = chunks_total, indexed_at = now(), "
+                "updated_at = now() WHERE id = %s RETURNING replaces_id, pages, chunks_total", (doc_id,)
+            ).fetchone()
+            replaces, pages, chunks = row
+            if replaces is not None:
+                old = conn.execute("SELECT status FROM documents WHERE id = %s", (replaces,)).fetchone()
+                if old is not None:
+                    if old[0] == "ready":
+                        bm25.unindex_document(conn, replaces)
+                    conn.execute("DELETE FROM documents WHERE id = %s", (replaces,))
+        return self._emit(IngestEvent(doc_id, path, title, doc_type, "ready", pages_done=pages, pages=pages,
+                                      chunks_embedded=chunks, chunks_total=chunks, message="ready"))
+
+    # -- embedding -------------------------------------------------------------------------------------------
+
+    def _submit(self, texts: list[str]) -> Future:
+        service = self.library.embedding_service
+        if service is None:
+            if self._own_service is None:
+                embedder = self.library.embedder
+                self._own_service = EmbeddingService(lambda: embedder)
+                self._own_thread = threading.Thread(target=self._own_service.run, name="embedding", daemon=True)
+                self._own_thread.start()
+            service = self._own_service
+        return service.submit(texts, BATCH)
+
+    def _emit(self, event: IngestEvent) -> IngestEvent:
+        if self.on_event is not None:
+            try:
+                self.on_event(event)
+            except Exception:  # a broken listener must not stop indexing
+                log.exception("ingest event listener failed")
+        return event
+
+
+class _DocCancel:
+    """Cancellation of one document: the run's token, or a per-document request."""
+
+    def __init__(self, ingestor: Ingestor, doc_id: int, token: CancelToken | None) -> None:
+        self.ingestor, self.doc_id = ingestor, doc_id
+        self.token = _Bridge(self)
+        self._run_token = token
+
+    @property
+    def cancelled(self) -> bool:
+        if self._run_token is not None and self._run_token.cancelled:
+            return True
+        with self.ingestor._cancel_lock:
+            return self.doc_id in self.ingestor._cancel_docs
+
+    def raise_if_cancelled(self) -> None:
+        if self.cancelled:
+            raise Cancelled()
+
+
+class _Bridge(CancelToken):
+    """A CancelToken view of ``_DocCancel`` for the loaders."""
+
+    def __init__(self, owner: _DocCancel) -> None:
+        super().__init__()
+        self._owner = owner
+
+    @property
+    def cancelled(self) -> bool:  # type: ignore[override]
+        return self._owner.cancelled
+
+    def raise_if_cancelled(self) -> None:
+        self._owner.raise_if_cancelled()

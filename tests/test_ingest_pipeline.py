@@ -1,0 +1,226 @@
+"""Ingestion end to end: real files, the real embedder, the real database."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from localrag.core.ingest.pipeline import Ingestor
+
+LOREM = (
+    "Photosynthesis converts light energy into chemical energy stored in glucose. "
+    "Chlorophyll absorbs mostly blue and red light and reflects green. "
+    "The Calvin cycle fixes carbon dioxide into three-carbon sugars. "
+)
+
+
+def _ingest(library, paths):
+    events = []
+    ing = Ingestor(library, on_event=events.append)
+    try:
+        queued = ing.enqueue(paths)
+        summary = ing.run()
+    finally:
+        ing.close()
+    return queued, summary, events
+
+
+def _doc_rows(library):
+    with library.connect() as conn:
+        return conn.execute(
+            "SELECT id, title, doc_type, status, error_code, chunks_total, chunks_embedded FROM documents ORDER BY id"
+        ).fetchall()
+
+
+def _write_pdf(path: Path, pages: list[str]) -> None:
+    import pypdfium2 as pdfium
+    import pypdfium2.raw as raw
+
+    pdf = pdfium.PdfDocument.new()
+    font = raw.FPDFText_LoadStandardFont(pdf.raw, b"Helvetica")
+    for text in pages:
+        page = pdf.new_page(612, 792)
+        y = 740
+        for line in text.split("\n"):
+            obj = raw.FPDFPageObj_NewTextObj(pdf.raw, b"Helvetica", 11.0)
+            ws = (line + "\x00").encode("utf-16-le")
+            import ctypes
+
+            buf = (ctypes.c_ushort * (len(ws) // 2)).from_buffer_copy(ws)
+            raw.FPDFText_SetText(obj, buf)
+            raw.FPDFPageObj_Transform(obj, 1, 0, 0, 1, 50, y)
+            raw.FPDFPage_InsertObject(page.raw, obj)
+            y -= 14
+        raw.FPDFPage_GenerateContent(page.raw)
+    raw.FPDFFont_Close(font) if font else None
+    pdf.save(str(path))
+
+
+def test_formats_become_ready_chunks_with_vectors(clean_db, tmp_path):
+    (tmp_path / "guide.md").write_text("# Install\n\n## Linux\n\n" + "Run the installer with apt. " * 60 +
+                                       "\n\n## Windows\n\n" + "Double-click setup.exe to install. " * 60)
+    (tmp_path / "notes.txt").write_text(LOREM * 3, encoding="latin-1")
+    (tmp_path / "page.html").write_text("<html><body><nav>menu</nav><h1>Owls</h1><p>Owls hunt at night.</p>"
+                                        "<script>var x=1;</script></body></html>")
+    _write_pdf(tmp_path / "paper.pdf", ["Page one talks about glaciers melting.",
+                                        "Page two covers ocean currents and salinity."])
+    _queued, summary, _events = _ingest(clean_db, [tmp_path])
+    rows = _doc_rows(clean_db)
+    assert summary.ready == 4 and summary.failed == 0, rows
+    assert {r[2] for r in rows} == {"markdown", "text", "html", "pdf"}
+    assert all(r[3] == "ready" and r[5] > 0 and r[5] == r[6] for r in rows)
+    with clean_db.connect() as conn:
+        headings = {r[0] for r in conn.execute("SELECT heading_path FROM document_chunks")}
+        pages = conn.execute(
+            "SELECT c.page_number, c.text FROM document_chunks c JOIN documents d ON d.id = c.doc_id "
+            "WHERE d.doc_type = 'pdf' ORDER BY c.page_number").fetchall()
+        missing = conn.execute(
+            "SELECT count(*) FROM document_chunks c WHERE NOT EXISTS (SELECT 1 FROM chunk_embeddings e "
+            "WHERE e.chunk_id = c.id)").fetchone()[0]
+    assert "Install > Linux" in headings and "Install > Windows" in headings
+    assert [p for p, _ in pages] == [1, 2] and "ocean currents" in pages[1][1]
+    assert missing == 0
+
+
+def test_same_file_twice_is_a_no_op(clean_db, tmp_path):
+    f = tmp_path / "a.md"
+    f.write_text("# Title\n\n" + LOREM)
+    _ingest(clean_db, [f])
+    queued, summary, _ = _ingest(clean_db, [f])
+    assert [e.status for e in queued] == ["skipped"] and queued[0].message == "already indexed"
+    assert summary.ready == 0
+    assert len(_doc_rows(clean_db)) == 1
+
+
+def test_changed_file_reindexes_itself_and_reuses_unchanged_vectors(clean_db, tmp_path):
+    f = tmp_path / "long.txt"
+    paragraphs = [f"Paragraph {i}. " + LOREM * 2 for i in range(12)]
+    f.write_text("\n\n".join(paragraphs))
+    other = tmp_path / "other.md"
+    other.write_text("# Other\n\nUnrelated text about trains and railways.")
+    _, first, _ = _ingest(clean_db, [f, other])
+    before = {r[0]: r for r in _doc_rows(clean_db)}
+    paragraphs[-1] = "Paragraph 11 was rewritten entirely: volcanoes erupt lava and ash."
+    f.write_text("\n\n".join(paragraphs))
+    queued, second, _ = _ingest(clean_db, [f])
+    assert queued[0].status == "queued"
+    rows = _doc_rows(clean_db)
+    assert len(rows) == 2 and all(r[3] == "ready" for r in rows)
+    other_row = [r for r in rows if r[2] == "markdown"][0]
+    assert other_row == before[other_row[0]]  # untouched
+    assert second.chunks > 0 and second.embedded_chunks < second.chunks / 2  # most vectors reused
+    with clean_db.connect() as conn:
+        hits = conn.execute("SELECT count(*) FROM document_chunks WHERE text LIKE '%volcanoes%'").fetchone()[0]
+    assert hits >= 1
+
+
+def test_remove_document_removes_chunks_and_vectors(clean_db, tmp_path):
+    f = tmp_path / "x.md"
+    f.write_text("# X\n\n" + LOREM)
+    _ingest(clean_db, [f])
+    doc_id = _doc_rows(clean_db)[0][0]
+    ing = Ingestor(clean_db)
+    try:
+        assert ing.remove_document(doc_id)
+    finally:
+        ing.close()
+    with clean_db.connect() as conn:
+        counts = conn.execute(
+            "SELECT (SELECT count(*) FROM documents), (SELECT count(*) FROM document_chunks), "
+            "(SELECT count(*) FROM chunk_embeddings), (SELECT count(*) FROM bm25_postings)").fetchone()
+    assert counts == (0, 0, 0, 0)
+
+
+def test_bad_files_fail_alone_with_reasons(clean_db, tmp_path):
+    from pypdf import PdfWriter
+
+    folder = tmp_path / "mixed"
+    folder.mkdir()
+    w = PdfWriter()
+    w.add_blank_page(200, 200)
+    w.encrypt("secret")
+    with open(folder / "locked.pdf", "wb") as fh:
+        w.write(fh)
+    _write_pdf(folder / "good.pdf", ["A good page about bees making honey."])
+    data = (folder / "good.pdf").read_bytes()
+    (folder / "truncated.pdf").write_bytes(data[: len(data) // 2])
+    (folder / "empty.txt").write_bytes(b"")
+    (folder / "binary.pdf").write_bytes(os.urandom(4096))
+    (folder / "latin1.txt").write_bytes("Caf\xe9 cr\xe8me and na\xefve r\xe9sum\xe9 texts.".encode("latin-1"))
+    (folder / 'odd "name"; x.md').write_text("# Odd\n\nQuotes and semicolons in the name.")
+    (folder / "new\nline.md").write_text("# NL\n\nA newline in the file name.")
+    (folder / os.fsdecode(b"bad\xffbyte.md")).write_text("# Bytes\n\nA non-UTF-8 byte in the name.")
+    (folder / "data.xyz").write_text("unknown type inside a folder")
+    (tmp_path / "dropped.xyz").write_text("explicitly dropped unknown type")
+
+    queued, summary, _ = _ingest(clean_db, [folder, tmp_path / "dropped.xyz"])
+    with clean_db.connect() as conn:
+        by_name = conn.execute("SELECT path, status, error_code FROM documents").fetchall()
+    rows = {Path(p).name: (None, None, None, status, code) for p, status, code in by_name}
+    codes = {name: r[4] for name, r in rows.items() if r[3] == "failed"}
+    assert codes.get("locked.pdf") == "encrypted"
+    assert codes.get("truncated.pdf") == "corrupt"
+    assert codes.get("binary.pdf") == "corrupt"
+    assert codes.get("empty.txt") == "empty"
+    assert codes.get("dropped.xyz") == "unsupported"
+    ready = {t for t, r in rows.items() if r[3] == "ready"}
+    assert {"good.pdf", "latin1.txt", 'odd "name"; x.md', "new\nline.md"} <= ready
+    assert "bad\ufffdbyte.md" in ready  # shown readable; the exact bytes are kept to open the file
+    assert "data.xyz" not in rows  # unsupported files inside a folder are skipped, not errors
+    assert any(e.status == "skipped" and e.message == "unsupported type" for e in queued)
+    with clean_db.connect() as conn:
+        text = conn.execute("SELECT text FROM document_chunks WHERE text LIKE 'Caf%'").fetchone()[0]
+    assert "Café crème" in text
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL")
+def test_killed_ingest_resumes_to_the_same_state(clean_db, tmp_path, embedder):
+    """A `local-rag ingest` killed mid-embedding resumes without redoing committed batches, and ends in the
+    state an uninterrupted run produces: every chunk, each with the vector the model gives its text."""
+    from localrag.core.ingest import loaders
+    from localrag.core.ingest.chunking import chunk_pages
+
+    f = tmp_path / "book.txt"
+    f.write_text("\n\n".join(f"Section {i}. " + LOREM * 3 for i in range(120)))
+    proc = subprocess.Popen([sys.executable, "-m", "localrag", "ingest", str(f), "--json"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=os.environ.copy())
+    deadline = time.monotonic() + 120
+    embedded = 0
+    with clean_db.connect(autocommit=True) as conn:
+        while time.monotonic() < deadline:
+            row = conn.execute("SELECT chunks_embedded, chunks_total FROM documents").fetchone()
+            if row and row[0] >= 64:
+                embedded = row[0]
+                break
+            assert proc.poll() is None, proc.stderr.read()
+            time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert 0 < embedded
+    with clean_db.connect() as conn:
+        status, done, total = conn.execute("SELECT status, chunks_embedded, chunks_total FROM documents").fetchone()
+    assert status == "embedding" and done < total  # killed mid-way, invisible to retrieval
+
+    _, summary, _ = _ingest(clean_db, [])
+    assert summary.ready == 1
+    assert summary.embedded_chunks == total - done  # committed batches were not redone
+
+    expected = chunk_pages(loaders.load(f).pages, embedder, max_tokens=clean_db.settings.chunk_tokens,
+                           overlap_tokens=clean_db.settings.chunk_overlap)
+    with clean_db.connect() as conn:
+        rows = conn.execute(
+            "SELECT c.chunk_index, c.text_hash, e.embedding FROM document_chunks c JOIN chunk_embeddings e "
+            "ON e.chunk_id = c.id ORDER BY c.chunk_index").fetchall()
+        status = conn.execute("SELECT status FROM documents").fetchone()[0]
+    assert status == "ready"
+    assert [(r[0], r[1]) for r in rows] == [(c.chunk_index, c.text_hash) for c in expected]
+    want = embedder.embed([c.text for c in expected])
+    got = np.array([np.asarray(r[2].to_list() if hasattr(r[2], "to_list") else r[2]) for r in rows])
+    assert np.allclose(got, want, atol=1e-5)
