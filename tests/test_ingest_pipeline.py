@@ -188,7 +188,7 @@ def test_killed_ingest_resumes_to_the_same_state(clean_db, tmp_path, embedder):
     from localrag.core.ingest.chunking import chunk_pages
 
     f = tmp_path / "book.txt"
-    f.write_text("\n\n".join(f"Section {i}. " + LOREM * 3 for i in range(120)))
+    f.write_text("\n\n".join(f"Section {i}. " + LOREM * 3 for i in range(70)))
     proc = subprocess.Popen([sys.executable, "-m", "localrag", "ingest", str(f), "--json"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=os.environ.copy())
     deadline = time.monotonic() + 120
@@ -221,6 +221,7 @@ def test_killed_ingest_resumes_to_the_same_state(clean_db, tmp_path, embedder):
         status = conn.execute("SELECT status FROM documents").fetchone()[0]
     assert status == "ready"
     assert [(r[0], r[1]) for r in rows] == [(c.chunk_index, c.text_hash) for c in expected]
-    want = embedder.embed([c.text for c in expected])
-    got = np.array([np.asarray(r[2].to_list() if hasattr(r[2], "to_list") else r[2]) for r in rows])
+    sample = list(range(0, len(expected), max(1, len(expected) // 12)))  # every part of the run, not all
+    want = embedder.embed([expected[i].text for i in sample])
+    got = np.array([np.asarray(rows[i][2].to_list()) for i in sample])
     assert np.allclose(got, want, atol=1e-5)

@@ -19,9 +19,17 @@ def data_dir() -> Path:
 
 
 def ensure_private_dir(path: Path) -> Path:
-    path.mkdir(parents=True, exist_ok=True)
+    """Create ``path`` as 0700; an existing folder loses any read or write access for others.
+
+    Traverse-only access (``--x``) is kept: when the app runs as root, the embedded server runs as its own
+    account and must pass through this folder to reach its cluster.
+    """
+    if not path.exists():
+        path.mkdir(parents=True, mode=0o700)
     if sys.platform != "win32":
-        path.chmod(0o700)
+        mode = path.stat().st_mode & 0o777
+        if mode & 0o066:
+            path.chmod(mode & ~0o066)
     return path
 
 

@@ -43,6 +43,7 @@ from localrag.core.retrieve import bm25
 
 log = logging.getLogger("localrag.ingest")
 
+STORE_RETRIES = 5  # consecutive lost connections before ingestion gives up
 EMBED_BATCH = 64  # chunks per committed batch: a kill loses at most this much embedding work
 _ADVISORY_NS = 0x1A6  # advisory-lock namespace for "a process is ingesting this document"
 
@@ -271,18 +272,30 @@ class Ingestor:
         summary = IngestSummary()
         started = time.monotonic()
         done_any = False
+        store_failures = 0
         try:
             while True:
-                if cancel is not None and cancel.cancelled:
-                    self._cancel_queued(summary)
-                    break
-                doc_id = self._claim_next()
-                if doc_id is None:
-                    break
                 try:
-                    event = self._process(doc_id, summary, cancel)
-                finally:
-                    self._unlock(doc_id)
+                    if cancel is not None and cancel.cancelled:
+                        self._cancel_queued(summary)
+                        break
+                    doc_id = self._claim_next()
+                    if doc_id is None:
+                        break
+                    try:
+                        event = self._process(doc_id, summary, cancel)
+                    finally:
+                        self._unlock(doc_id)
+                except (psycopg.OperationalError, StoreUnavailable) as exc:
+                    # The server went away. Committed work is safe; restart it (when embedded) and resume.
+                    store_failures += 1
+                    self._drop_connection()
+                    if store_failures > STORE_RETRIES:
+                        raise StoreUnavailable(f"The database stopped answering: {exc}".strip()) from exc
+                    log.warning("database connection lost during ingestion (%s); resuming", exc)
+                    time.sleep(min(2.0, 0.2 * store_failures))
+                    continue
+                store_failures = 0
                 summary.events.append(event)
                 done_any = True
                 if event.status == "ready":
@@ -299,6 +312,14 @@ class Ingestor:
                 self.conn.execute("ANALYZE chunk_embeddings")
                 self.conn.execute("ANALYZE bm25_postings")
         return summary
+
+    def _drop_connection(self) -> None:
+        if self._conn is not None:
+            try:
+                self._conn.close()
+            except psycopg.Error:
+                pass
+            self._conn = None
 
     def _claim_next(self) -> int | None:
         """The oldest unfinished document no other ingestor holds, locked for this one."""
@@ -324,7 +345,8 @@ class Ingestor:
                 self._conn.execute("SELECT pg_advisory_unlock(%s, %s)", (_ADVISORY_NS, doc_id))
                 self._conn.commit()
             except psycopg.Error:
-                self._conn.rollback()
+                if not self._conn.closed:
+                    self._conn.rollback()
 
     def _cancel_queued(self, summary: IngestSummary) -> None:
         with self.conn.transaction():

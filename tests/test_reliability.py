@@ -1,0 +1,196 @@
+"""Guarantees under faults: kills during ingestion, a dead database, a second instance, hostile input, exposure.
+
+Everything here is real: real `local-rag ingest` processes killed with SIGKILL, a real PostgreSQL postmaster
+killed under the library. No fakes.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from localrag.core.ingest.pipeline import Ingestor
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals and modes")
+
+TOPICS = ["glaciers", "volcanoes", "honeybees", "tides", "comets", "mangroves", "lichens", "aurorae"]
+
+
+def _corpus(folder: Path) -> list[Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    files = []
+    for i, topic in enumerate(TOPICS):
+        body = "\n\n".join(
+            f"Fact {j} about {topic}: " + f"{topic.capitalize()} are studied by scientists in many countries. " * 6
+            for j in range(8 + 3 * i)
+        )
+        path = folder / (f"{topic}.md" if i % 2 else f"{topic}.txt")
+        path.write_text((f"# {topic.capitalize()}\n\n" if i % 2 else "") + body)
+        files.append(path)
+    return files
+
+
+def _ingest_all(library, paths=()):
+    ing = Ingestor(library)
+    try:
+        ing.enqueue(list(paths))
+        return ing.run()
+    finally:
+        ing.close()
+
+
+def _visible_state(conn):
+    """What retrieval can see: ready documents with their chunk texts, and whether each chunk has its vector."""
+    rows = conn.execute(
+        "SELECT d.path, c.chunk_index, c.text_hash, (SELECT count(*) FROM chunk_embeddings e WHERE e.chunk_id = c.id)"
+        " FROM documents d JOIN document_chunks c ON c.doc_id = d.id WHERE d.status = 'ready'"
+        " ORDER BY d.path, c.chunk_index"
+    ).fetchall()
+    return rows
+
+
+def _assert_nothing_half_visible(conn):
+    bad = conn.execute(
+        "SELECT d.id, d.chunks_total, (SELECT count(*) FROM document_chunks c WHERE c.doc_id = d.id), "
+        "(SELECT count(*) FROM document_chunks c JOIN chunk_embeddings e ON e.chunk_id = c.id WHERE c.doc_id = d.id),"
+        "(SELECT count(*) FROM document_chunks c WHERE c.doc_id = d.id AND NOT EXISTS "
+        "  (SELECT 1 FROM bm25_postings p WHERE p.chunk_id = c.id)) "
+        "FROM documents d WHERE d.status = 'ready'"
+    ).fetchall()
+    for doc_id, total, chunks, vectors, unindexed in bad:
+        assert total == chunks == vectors > 0 and unindexed == 0, (doc_id, total, chunks, vectors, unindexed)
+
+
+@pytest.mark.slow
+def test_twenty_kills_during_ingestion_lose_nothing(clean_db, tmp_path):
+    """`local-rag ingest` SIGKILLed at random points 20 times, then run to the end: the result equals an
+    uninterrupted run, and at every kill no document was half-visible."""
+    from localrag.core.retrieve import bm25
+
+    files = _corpus(tmp_path / "docs")
+    rng = random.Random(20261121)
+    kills = 0
+    for _ in range(20):
+        proc = subprocess.Popen([sys.executable, "-m", "localrag", "ingest", str(tmp_path / "docs"), "--json"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=os.environ.copy())
+        time.sleep(rng.uniform(0.5, 4.0))
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+            kills += 1
+        proc.wait()
+        with clean_db.connect() as conn:
+            _assert_nothing_half_visible(conn)
+            assert conn.execute("SELECT count(*) FROM documents WHERE status = 'failed'").fetchone()[0] == 0
+    assert kills >= 10  # most runs really were interrupted
+    _ingest_all(clean_db, [tmp_path / "docs"])
+    with clean_db.connect() as conn:
+        killed_state = _visible_state(conn)
+        statuses = conn.execute("SELECT status, count(*) FROM documents GROUP BY status").fetchall()
+        drift = bm25.stats_drift(conn)
+    assert statuses == [("ready", len(files))]
+    assert set(drift.values()) == {0}
+
+    # The same files, indexed once without interruption, in a fresh store.
+    with clean_db.connect() as conn:
+        conn.execute("TRUNCATE documents RESTART IDENTITY CASCADE")
+        conn.execute("TRUNCATE bm25_terms")
+        conn.execute("UPDATE bm25_stats SET n_chunks = 0, total_len = 0")
+        conn.commit()
+    _ingest_all(clean_db, [tmp_path / "docs"])
+    with clean_db.connect() as conn:
+        clean_state = _visible_state(conn)
+    assert killed_state == clean_state
+    assert all(r[3] == 1 for r in clean_state)
+
+
+def test_database_killed_under_the_library_is_noticed_and_restarted(tmp_path, monkeypatch):
+    """The postmaster dies: a query in flight returns reason="error" (no exception), the library restarts the
+    server, committed documents are still there, and an ingest that was running carries on."""
+    from localrag.core.config import Settings
+    from localrag.core.library import Library
+    from localrag.core.retrieve import retrieve
+
+    monkeypatch.setenv("LOCALRAG_HOME", str(tmp_path / "home"))
+    library = Library(Settings.load())
+    library.open()
+    try:
+        files = _corpus(tmp_path / "docs")
+        _ingest_all(library, files[:2])
+        before = retrieve(library, "glaciers studied by scientists")
+        assert before.reason is None and before.results
+
+        os.kill(library.server.postmaster_pid(), signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while library.server.is_running() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        during = retrieve(library, "glaciers studied by scientists")
+        assert during.reason == "error" and during.results == [] and during.error
+
+        # An ingest started now reconnects through the library, which restarts the server.
+        summary = _ingest_all(library, files[2:4])
+        assert summary.ready == 2
+        assert library.server.is_running()
+        after = retrieve(library, "glaciers studied by scientists")
+        assert after.reason is None and after.results
+        with library.connect() as conn:
+            assert conn.execute("SELECT count(*) FROM documents WHERE status = 'ready'").fetchone()[0] == 4
+    finally:
+        library.close()
+
+
+def test_second_app_on_the_same_data_folder_is_refused(library):
+    from localrag.core.config import Settings
+    from localrag.core.errors import AlreadyRunning
+    from localrag.core.library import Library
+
+    with pytest.raises(AlreadyRunning, match="already running on the data folder"):
+        Library(Settings.load(), owner=True).open()
+    guest = Library(Settings.load(), owner=False)  # a terminal command attaches instead
+    guest.open()
+    with guest.connect() as conn:
+        assert conn.execute("SELECT 1").fetchone()[0] == 1
+    guest.close()
+    with library.connect() as conn:  # and the owner's server is still up
+        assert conn.execute("SELECT 1").fetchone()[0] == 1
+
+
+def test_data_folder_is_private_and_the_server_unexposed(library, home):
+    from localrag.core import paths
+
+    assert stat.S_IMODE(home.stat().st_mode) & 0o077 in (0, 0o011)  # 0o011: traverse-only for the service user
+    assert stat.S_IMODE((home / "pg.secret").stat().st_mode) == 0o600
+    assert stat.S_IMODE(paths.pg_data_dir().stat().st_mode) == 0o700
+    with library.connect() as conn:
+        assert conn.execute("SHOW listen_addresses").fetchone()[0] == ""
+        hba = conn.execute("SELECT DISTINCT auth_method FROM pg_hba_file_rules").fetchall()
+    assert {r[0] for r in hba} == {"scram-sha-256"}
+    password = (home / "pg.secret").read_text().strip()
+    for log in (home / "logs").rglob("*"):
+        if log.is_file():
+            assert password not in log.read_text(errors="replace"), log
+
+
+def test_hostile_text_and_names_cannot_alter_sql(clean_db, tmp_path):
+    from localrag.core.retrieve import retrieve
+
+    evil = "Robert'); DROP TABLE documents; -- and $$; DELETE FROM chunk_embeddings; $$ \\' \x01"
+    path = tmp_path / "x'); DROP TABLE documents; --.md"
+    path.write_text(f"# {evil}\n\n{evil} Bobby tables studies databases.\n")
+    summary = _ingest_all(clean_db, [path])
+    assert summary.ready == 1
+    for mode in ("hybrid", "keyword", "vector"):
+        resp = retrieve(clean_db, evil, mode=mode)
+        assert resp.reason is None
+    resp = retrieve(clean_db, "Bobby tables databases")
+    assert resp.results and "DROP TABLE" in resp.results[0].text
+    with clean_db.connect() as conn:
+        assert conn.execute("SELECT count(*) FROM documents").fetchone()[0] == 1
+        assert conn.execute("SELECT count(*) FROM chunk_embeddings").fetchone()[0] >= 1
