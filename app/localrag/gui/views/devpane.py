@@ -1,0 +1,375 @@
+"""The developer pane: what retrieval and the prompt did for the last question, and a retrieval-only box.
+
+For the last question it lists every retrieved span (its merged chunk ids) with both scores, its rank in each
+list, the fused score, whether it passed the floor, and where it is (document, page, heading); the time each
+stage took; and the exact prompt sent to the language model with its token counts and what the budget dropped.
+The retrieval-only box runs a query through ``retrieve`` and shows the same table without the model.
+"""
+
+from __future__ import annotations
+
+import logging
+from html import escape
+from typing import Any
+
+from localrag.core.library import Library
+from localrag.gui.qt import QtCore, QtGui, QtWidgets, Signal
+from localrag.gui.workers import run_op
+
+log = logging.getLogger("localrag.gui.devpane")
+
+STAGES = ("embed", "vector", "bm25", "fuse", "fetch", "merge", "pack")
+COLUMNS = ("#", "Chunks", "Document", "Page", "Heading", "Vector", "V rank", "BM25", "B rank", "Fused", "Floor")
+_NUMERIC = {5, 7, 9}
+
+
+def _get(obj: Any, name: str, default: Any = None) -> Any:
+    if obj is None:
+        return default
+    if isinstance(obj, dict):
+        return obj.get(name, default)
+    return getattr(obj, name, default)
+
+
+def _fmt(value: Any, digits: int = 4) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def result_row(result: Any) -> list[str]:
+    """The cells of one retrieved span, in ``COLUMNS`` order after the ``#`` column (the test reads these)."""
+    scores = _get(result, "scores") or {}
+    chunk_ids = _get(result, "chunk_ids") or []
+    title = _get(result, "title") or ""
+    doc_id = _get(result, "doc_id")
+    floor = _get(result, "passed_floor")
+    return [
+        ", ".join(str(c) for c in chunk_ids),
+        f"{title} (#{doc_id})" if doc_id is not None else title,
+        _fmt(_get(result, "page_number")),
+        _get(result, "heading_path") or "",
+        _fmt(_get(scores, "vector")),
+        _fmt(_get(scores, "vector_rank")),
+        _fmt(_get(scores, "bm25")),
+        _fmt(_get(scores, "bm25_rank")),
+        _fmt(_get(scores, "fused"), 5),
+        "–" if floor is None else ("passed" if floor else "below"),
+    ]
+
+
+class DevPane(QtWidgets.QWidget):
+    """Retrieval and prompt details for developers; meant for a dock widget.
+
+    Feed it from the chat panel: ``chat_panel.retrieval_done.connect(dev_pane.show_retrieval)`` and
+    ``chat_panel.prompt_ready.connect(dev_pane.show_prompt)`` (or ``chat_panel.generation_finished`` → ``show_done``).
+
+    Public:
+        show_retrieval(event): an object with ``query``, ``response`` (a ``RetrievalResponse``) and optionally
+            ``packed`` (a ``PackedContext``); the engine's ``Retrieved`` event qualifies.
+        show_prompt(prompt): the exact prompt (``messages``/``text``, ``prompt_tokens``, ``context_tokens``,
+            ``budget``, ``dropped``) or a plain string.
+        show_done(event): the answer's timings (first token, tokens/s) from the engine's ``Done`` event.
+        run_retrieval(query): run the retrieval-only box (off the UI thread).
+        set_scope(doc_ids, doc_types): the filters the retrieval-only box uses (the chat's document scope).
+        table: the results table (rows in retrieval order; ``result_row`` gives each row's cells).
+
+    Signals:
+        retrieval_finished(object): the retrieval-only box got a ``RetrievalResponse``.
+        retrieval_failed(str): the retrieval-only box failed (the message says why).
+    """
+
+    retrieval_finished = Signal(object)
+    retrieval_failed = Signal(str)
+
+    def __init__(self, library: Library, parent: QtWidgets.QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.library = library
+        self.setObjectName("developer-pane-content")
+        self.setAccessibleName("Developer pane")
+        self.doc_ids: list[int] | None = None
+        self.doc_types: list[str] | None = None
+        self.response: Any = None
+        self.packed: Any = None
+        self._running = False
+
+        # Retrieval only.
+        self.query_edit = QtWidgets.QLineEdit(self)
+        self.query_edit.setPlaceholderText("Retrieval only: type a query…")
+        self.query_edit.setAccessibleName("Retrieval-only query")
+        self.query_edit.setClearButtonEnabled(True)
+        self.query_edit.returnPressed.connect(lambda: self.run_retrieval(self.query_edit.text()))
+        self.mode_box = QtWidgets.QComboBox(self)
+        self.mode_box.addItems(["hybrid", "vector", "keyword"])
+        self.mode_box.setAccessibleName("Retrieval mode")
+        self.mode_box.setToolTip("Retrieval mode for the retrieval-only box")
+        self.k_box = QtWidgets.QSpinBox(self)
+        self.k_box.setRange(1, 100)
+        self.k_box.setValue(library.settings.k)
+        self.k_box.setPrefix("k ")
+        self.k_box.setAccessibleName("Number of results")
+        self.run_button = QtWidgets.QPushButton("Retrieve", self)
+        self.run_button.setAccessibleName("Run retrieval only")
+        self.run_button.clicked.connect(lambda: self.run_retrieval(self.query_edit.text()))
+        box = QtWidgets.QHBoxLayout()
+        box.setContentsMargins(0, 0, 0, 0)
+        box.addWidget(self.query_edit, 1)
+        box.addWidget(self.mode_box)
+        box.addWidget(self.k_box)
+        box.addWidget(self.run_button)
+
+        self.query_label = QtWidgets.QLabel("No question yet.", self)
+        self.query_label.setWordWrap(True)
+        self.query_label.setTextInteractionFlags(QtCore.Qt.TextSelectableByMouse)
+        self.status_label = QtWidgets.QLabel("", self)
+        self.status_label.setWordWrap(True)
+
+        # Results.
+        self.table = QtWidgets.QTableWidget(0, len(COLUMNS), self)
+        self.table.setHorizontalHeaderLabels(list(COLUMNS))
+        self.table.setAccessibleName("Retrieved chunks")
+        self.table.verticalHeader().hide()
+        self.table.setEditTriggers(QtWidgets.QAbstractItemView.NoEditTriggers)
+        self.table.setSelectionBehavior(QtWidgets.QAbstractItemView.SelectRows)
+        self.table.setAlternatingRowColors(True)
+        self.table.setWordWrap(False)
+        self.table.setTextElideMode(QtCore.Qt.ElideRight)
+        header = self.table.horizontalHeader()
+        header.setSectionResizeMode(QtWidgets.QHeaderView.Interactive)
+        header.setStretchLastSection(False)
+        self.candidates_box = QtWidgets.QCheckBox("All candidates", self)
+        self.candidates_box.setAccessibleName("Show every fused candidate chunk")
+        self.candidates_box.setToolTip("Every fused candidate chunk before merging, including those under the floor")
+        self.candidates_box.toggled.connect(lambda _: self._fill_table(self._rows_to_show()))
+        self.table.itemSelectionChanged.connect(self._show_selected_text)
+        self.chunk_text = QtWidgets.QPlainTextEdit(self)
+        self.chunk_text.setReadOnly(True)
+        self.chunk_text.setPlaceholderText("Select a row to read its text.")
+        self.chunk_text.setAccessibleName("Selected chunk text")
+
+        # Timings.
+        self.timings_label = QtWidgets.QLabel("", self)
+        self.timings_label.setTextFormat(QtCore.Qt.RichText)
+        self.timings_label.setWordWrap(True)
+        self.timings_label.setAccessibleName("Stage timings")
+
+        # Prompt.
+        self.prompt_info = QtWidgets.QLabel("", self)
+        self.prompt_info.setWordWrap(True)
+        self.prompt_info.setTextFormat(QtCore.Qt.RichText)
+        self.prompt_view = QtWidgets.QPlainTextEdit(self)
+        self.prompt_view.setReadOnly(True)
+        self.prompt_view.setAccessibleName("Prompt sent to the language model")
+        self.prompt_view.setPlaceholderText("The exact prompt of the last answer shows here.")
+        self.prompt_view.setLineWrapMode(QtWidgets.QPlainTextEdit.WidgetWidth)
+        mono = QtGui.QFontDatabase.systemFont(QtGui.QFontDatabase.FixedFont)
+        self.prompt_view.setFont(mono)
+
+        results_page = QtWidgets.QWidget(self)
+        rl = QtWidgets.QVBoxLayout(results_page)
+        rl.setContentsMargins(0, 0, 0, 0)
+        inner = QtWidgets.QSplitter(QtCore.Qt.Vertical, results_page)
+        inner.addWidget(self.table)
+        inner.addWidget(self.chunk_text)
+        inner.setStretchFactor(0, 3)
+        inner.setStretchFactor(1, 1)
+        rl.addWidget(inner, 1)
+        prompt_page = QtWidgets.QWidget(self)
+        pl = QtWidgets.QVBoxLayout(prompt_page)
+        pl.setContentsMargins(0, 0, 0, 0)
+        pl.addWidget(self.prompt_info)
+        pl.addWidget(self.prompt_view, 1)
+        self.tabs = QtWidgets.QTabWidget(self)
+        self.tabs.addTab(results_page, "Retrieved")
+        self.tabs.addTab(prompt_page, "Prompt")
+
+        layout = QtWidgets.QVBoxLayout(self)
+        layout.setContentsMargins(6, 6, 6, 6)
+        layout.addLayout(box)
+        layout.addWidget(self.query_label)
+        layout.addWidget(self.timings_label)
+        status_row = QtWidgets.QHBoxLayout()
+        status_row.addWidget(self.status_label, 1)
+        status_row.addWidget(self.candidates_box)
+        layout.addLayout(status_row)
+        layout.addWidget(self.tabs, 1)
+        self._results: list[Any] = []
+        self._generation: dict[str, Any] = {}
+
+    # -- input ---------------------------------------------------------------------------------------------
+
+    def set_scope(self, doc_ids: list[int] | None, doc_types: list[str] | None) -> None:
+        """Limit the retrieval-only box to these documents/types (``None``: all)."""
+        self.doc_ids = list(doc_ids) if doc_ids else None
+        self.doc_types = list(doc_types) if doc_types else None
+
+    def run_retrieval(self, query: str) -> bool:
+        """Run ``retrieve`` for ``query`` without the model; returns False when there is nothing to run."""
+        query = query.strip()
+        if not query or self._running:
+            return False
+        from localrag.core.retrieve import retrieve
+
+        self._running = True
+        self.run_button.setEnabled(False)
+        self.status_label.setText("Retrieving…")
+        mode, k = self.mode_box.currentText(), self.k_box.value()
+        doc_ids, doc_types = self.doc_ids, self.doc_types
+
+        def work() -> Any:
+            return retrieve(self.library, query, k=k, mode=mode, doc_ids=doc_ids, doc_types=doc_types)
+
+        def done(response: Any) -> None:
+            self._finish_run()
+            self._show(query, response, None)
+            self.prompt_info.setText("Retrieval only: no prompt was built.")
+            self.prompt_view.clear()
+            self.retrieval_finished.emit(response)
+
+        def failed(message: str, _known: bool) -> None:
+            self._finish_run()
+            self.status_label.setText(f"Retrieval failed: {message}")
+            self.retrieval_failed.emit(message)
+
+        run_op(work, done, failed)
+        return True
+
+    def _finish_run(self) -> None:
+        self._running = False
+        self.run_button.setEnabled(True)
+        self.status_label.setText("")
+
+    # -- output --------------------------------------------------------------------------------------------
+
+    def show_retrieval(self, event: Any) -> None:
+        """Show a question's retrieval: ``event.response`` and, when given, ``event.packed``."""
+        self._generation = {}
+        self._show(_get(event, "query", ""), _get(event, "response"), _get(event, "packed"))
+
+    def _show(self, query: str, response: Any, packed: Any) -> None:
+        self.response, self.packed = response, packed
+        self.query_label.setText(f"<b>Query:</b> {escape(query)}" if query else "")
+        reason = _get(response, "reason")
+        error = _get(response, "error")
+        notes = []
+        if reason == "model_mismatch":
+            notes.append("Stored vectors are from another embedding model: re-embed to search them.")
+        elif reason == "error":
+            notes.append(f"The store failed: {error or 'unknown error'} (the answer was not grounded).")
+        elif reason:
+            notes.append(f"Reason: {reason}" + (f" ({error})" if error else ""))
+        candidates = _get(response, "candidates")
+        results = list(_get(response, "results") or [])
+        if isinstance(candidates, list):
+            below = sum(1 for c in candidates if _get(c, "passed_floor") is False)
+            notes.append(f"{len(results)} passages from {len(candidates)} candidate chunks"
+                         + (f" ({below} under the floor)" if below else "") + ".")
+        self.status_label.setText(" ".join(notes))
+        self._fill_table(self._rows_to_show())
+        self._render_timings()
+        if packed is not None:
+            self._render_budget(packed)
+
+    def _rows_to_show(self) -> list[Any]:
+        if self.candidates_box.isChecked():
+            return list(_get(self.response, "candidates") or [])
+        return list(_get(self.response, "results") or [])
+
+    def _fill_table(self, results: list[Any]) -> None:
+        self._results = results
+        self.table.setSortingEnabled(False)
+        self.table.setRowCount(len(results))
+        muted = self.palette().color(QtGui.QPalette.Disabled, QtGui.QPalette.Text)
+        for row, result in enumerate(results):
+            cells = [str(row + 1), *result_row(result)]
+            passed = _get(result, "passed_floor")
+            for col, text in enumerate(cells):
+                item = QtWidgets.QTableWidgetItem(text)
+                if col in _NUMERIC or col in (0, 3, 6, 8):
+                    item.setTextAlignment(QtCore.Qt.AlignRight | QtCore.Qt.AlignVCenter)
+                if passed is False:
+                    item.setForeground(muted)
+                if col == 2:
+                    item.setToolTip(_get(result, "path") or "")
+                if col == 4:
+                    item.setToolTip(text)
+                self.table.setItem(row, col, item)
+        self.table.resizeColumnsToContents()
+        self.table.setColumnWidth(2, min(self.table.columnWidth(2), 200))
+        self.table.horizontalHeader().setSectionResizeMode(4, QtWidgets.QHeaderView.Stretch)
+        self.chunk_text.clear()
+
+    def _show_selected_text(self) -> None:
+        rows = {i.row() for i in self.table.selectedItems()}
+        if len(rows) == 1:
+            result = self._results[rows.pop()]
+            span = f"chars {_get(result, 'char_start')}–{_get(result, 'char_end')}"
+            self.chunk_text.setPlainText(f"[{span}]\n{_get(result, 'text', '')}")
+
+    def _render_timings(self) -> None:
+        timings = dict(_get(self.response, "timings") or {})
+        parts = []
+        order = [s for s in STAGES if s in timings]
+        order += [s for s in timings if s not in STAGES and s != "total"]
+        order += ["total"] if "total" in timings else []
+        for stage in order:
+            value = timings[stage]
+            if isinstance(value, (int, float)):
+                parts.append(f"{escape(str(stage))} <b>{value:.1f}</b> ms")
+        for name, value in self._generation.items():
+            parts.append(f"{escape(name)} <b>{value}</b>")
+        self.timings_label.setText(" · ".join(parts))
+
+    def _render_budget(self, packed: Any) -> None:
+        used, budget = _get(packed, "used_tokens"), _get(packed, "budget")
+        dropped = list(_get(packed, "dropped") or [])
+        sources = list(_get(packed, "sources") or [])
+        text = f"Context: <b>{used}</b> of {budget} tokens, {len(sources)} sources packed"
+        if dropped:
+            names = []
+            for d in dropped:
+                result, why = d if isinstance(d, tuple) else (d, "")
+                title = _get(result, "title")
+                name = f"{escape(str(title))} p.{_get(result, 'page_number')}" if title else escape(str(result))
+                names.append(name + (f" ({escape(why)})" if why else ""))
+            text += f"; dropped by the budget: {len(dropped)} ({'; '.join(names)})"
+        else:
+            text += "; nothing dropped"
+        self.prompt_info.setText(text)
+        self._budget_html = text
+
+    def show_prompt(self, prompt: Any) -> None:
+        """Show the exact prompt sent to the model and its token counts."""
+        if isinstance(prompt, str):
+            self.prompt_view.setPlainText(prompt)
+            return
+        text = _get(prompt, "text")
+        messages = _get(prompt, "messages")
+        if not text and messages:
+            text = "\n\n".join(f"<|{_get(m, 'role')}|>\n{_get(m, 'content')}" for m in messages)
+        self.prompt_view.setPlainText(text or "")
+        counts = []
+        for name, label in (("prompt_tokens", "prompt"), ("context_tokens", "context"), ("budget", "budget"),
+                            ("history_tokens", "history"), ("max_tokens", "answer limit")):
+            value = _get(prompt, name)
+            if value is not None:
+                counts.append(f"{label} <b>{value}</b>")
+        dropped = _get(prompt, "dropped")
+        info = getattr(self, "_budget_html", "")
+        line = "Tokens: " + ", ".join(counts) if counts else ""
+        if dropped and not info:
+            line += f"; dropped: {escape(str(dropped))}"
+        self.prompt_info.setText("<br>".join(p for p in (line, info) if p))
+
+    def show_done(self, event: Any) -> None:
+        """Add the generation's timings (time to first token, tokens per second) from a ``Done`` event."""
+        timings = dict(_get(event, "timings") or {})
+        generation = {}
+        for key, value in timings.items():
+            if key in STAGES or not isinstance(value, (int, float)):
+                continue
+            generation[key] = f"{value:.1f}" + ("" if "per_s" in key or "tokens" in key else " ms")
+        self._generation = generation
+        self._render_timings()

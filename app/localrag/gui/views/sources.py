@@ -1,0 +1,505 @@
+"""The source viewer: the cited page rendered with the passage highlighted, and the passage in its context.
+
+A citation points at a span of one page's text (``char_start``..``char_end`` of the page text the loader
+extracted). For a PDF the page is rendered with pypdfium2 and the span's characters are outlined on it; for every
+format the dialog shows the indexed text around the span with the span highlighted, read back from the store.
+The file work and the database query run off the UI thread (``load_source_view``); the dialog only paints.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import re
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from localrag.core.library import Library
+from localrag.gui.qt import QtCore, QtGui, QtWidgets, Signal
+from localrag.gui.workers import run_op
+
+log = logging.getLogger("localrag.gui.sources")
+
+PAGE_SCALE = 2.0  # 144 dpi, shown scaled to the pane's width: sharp, and a page renders in ~0.2 s
+CONTEXT_CHUNKS = 2  # chunks shown before and after the cited ones in the passage pane
+HIGHLIGHT = QtGui.QColor(255, 214, 0, 110)
+HIGHLIGHT_EDGE = QtGui.QColor(214, 160, 0)
+
+# pdfium is not thread-safe: no two pdfium calls may run at once, even on different documents.
+PDFIUM_LOCK = threading.RLock()
+
+_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1a\x1c-\x1f\x7f\ufffe\uffff]")
+
+
+@dataclass
+class SourceRef:
+    """Where a citation points: enough to find the page and the span again."""
+
+    doc_id: int
+    title: str
+    path: str
+    doc_type: str
+    page_number: int
+    heading_path: str
+    char_start: int
+    char_end: int
+    text: str = ""
+    chunk_ids: list[int] = field(default_factory=list)
+    score: float | None = None
+    number: int | None = None  # the [n] of the citation, when known
+
+    @classmethod
+    def from_any(cls, source: Any, number: int | None = None) -> SourceRef:
+        """From a retrieval ``Result``, a packed source, or the dict stored with a message."""
+
+        def get(name: str, default: Any = None) -> Any:
+            if isinstance(source, dict):
+                return source.get(name, default)
+            return getattr(source, name, default)
+
+        score = get("score")
+        if score is None:
+            score = get("similarity")
+        return cls(
+            doc_id=int(get("doc_id", 0) or 0),
+            title=str(get("title", "") or ""),
+            path=str(get("path", "") or ""),
+            doc_type=str(get("doc_type", "") or ""),
+            page_number=int(get("page_number", 1) or 1),
+            heading_path=str(get("heading_path", "") or ""),
+            char_start=int(get("char_start", 0) or 0),
+            char_end=int(get("char_end", 0) or 0),
+            text=str(get("text", "") or ""),
+            chunk_ids=[int(c) for c in (get("chunk_ids") or [])],
+            score=float(score) if score is not None else None,
+            number=number if number is not None else get("number"),
+        )
+
+
+@dataclass
+class PageImage:
+    """A rendered page (RGB pixels) and the highlight rectangles on it, in pixels ``(x, y, w, h)``."""
+
+    pixels: np.ndarray
+    rects: list[tuple[float, float, float, float]]
+    exact: bool  # the span was found at its recorded offsets (not by searching for its words)
+
+
+@dataclass
+class Passage:
+    """The indexed text around a citation; ``start``..``end`` is the cited span within ``text``."""
+
+    text: str
+    start: int
+    end: int
+
+
+@dataclass
+class SourceView:
+    """Everything the dialog shows; ``page_error`` says why there is no page image (a moved file...)."""
+
+    passage: Passage
+    page: PageImage | None = None
+    page_error: str = ""
+
+
+# -- reading (any thread, no widgets) ------------------------------------------------------------------------
+
+
+def cleaned_with_map(raw: str) -> tuple[str, list[int]]:
+    """The page text as the PDF loader cleans it, and for each of its characters the raw character index.
+
+    The loader turns CR LF and lone CR into LF and drops control and non-characters; pdfium's character
+    indices refer to the raw text, the stored offsets to the cleaned one.
+    """
+    out: list[str] = []
+    index: list[int] = []
+    n = len(raw)
+    i = 0
+    while i < n:
+        ch = raw[i]
+        if ch == "\r":
+            if i + 1 < n and raw[i + 1] == "\n":
+                out.append("\n")
+                index.append(i)
+                i += 2
+                continue
+            out.append("\n")
+            index.append(i)
+        elif not _CONTROL.match(ch):
+            out.append(ch)
+            index.append(i)
+        i += 1
+    return "".join(out), index
+
+
+def _squash(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _locate(cleaned: str, start: int, end: int, passage: str) -> tuple[int, int, bool]:
+    """The span of ``passage`` in ``cleaned``: at the recorded offsets when they hold it, else by search."""
+    probe = _squash(passage)[:80]
+    if 0 <= start < end <= len(cleaned) and (not probe or _squash(cleaned[start:end]).startswith(probe[:40])):
+        return start, end, True
+    if probe:
+        words = probe.split()[:10]
+        pattern = re.compile(r"\s*".join(re.escape(w) for w in words))
+        match = pattern.search(cleaned)
+        if match:
+            return match.start(), min(len(cleaned), match.start() + max(len(passage), end - start)), False
+    return -1, -1, False
+
+
+def render_pdf_page(path: Path, page_number: int, char_start: int, char_end: int, passage: str,
+                    scale: float = PAGE_SCALE) -> PageImage:
+    """Render one page and the rectangles of the characters ``char_start``..``char_end`` of its cleaned text.
+
+    Raises:
+        OSError: the file is gone or unreadable.
+        pypdfium2.PdfiumError: the file is no longer a readable PDF.
+        IndexError: the page does not exist (the file changed since it was indexed).
+    """
+    import pypdfium2 as pdfium
+    import pypdfium2.raw as raw
+
+    with PDFIUM_LOCK:
+        pdf = pdfium.PdfDocument(str(path))
+        try:
+            if not 1 <= page_number <= len(pdf):
+                raise IndexError(f"the file has {len(pdf)} pages, not {page_number}")
+            page = pdf[page_number - 1]
+            try:
+                bitmap = page.render(scale=scale, rev_byteorder=True)
+                try:
+                    pixels = bitmap.to_numpy().copy()
+                finally:
+                    bitmap.close()
+                height, width = pixels.shape[:2]
+                textpage = page.get_textpage()
+                try:
+                    cleaned, index = cleaned_with_map(textpage.get_text_range())
+                    start, end, exact = _locate(cleaned, char_start, char_end, passage)
+                    rects: list[tuple[float, float, float, float]] = []
+                    if start >= 0 and end > start:
+                        first, last = index[start], index[min(end, len(index)) - 1]
+                        dx, dy = ctypes.c_int(), ctypes.c_int()
+
+                        def device(x: float, y: float) -> tuple[int, int]:
+                            raw.FPDF_PageToDevice(page, 0, 0, width, height, 0, x, y, dx, dy)
+                            return dx.value, dy.value
+
+                        for i in range(textpage.count_rects(first, last - first + 1)):
+                            left, bottom, right, top = textpage.get_rect(i)
+                            x0, y0 = device(left, top)
+                            x1, y1 = device(right, bottom)
+                            rects.append((min(x0, x1), min(y0, y1), abs(x1 - x0), abs(y1 - y0)))
+                finally:
+                    textpage.close()
+            finally:
+                page.close()
+        finally:
+            pdf.close()
+    return PageImage(pixels, rects, exact)
+
+
+def passage_context(library: Library, ref: SourceRef, context_chunks: int = CONTEXT_CHUNKS) -> Passage:
+    """The stored text around the cited span: the page's chunks next to the cited ones, overlaps joined."""
+    rows: list[tuple[int, int, str]] = []
+    try:
+        with library.connect() as conn:
+            bounds = conn.execute(
+                "SELECT min(chunk_index), max(chunk_index) FROM document_chunks WHERE id = ANY(%s)",
+                (ref.chunk_ids,),
+            ).fetchone() if ref.chunk_ids else None
+            lo, hi = bounds if bounds and bounds[0] is not None else (None, None)
+            if lo is None:
+                found = conn.execute(
+                    "SELECT min(chunk_index), max(chunk_index) FROM document_chunks "
+                    "WHERE doc_id = %s AND page_number = %s AND char_start < %s AND char_end > %s",
+                    (ref.doc_id, ref.page_number, max(ref.char_end, ref.char_start + 1), ref.char_start),
+                ).fetchone()
+                lo, hi = found if found and found[0] is not None else (None, None)
+            if lo is not None:
+                rows = conn.execute(
+                    "SELECT char_start, char_end, text FROM document_chunks "
+                    "WHERE doc_id = %s AND page_number = %s AND chunk_index BETWEEN %s AND %s "
+                    "ORDER BY char_start",
+                    (ref.doc_id, ref.page_number, lo - context_chunks, hi + context_chunks),
+                ).fetchall()
+    except Exception as exc:  # the store is down: the cited text alone still helps
+        log.info("passage context unavailable: %s", exc)
+    if not rows:
+        return Passage(ref.text, 0, len(ref.text))
+    # Chunks overlap and are trimmed of surrounding whitespace: stitch them at their page offsets.
+    pieces: list[str] = []
+    length = 0
+    pos: int | None = None
+    span_start = span_end = -1
+    for start, end, text in rows:
+        if pos is not None and end <= pos:
+            continue
+        if pos is not None and start < pos:  # overlap: keep only what is new
+            text = text[pos - start:]
+            start = pos
+        elif pos is not None and start > pos:  # whitespace (or an unindexed stretch) between chunks
+            pieces.append("\n")
+            length += 1
+        shift = length - start  # page offset -> offset in the stitched text, within this piece
+        if span_start < 0 and start <= ref.char_start < end:
+            span_start = ref.char_start + shift
+        if start < ref.char_end <= end:
+            span_end = ref.char_end + shift
+        pieces.append(text)
+        length += len(text)
+        pos = end
+    assembled = "".join(pieces)
+    if span_start < 0 or span_end <= span_start:
+        at = assembled.find(ref.text[:200]) if ref.text else -1
+        span_start, span_end = (at, at + len(ref.text)) if at >= 0 else (0, 0)
+    return Passage(assembled, span_start, span_end)
+
+
+_KEEP_BREAK_AFTER = frozenset(".:;!?")
+_KEEP_BREAK_BEFORE = re.compile(r"\n(?=\s*(?:[-*•◦▪‣–]|\d+[.)]|[A-Z][A-Z0-9 ]{2,}$))", re.M)
+
+
+def reflow(text: str) -> str:
+    """PDF line breaks turned into spaces where they only wrap a paragraph (same length, so offsets hold)."""
+    keep = {m.start() for m in _KEEP_BREAK_BEFORE.finditer(text)}
+    out = list(text)
+    for i, ch in enumerate(text):
+        if ch != "\n" or i in keep:
+            continue
+        before = text[i - 1] if i > 0 else "\n"
+        after = text[i + 1] if i + 1 < len(text) else "\n"
+        if before in _KEEP_BREAK_AFTER or before == "\n" or after == "\n":
+            continue
+        out[i] = " "
+    return "".join(out)
+
+
+def load_source_view(library: Library, ref: SourceRef, scale: float = PAGE_SCALE) -> SourceView:
+    """Read what the viewer shows (blocking: call it off the UI thread)."""
+    view = SourceView(passage=passage_context(library, ref))
+    if ref.doc_type == "pdf":
+        view.passage.text = reflow(view.passage.text)
+    if ref.doc_type == "pdf":
+        path = Path(ref.path)
+        if not path.is_file():
+            view.page_error = f"The file is no longer at {ref.path}; showing the indexed text."
+        else:
+            try:
+                view.page = render_pdf_page(path, ref.page_number, ref.char_start, ref.char_end, ref.text, scale)
+            except Exception as exc:  # a changed or damaged file: the text still shows
+                log.info("cannot render page %d of %s: %s", ref.page_number, ref.path, exc)
+                view.page_error = f"The page cannot be shown ({exc}); showing the indexed text."
+    return view
+
+
+# -- the dialog ----------------------------------------------------------------------------------------------
+
+
+def page_pixmap(page: PageImage) -> QtGui.QPixmap:
+    """The rendered page with its highlight rectangles painted over it."""
+    pixels = np.ascontiguousarray(page.pixels)
+    height, width = pixels.shape[:2]
+    image = QtGui.QImage(pixels.data, width, height, pixels.strides[0], QtGui.QImage.Format_RGB888).copy()
+    painter = QtGui.QPainter(image)
+    try:
+        painter.setRenderHint(QtGui.QPainter.Antialiasing)
+        painter.setCompositionMode(QtGui.QPainter.CompositionMode_Multiply)
+        for x, y, w, h in page.rects:
+            painter.fillRect(QtCore.QRectF(x - 1, y - 1, w + 2, h + 2), HIGHLIGHT)
+        painter.setCompositionMode(QtGui.QPainter.CompositionMode_SourceOver)
+        if page.rects:  # a bar in the margin so the passage is found at a glance
+            top = min(r[1] for r in page.rects)
+            bottom = max(r[1] + r[3] for r in page.rects)
+            left = max(2.0, min(r[0] for r in page.rects) - 10)
+            painter.fillRect(QtCore.QRectF(left, top - 1, 4, bottom - top + 2), HIGHLIGHT_EDGE)
+    finally:
+        painter.end()
+    return QtGui.QPixmap.fromImage(image)
+
+
+class SourceViewer(QtWidgets.QDialog):
+    """A cited source: the page (PDFs) with the passage highlighted, and the passage in its context.
+
+    Non-modal; open it with ``SourceViewer(library, source, parent).show()``. ``source`` is a retrieval
+    ``Result``, a packed source or the dict stored with a message (see ``SourceRef.from_any``).
+
+    Public:
+        ref: the ``SourceRef`` shown.
+        page_label: the page image (empty for other formats or when the file is gone).
+        passage_view: the text pane; the cited span is its selection-free yellow highlight.
+        open_button: "Open in system viewer".
+
+    Signals:
+        loaded(object): the ``SourceView`` arrived and is painted.
+        failed(str): the source could not be read at all.
+    """
+
+    loaded = Signal(object)
+    failed = Signal(str)
+
+    def __init__(self, library: Library, source: Any, parent: QtWidgets.QWidget | None = None, *,
+                 number: int | None = None) -> None:
+        super().__init__(parent)
+        self.library = library
+        self.ref = source if isinstance(source, SourceRef) else SourceRef.from_any(source, number)
+        self.view: SourceView | None = None
+        self._closed = False
+        self.setAttribute(QtCore.Qt.WA_DeleteOnClose)
+        self.setObjectName("source-viewer")
+        title = self.ref.title or Path(self.ref.path).name or "Source"
+        tag = f"[{self.ref.number}] " if self.ref.number else ""
+        self.setWindowTitle(f"{tag}{title} — page {self.ref.page_number}")
+        self.setAccessibleName(f"Source {tag}{title}, page {self.ref.page_number}")
+        self.resize(1100, 760)
+
+        header = QtWidgets.QLabel(self)
+        header.setTextFormat(QtCore.Qt.RichText)
+        header.setWordWrap(True)
+        header.setText(self._header_html())
+        self.status = QtWidgets.QLabel("Loading the page…", self)
+        self.status.setObjectName("source-status")
+
+        self.page_label = QtWidgets.QLabel(self)
+        self.page_label.setAlignment(QtCore.Qt.AlignHCenter | QtCore.Qt.AlignTop)
+        self.page_label.setAccessibleName("Page image")
+        self.page_scroll = QtWidgets.QScrollArea(self)
+        self.page_scroll.setWidget(self.page_label)
+        self.page_scroll.setWidgetResizable(True)
+        self.page_scroll.setAlignment(QtCore.Qt.AlignHCenter)
+        self.page_scroll.setBackgroundRole(QtGui.QPalette.Dark)
+
+        self.passage_view = QtWidgets.QTextBrowser(self)
+        self.passage_view.setAccessibleName("Cited passage")
+        self.passage_view.setOpenLinks(False)
+
+        self.splitter = QtWidgets.QSplitter(QtCore.Qt.Horizontal, self)
+        self.splitter.addWidget(self.page_scroll)
+        self.splitter.addWidget(self.passage_view)
+        self.splitter.setStretchFactor(0, 3)
+        self.splitter.setStretchFactor(1, 2)
+        self.splitter.setChildrenCollapsible(False)
+        self._pixmap: QtGui.QPixmap | None = None
+        self._highlight_top = 0.0
+        self.page_scroll.viewport().installEventFilter(self)
+
+        self.open_button = QtWidgets.QPushButton("Open in system viewer", self)
+        self.open_button.setAccessibleName("Open in system viewer")
+        self.open_button.setEnabled(bool(self.ref.path))
+        self.open_button.clicked.connect(self.open_externally)
+        close = QtWidgets.QPushButton("Close", self)
+        close.clicked.connect(self.close)
+        buttons = QtWidgets.QHBoxLayout()
+        buttons.addWidget(self.status, 1)
+        buttons.addWidget(self.open_button)
+        buttons.addWidget(close)
+
+        layout = QtWidgets.QVBoxLayout(self)
+        layout.addWidget(header)
+        layout.addWidget(self.splitter, 1)
+        layout.addLayout(buttons)
+
+        if self.ref.doc_type != "pdf":
+            self.page_scroll.hide()
+        else:
+            self.splitter.setSizes([640, 440])
+        self._show_passage(Passage(self.ref.text, 0, len(self.ref.text)))
+        run_op(lambda: load_source_view(self.library, self.ref), self._on_loaded, self._on_failed)
+
+    def _header_html(self) -> str:
+        from html import escape
+
+        ref = self.ref
+        parts = [f"<b>{escape(ref.title or Path(ref.path).name)}</b>", f"page {ref.page_number}"]
+        if ref.heading_path:
+            parts.append(escape(ref.heading_path.replace(" > ", " › ")))
+        if ref.score is not None:
+            parts.append(f"score {ref.score:.3f}")
+        path = f"<br><span style='color:#666'>{escape(ref.path)}</span>" if ref.path else ""
+        return " · ".join(parts) + path
+
+    def _show_passage(self, passage: Passage) -> None:
+        doc = QtGui.QTextDocument(self.passage_view)
+        doc.setDefaultFont(self.passage_view.font())
+        doc.setPlainText(passage.text)
+        if 0 <= passage.start < passage.end:
+            cursor = QtGui.QTextCursor(doc)
+            cursor.setPosition(passage.start)
+            cursor.setPosition(min(passage.end, len(passage.text)), QtGui.QTextCursor.KeepAnchor)
+            fmt = QtGui.QTextCharFormat()
+            fmt.setBackground(QtGui.QColor(255, 228, 92))
+            cursor.mergeCharFormat(fmt)
+        self.passage_view.setDocument(doc)
+        if 0 <= passage.start < passage.end:
+            cursor = QtGui.QTextCursor(doc)
+            cursor.setPosition(min(passage.end, len(passage.text)))
+            self.passage_view.setTextCursor(cursor)
+            self.passage_view.ensureCursorVisible()
+            cursor.setPosition(passage.start)
+            self.passage_view.setTextCursor(cursor)
+            self.passage_view.ensureCursorVisible()
+
+    def _on_loaded(self, view: SourceView) -> None:
+        if self._closed:
+            return
+        self.view = view
+        self._show_passage(view.passage)
+        if view.page is not None:
+            self._pixmap = page_pixmap(view.page)
+            self.page_scroll.show()
+            self._fit_page()
+            if view.page.rects:
+                self._highlight_top = min(r[1] for r in view.page.rects) / self._pixmap.height()
+                QtCore.QTimer.singleShot(0, self._scroll_to_highlight)
+            self.status.setText("" if view.page.rects else "The passage could not be located on the page.")
+        else:
+            self.page_scroll.setVisible(bool(view.page_error))
+            if view.page_error:
+                self.page_label.setText(view.page_error)
+                self.page_label.setWordWrap(True)
+            self.status.setText(view.page_error)
+        self.loaded.emit(view)
+
+    def eventFilter(self, obj: QtCore.QObject, event: QtCore.QEvent) -> bool:  # noqa: N802 (Qt override)
+        if event.type() == QtCore.QEvent.Resize and self._pixmap is not None:
+            self._fit_page()
+        return super().eventFilter(obj, event)
+
+    def _fit_page(self) -> None:
+        """Show the page at the pane's width (never larger than rendered)."""
+        if self._pixmap is None:
+            return
+        width = max(200, self.page_scroll.viewport().width() - 4)
+        pixmap = self._pixmap
+        if width < pixmap.width():
+            pixmap = pixmap.scaledToWidth(width, QtCore.Qt.SmoothTransformation)
+        self.page_label.setPixmap(pixmap)
+
+    def _scroll_to_highlight(self) -> None:
+        if self._closed or self._pixmap is None:
+            return
+        label = self.page_label.pixmap()
+        height = label.height() if label is not None and not label.isNull() else self._pixmap.height()
+        self.page_scroll.verticalScrollBar().setValue(max(0, int(self._highlight_top * height) - 60))
+
+    def _on_failed(self, message: str, _known: bool) -> None:
+        if self._closed:
+            return
+        self.status.setText(f"The source cannot be read: {message}")
+        self.failed.emit(message)
+
+    def open_externally(self) -> bool:
+        """Open the document in the system's viewer for its type."""
+        return QtGui.QDesktopServices.openUrl(QtCore.QUrl.fromLocalFile(self.ref.path))
+
+    def closeEvent(self, event: QtGui.QCloseEvent) -> None:  # noqa: N802 (Qt override)
+        self._closed = True
+        super().closeEvent(event)

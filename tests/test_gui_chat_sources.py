@@ -1,0 +1,192 @@
+"""The source viewer and the developer pane, on real documents indexed by the real pipeline."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.gui
+
+PAGE_ONE = [
+    "Tidal Power Station Handbook",
+    "The barrage holds back the sea at high tide and releases it through turbines.",
+    "Each turbine produces about ten megawatts when the head of water exceeds two metres.",
+]
+PAGE_TWO = [
+    "Maintenance",
+    "Sluice gates are inspected every spring for corrosion and marine growth.",
+    "Divers clean the turbine intake screens once a month during neap tides.",
+    "A logbook records the torque of every gate motor after each inspection.",
+]
+NOTES = """# Harbour notes
+
+## Moorings
+
+Visiting yachts moor on the pontoon by the lifeboat station. The harbour master collects fees at dawn.
+
+## Fuel
+
+Diesel is sold at the fuel berth from eight until noon, cash only.
+"""
+
+
+def write_pdf(path: Path, pages: list[list[str]]) -> Path:
+    """A PDF whose pages hold these lines in Helvetica (a real text layer, as a word processor writes)."""
+    from pypdf import PdfWriter
+    from pypdf.generic import DecodedStreamObject, DictionaryObject, NameObject
+
+    writer = PdfWriter()
+    font = writer._add_object(DictionaryObject({
+        NameObject("/Type"): NameObject("/Font"), NameObject("/Subtype"): NameObject("/Type1"),
+        NameObject("/BaseFont"): NameObject("/Helvetica"), NameObject("/Encoding"): NameObject("/WinAnsiEncoding"),
+    }))
+    for lines in pages:
+        page = writer.add_blank_page(612, 792)
+        page[NameObject("/Resources")] = DictionaryObject(
+            {NameObject("/Font"): DictionaryObject({NameObject("/F1"): font})})
+        ops = ["BT /F1 11 Tf 15 TL 72 720 Td"] + [f"({line}) Tj T*" for line in lines] + ["ET"]
+        stream = DecodedStreamObject()
+        stream.set_data("\n".join(ops).encode("cp1252"))
+        page[NameObject("/Contents")] = writer._add_object(stream)
+    with open(path, "wb") as f:
+        writer.write(f)
+    return path
+
+
+@pytest.fixture(scope="module")
+def docs(library, tmp_path_factory):
+    """A two-page PDF and a Markdown file, indexed."""
+    from localrag.core.ingest.pipeline import Ingestor
+
+    folder = tmp_path_factory.mktemp("viewer-docs")
+    pdf = write_pdf(folder / "tidal.pdf", [PAGE_ONE, PAGE_TWO])
+    md = folder / "harbour.md"
+    md.write_text(NOTES, encoding="utf-8")
+    with library.connect() as conn:
+        conn.execute("TRUNCATE documents, document_chunks, chunk_embeddings, bm25_postings, bm25_terms, chats, "
+                     "messages RESTART IDENTITY CASCADE")
+        conn.execute("UPDATE bm25_stats SET n_chunks = 0, total_len = 0")
+        conn.commit()
+    ingestor = Ingestor(library)
+    try:
+        ingestor.enqueue([pdf, md])
+        summary = ingestor.run()
+    finally:
+        ingestor.close()
+    assert summary.ready == 2, summary
+    return {"pdf": pdf, "md": md}
+
+
+def _top(library, query, doc_type):
+    from localrag.core.retrieve import retrieve
+
+    response = retrieve(library, query, doc_types=[doc_type])
+    assert response.reason is None, response.error
+    assert response.results, query
+    return response.results[0]
+
+
+def test_pdf_source_shows_the_page_with_the_passage_highlighted(qtbot, library, docs):
+    from localrag.gui.views.sources import SourceViewer, page_pixmap
+
+    result = _top(library, "How often are the turbine intake screens cleaned?", "pdf")
+    assert result.page_number == 2
+    viewer = SourceViewer(library, result, number=2)
+    qtbot.addWidget(viewer)
+    with qtbot.waitSignal(viewer.loaded, timeout=20000) as blocker:
+        viewer.show()
+    view = blocker.args[0]
+    assert view.page is not None and view.page_error == ""
+    assert view.page.exact  # found at its recorded offsets, not by searching for its words
+    # The highlight sits on the page's text lines: inside the page, below the top margin.
+    height, width = view.page.pixels.shape[:2]
+    assert view.page.rects
+    for x, y, w, h in view.page.rects:
+        assert 0 <= x < width and 0 <= y < height and w > 0 and h > 0
+    top = min(r[1] for r in view.page.rects) / height
+    assert 0.05 < top < 0.3  # the text block starts near the top of a US Letter page (72 pt margin)
+    # The highlighted pixels are tinted: the pixmap differs from the plain rendering inside a rectangle.
+    pixmap = page_pixmap(view.page).toImage()
+    x, y, w, h = view.page.rects[0]
+    plain = view.page.pixels[int(y + h / 2), int(x + 1)]
+    tinted = pixmap.pixelColor(int(x + 1), int(y + h / 2))
+    assert (tinted.red(), tinted.green(), tinted.blue()) != tuple(int(v) for v in plain) or tinted.blue() < 200
+    # The passage pane highlights exactly the cited text.
+    passage = view.passage
+    assert "intake screens" in passage.text[passage.start:passage.end]
+    assert " ".join(passage.text[passage.start:passage.end].split()) == " ".join(result.text.split())
+    assert viewer.open_button.isEnabled()
+    assert "tidal" in viewer.windowTitle().lower() or "page 2" in viewer.windowTitle()
+
+
+def test_text_source_shows_the_passage_in_its_context(qtbot, library, docs):
+    from localrag.gui.views.sources import SourceViewer
+
+    result = _top(library, "When is diesel sold at the fuel berth?", "markdown")
+    viewer = SourceViewer(library, result.to_dict(), number=1)  # the stored form of a source works too
+    qtbot.addWidget(viewer)
+    with qtbot.waitSignal(viewer.loaded, timeout=20000) as blocker:
+        viewer.show()
+    view = blocker.args[0]
+    assert view.page is None and not viewer.page_scroll.isVisible()
+    cited = view.passage.text[view.passage.start:view.passage.end]
+    assert "Diesel is sold" in cited
+    # The text pane paints the cited span, and only it.
+    from localrag.gui.qt import QtGui
+
+    def background_at(pos):
+        cursor = QtGui.QTextCursor(viewer.passage_view.document())
+        cursor.setPosition(pos + 1)  # the format of the character before the cursor
+        return cursor.charFormat().background().color().name()
+
+    assert background_at(view.passage.start + cited.index("Diesel")) == "#ffe45c"
+    if view.passage.start > 0:
+        assert background_at(0) != "#ffe45c"
+
+
+def test_missing_file_still_shows_the_indexed_text(qtbot, library, docs, tmp_path):
+    from localrag.gui.views.sources import SourceRef, SourceViewer
+
+    result = _top(library, "What does each turbine produce?", "pdf")
+    ref = SourceRef.from_any(result)
+    ref.path = str(tmp_path / "moved-away.pdf")
+    viewer = SourceViewer(library, ref)
+    qtbot.addWidget(viewer)
+    with qtbot.waitSignal(viewer.loaded, timeout=20000) as blocker:
+        viewer.show()
+    view = blocker.args[0]
+    assert view.page is None and "no longer" in view.page_error
+    assert "megawatts" in view.passage.text
+
+
+def test_dev_pane_scores_match_retrieve(qtbot, library, docs):
+    from localrag.core.retrieve import retrieve
+    from localrag.gui.qt import Qt
+    from localrag.gui.views.devpane import DevPane, result_row
+
+    pane = DevPane(library)
+    qtbot.addWidget(pane)
+    pane.show()
+    query = "turbine inspection of the sluice gates"
+    pane.query_edit.setText(query)
+    with qtbot.waitSignal(pane.retrieval_finished, timeout=30000) as blocker:
+        qtbot.mouseClick(pane.run_button, Qt.LeftButton)
+    shown = blocker.args[0]
+    expected = retrieve(library, query, k=pane.k_box.value(), mode="hybrid")
+    assert [r.chunk_ids for r in shown.results] == [r.chunk_ids for r in expected.results]
+    assert pane.table.rowCount() == len(expected.results) > 0
+    for row, result in enumerate(expected.results):
+        cells = [pane.table.item(row, col).text() for col in range(1, pane.table.columnCount())]
+        assert cells == result_row(result)
+        scores = result.scores
+        assert cells[4] == f"{scores['vector']:.4f}"
+        assert cells[6] == (f"{scores['bm25']:.4f}" if scores["bm25"] is not None else "–")
+        assert cells[8] == f"{scores['fused']:.5f}"
+        assert cells[9] == ("passed" if result.passed_floor else "below")
+    # Timings of each stage are shown.
+    for stage in ("embed", "vector", "bm25", "fuse", "merge"):
+        assert stage in pane.timings_label.text()
+    # Every fused candidate, including any under the floor, on request.
+    pane.candidates_box.setChecked(True)
+    assert pane.table.rowCount() == len(shown.candidates)
