@@ -1,0 +1,106 @@
+"""Which documents a query may return: ids, types, a path pattern and an added-between range, all ANDed."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+DateLike = dt.datetime | dt.date | str
+
+
+@dataclass(frozen=True)
+class Filters:
+    """Restrictions on documents; each one left ``None`` does not restrict.
+
+    Attributes:
+        doc_ids: only these documents.
+        doc_types: only these types (``pdf``, ``markdown``, ``text``, ``html``, ``docx``, ``image``).
+        path_glob: a shell pattern (``*``, ``?``; case-insensitive). Without a ``/`` or ``\\`` it is matched
+            against the file name (``*.pdf``, ``report*``); with one, against the whole path.
+        added_after / added_before: when the document was added (``documents.created_at``), inclusive after,
+            exclusive before. Dates, datetimes or ISO strings; naive values are taken as UTC.
+    """
+
+    doc_ids: tuple[int, ...] | None = None
+    doc_types: tuple[str, ...] | None = None
+    path_glob: str | None = None
+    added_after: dt.datetime | None = None
+    added_before: dt.datetime | None = None
+
+    @classmethod
+    def build(
+        cls,
+        doc_ids: Iterable[int] | None = None,
+        doc_types: Iterable[str] | str | None = None,
+        path_glob: str | None = None,
+        added_after: DateLike | None = None,
+        added_before: DateLike | None = None,
+    ) -> Filters:
+        if isinstance(doc_types, str):
+            doc_types = [doc_types]
+        return cls(
+            doc_ids=tuple(int(d) for d in doc_ids) if doc_ids is not None else None,
+            doc_types=tuple(t.lower() for t in doc_types) if doc_types is not None else None,
+            path_glob=path_glob or None,
+            added_after=_to_datetime(added_after),
+            added_before=_to_datetime(added_before),
+        )
+
+    @property
+    def active(self) -> bool:
+        return any(
+            v is not None for v in (self.doc_ids, self.doc_types, self.path_glob, self.added_after, self.added_before)
+        )
+
+    def sql(self, doc: str = "d") -> tuple[str, dict[str, Any]]:
+        """A condition on the ``documents`` alias ``doc`` (always ``status = 'ready'``) and its parameters."""
+        clauses = [f"{doc}.status = 'ready'"]
+        params: dict[str, Any] = {}
+        if self.doc_ids is not None:
+            clauses.append(f"{doc}.id = ANY(%(f_doc_ids)s)")
+            params["f_doc_ids"] = list(self.doc_ids)
+        if self.doc_types is not None:
+            clauses.append(f"{doc}.doc_type = ANY(%(f_doc_types)s)")
+            params["f_doc_types"] = list(self.doc_types)
+        if self.path_glob is not None:
+            target = f"{doc}.path"
+            if "/" not in self.path_glob and "\\" not in self.path_glob:
+                target = f"regexp_replace({doc}.path, '^.*[/\\\\]', '')"
+            clauses.append(f"{target} ILIKE %(f_path)s ESCAPE '\\'")
+            params["f_path"] = glob_to_like(self.path_glob)
+        if self.added_after is not None:
+            clauses.append(f"{doc}.created_at >= %(f_after)s")
+            params["f_after"] = self.added_after
+        if self.added_before is not None:
+            clauses.append(f"{doc}.created_at < %(f_before)s")
+            params["f_before"] = self.added_before
+        return " AND ".join(clauses), params
+
+
+def glob_to_like(pattern: str) -> str:
+    """``*`` and ``?`` to ``%`` and ``_``; LIKE's own wildcards and the escape character made literal."""
+    out = []
+    for ch in pattern:
+        if ch == "*":
+            out.append("%")
+        elif ch == "?":
+            out.append("_")
+        elif ch in "%_\\":
+            out.append("\\" + ch)
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def _to_datetime(value: DateLike | None) -> dt.datetime | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = dt.datetime.fromisoformat(value.strip())
+    if not isinstance(value, dt.datetime):
+        value = dt.datetime(value.year, value.month, value.day)
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=dt.timezone.utc)
+    return value

@@ -1,0 +1,101 @@
+"""What retrieval returns: passages (``Result``) and the response around them (``RetrievalResponse``)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+# Why a response is empty when it is not simply "nothing matched".
+MODEL_MISMATCH = "model_mismatch"
+ERROR = "error"
+
+
+@dataclass
+class Result:
+    """One passage: a chunk, or adjacent chunks of one page merged into a span.
+
+    Attributes:
+        chunk_ids: the chunks the passage is made of, in reading order.
+        similarity: cosine similarity of the query vector and the passage (the best of its chunks);
+            0.0 when no vector was compared (keyword mode).
+        passed_floor: whether the passage cleared the relevance floor (see ``postprocess.passes_floor``).
+        scores: ``vector`` (cosine similarity or None), ``bm25`` (score or None), ``vector_rank`` and
+            ``bm25_rank`` (1-based rank in each list, None when absent from it), ``fused`` (RRF score).
+    """
+
+    chunk_ids: list[int]
+    doc_id: int
+    doc_type: str
+    title: str
+    path: str
+    page_number: int
+    heading_path: str
+    text: str
+    similarity: float
+    char_start: int = 0
+    char_end: int = 0
+    passed_floor: bool = True
+    scores: dict[str, Any] = field(default_factory=dict)
+    chunk_index: int = 0
+    text_hash: str = ""
+
+    @property
+    def file_name(self) -> str:
+        return os.path.basename(self.path.replace("\\", "/")) or self.title
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready form (the CLI's ``--json`` and the developer pane)."""
+        return {
+            "chunk_ids": list(self.chunk_ids),
+            "doc_id": self.doc_id,
+            "doc_type": self.doc_type,
+            "title": self.title,
+            "path": self.path,
+            "file_name": self.file_name,
+            "page_number": self.page_number,
+            "heading_path": self.heading_path,
+            "char_start": self.char_start,
+            "char_end": self.char_end,
+            "similarity": round(self.similarity, 6),
+            "passed_floor": self.passed_floor,
+            "scores": {k: (round(v, 6) if isinstance(v, float) else v) for k, v in self.scores.items()},
+            "text": self.text,
+        }
+
+
+@dataclass
+class RetrievalResponse:
+    """The passages for one query, or why there are none.
+
+    Attributes:
+        results: at most k passages, best first.
+        reason: ``None`` (the results are what matched, possibly nothing), ``"model_mismatch"`` (the stored
+            vectors come from another embedding model: re-embed), or ``"error"`` (the store or the model failed;
+            ``error`` says how).
+        timings: milliseconds per stage: ``embed``, ``vector``, ``bm25``, ``fuse``, ``fetch``, ``merge``, ``total``.
+        candidates: every fused candidate chunk, best first, including those under the floor
+            (``passed_floor`` says which), for the developer pane.
+    """
+
+    results: list[Result] = field(default_factory=list)
+    reason: str | None = None
+    error: str | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+    candidates: list[Result] = field(default_factory=list)
+    mode: str = "hybrid"
+    query: str = ""
+
+    @property
+    def chunk_ids(self) -> list[int]:
+        return [cid for r in self.results for cid in r.chunk_ids]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "query": self.query,
+            "mode": self.mode,
+            "reason": self.reason,
+            "error": self.error,
+            "timings": {k: round(v, 3) for k, v in self.timings.items()},
+            "results": [r.to_dict() for r in self.results],
+        }

@@ -1,0 +1,260 @@
+"""``retrieve``: query → embed → vector top-N ∥ BM25 top-N → RRF → floor → merge → dedupe → top k."""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import psycopg
+
+from localrag.core.errors import KnownError
+from localrag.core.progress import CancelToken
+from localrag.core.retrieve import bm25, fuse, postprocess, vector
+from localrag.core.retrieve.filters import DateLike, Filters
+from localrag.core.retrieve.results import ERROR, MODEL_MISMATCH, Result, RetrievalResponse
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from localrag.core.config import Settings
+    from localrag.core.library import Library
+
+log = logging.getLogger("localrag.retrieve")
+
+MODES = ("hybrid", "vector", "keyword")
+# Chunks each leg contributes to fusion (at least k).
+DEFAULT_DEPTH = 100
+# A query shorter than this many letters or digits returns nothing at once.
+MIN_QUERY_CHARS = 2
+# A retrieval that waits on a stuck store gives up rather than hang the chat.
+STATEMENT_TIMEOUT_MS = 15_000
+
+
+@dataclass
+class Tuning:
+    """The knobs of one retrieval, from ``Settings`` (eval and bench vary them directly)."""
+
+    k: int = 8
+    mode: str = "hybrid"
+    floor: float = 0.0
+    rrf_k: float = 60.0
+    vector_weight: float = 1.0
+    bm25_weight: float = 1.0
+    ef_search: int = 100
+    depth: int = DEFAULT_DEPTH
+    bm25_k1: float = bm25.DEFAULT_K1
+    bm25_b: float = bm25.DEFAULT_B
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Tuning:
+        base = cls()
+        return cls(
+            k=int(settings.k),
+            mode=str(settings.mode),
+            floor=float(settings.floor),
+            rrf_k=float(settings.rrf_k),
+            vector_weight=float(settings.vector_weight),
+            bm25_weight=float(settings.bm25_weight),
+            ef_search=int(settings.ef_search),
+            # Read with defaults so that a Settings without these fields still works.
+            depth=int(getattr(settings, "retrieval_depth", base.depth)),
+            bm25_k1=float(getattr(settings, "bm25_k1", base.bm25_k1)),
+            bm25_b=float(getattr(settings, "bm25_b", base.bm25_b)),
+        )
+
+
+def retrieve(
+    library: Library,
+    query: str,
+    *,
+    k: int | None = None,
+    doc_ids: Iterable[int] | None = None,
+    doc_types: Iterable[str] | str | None = None,
+    path_glob: str | None = None,
+    added_after: DateLike | None = None,
+    added_before: DateLike | None = None,
+    mode: str | None = None,
+    cancel: CancelToken | None = None,
+    conn: psycopg.Connection[Any] | None = None,
+    tuning: Tuning | None = None,
+) -> RetrievalResponse:
+    """The best ``k`` passages for ``query``; see the package docstring for the contract.
+
+    Raises:
+        Cancelled: ``cancel`` was cancelled between two stages.
+        ValueError: an unknown ``mode`` (a bug in the caller).
+    """
+    started = time.perf_counter()
+    tuning = tuning or Tuning.from_settings(library.settings)
+    k = int(k or tuning.k)
+    mode = (mode or tuning.mode).lower()
+    if mode not in MODES:
+        raise ValueError(f"unknown retrieval mode {mode!r}; use one of {', '.join(MODES)}")
+    resp = RetrievalResponse(mode=mode, query=query)
+    text = (query or "").strip()
+    if sum(ch.isalnum() for ch in text) < MIN_QUERY_CHARS or k <= 0:
+        resp.timings["total"] = _ms(started)
+        return resp
+    filters = Filters.build(doc_ids, doc_types, path_glob, added_after, added_before)
+    try:
+        _run(library, text, k, mode, filters, tuning, cancel, conn, resp)
+    except (psycopg.Error, KnownError, OSError) as exc:
+        message = _one_line(exc)
+        log.warning("retrieval failed, answering without sources: %s", message)
+        resp.results, resp.candidates = [], []
+        resp.reason, resp.error = ERROR, message
+    resp.timings["total"] = _ms(started)
+    return resp
+
+
+def _run(
+    library: Library,
+    text: str,
+    k: int,
+    mode: str,
+    filters: Filters,
+    tuning: Tuning,
+    cancel: CancelToken | None,
+    conn: psycopg.Connection[Any] | None,
+    resp: RetrievalResponse,
+) -> None:
+    timings = resp.timings
+    qvec: np.ndarray | None = None
+    model, dim = "", 0
+    if mode != "keyword":
+        t = time.perf_counter()
+        embedder = library.embedder
+        model, dim = embedder.name, embedder.dimension
+        qvec = library.embed_query(_fit_to_model(embedder, text))
+        timings["embed"] = _ms(t)
+    if cancel is not None:
+        cancel.raise_if_cancelled()
+    depth = max(tuning.depth, k)
+    own = conn is None
+    c = library.connect() if conn is None else conn
+    try:
+        with c.transaction():
+            c.execute("SELECT set_config('statement_timeout', %s, true)", (str(STATEMENT_TIMEOUT_MS),))
+            vector_hits: list[tuple[int, float]] = []
+            if qvec is not None:
+                t = time.perf_counter()
+                vector_hits = vector.search(
+                    c, qvec, model=model, dimension=dim, n=depth, filters=filters, ef_search=tuning.ef_search
+                )
+                timings["vector"] = _ms(t)
+                if not vector_hits and vector.model_mismatch(c, model):
+                    resp.reason = MODEL_MISMATCH
+                    resp.error = (
+                        f"The stored vectors were made by another embedding model than {model}; "
+                        "re-embed the documents to search them."
+                    )
+                    return
+            if cancel is not None:
+                cancel.raise_if_cancelled()
+            bm25_hits: list[tuple[int, float]] = []
+            if mode != "vector":
+                t = time.perf_counter()
+                bm25_hits = bm25.search(c, text, n=depth, filters=filters, k1=tuning.bm25_k1, b=tuning.bm25_b)
+                timings["bm25"] = _ms(t)
+            t = time.perf_counter()
+            fused = fuse.rrf(
+                vector_hits,
+                bm25_hits,
+                rrf_k=tuning.rrf_k,
+                vector_weight=tuning.vector_weight if mode != "keyword" else 0.0,
+                bm25_weight=tuning.bm25_weight if mode != "vector" else 0.0,
+            )
+            timings["fuse"] = _ms(t)
+            t = time.perf_counter()
+            rows = _fetch(c, [f.chunk_id for f in fused], model, dim, qvec)
+            timings["fetch"] = _ms(t)
+    finally:
+        if own:
+            c.close()
+    t = time.perf_counter()
+    candidates = []
+    for f in fused:
+        row = rows.get(f.chunk_id)
+        if row is None:  # its document stopped being ready since the search
+            continue
+        r = _result(row, f)
+        r.passed_floor = postprocess.passes_floor(r, tuning.floor)
+        candidates.append(r)
+    resp.candidates = candidates
+    resp.results = postprocess.merge_and_dedupe((r for r in candidates if r.passed_floor), k)
+    timings["merge"] = _ms(t)
+
+
+def _fetch(
+    conn: psycopg.Connection[Any], ids: list[int], model: str, dim: int, qvec: np.ndarray | None
+) -> dict[int, tuple]:
+    if not ids:
+        return {}
+    params: dict[str, Any] = {"ids": ids}
+    sim, join = "NULL::float8", ""
+    if qvec is not None:
+        sim = f"1.0 - (e.embedding::vector({int(dim)}) <=> %(q)s::vector({int(dim)}))"
+        join = " LEFT JOIN chunk_embeddings e ON e.chunk_id = c.id AND e.embedding_model = %(model)s"
+        params.update(q=np.asarray(qvec, dtype=np.float32), model=model)
+    rows = conn.execute(
+        "SELECT c.id, c.doc_id, d.doc_type, d.title, d.path, c.page_number, c.chunk_index, c.heading_path,"  # noqa: S608
+        f" c.text, c.char_start, c.char_end, c.text_hash, {sim} FROM document_chunks c"
+        f" JOIN documents d ON d.id = c.doc_id{join}"
+        " WHERE c.id = ANY(%(ids)s) AND d.status = 'ready'",
+        params,
+    ).fetchall()
+    return {int(r[0]): r for r in rows}
+
+
+def _result(row: tuple, f: fuse.Candidate) -> Result:
+    cid, doc_id, doc_type, title, path, page, index, heading, text, start, end, text_hash, sim = row
+    similarity = float(sim) if sim is not None else (f.vector if f.vector is not None else None)
+    return Result(
+        chunk_ids=[int(cid)],
+        doc_id=int(doc_id),
+        doc_type=doc_type,
+        title=title,
+        path=path,
+        page_number=int(page),
+        heading_path=heading,
+        text=text,
+        similarity=similarity if similarity is not None else 0.0,
+        char_start=int(start),
+        char_end=int(end),
+        scores={
+            "vector": similarity,
+            "bm25": f.bm25,
+            "vector_rank": f.vector_rank,
+            "bm25_rank": f.bm25_rank,
+            "fused": f.fused,
+        },
+        chunk_index=int(index),
+        text_hash=text_hash,
+    )
+
+
+def _fit_to_model(embedder: Any, text: str) -> str:
+    """The query cut (at a token boundary) to what the embedding model takes, instead of refused."""
+    limit = int(getattr(embedder, "max_tokens", 0) or 0)
+    tokenizer = getattr(embedder, "tokenizer", None)
+    if not limit or tokenizer is None:
+        return text
+    enc = tokenizer.encode(text)
+    if len(enc.ids) <= limit:
+        return text
+    # Keep limit - 2 word pieces: [CLS] and [SEP] take the other two.
+    return text[: enc.offsets[limit - 2][1]]
+
+
+def _one_line(exc: BaseException) -> str:
+    if isinstance(exc, KnownError):
+        return exc.message
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
+
+
+def _ms(since: float) -> float:
+    return (time.perf_counter() - since) * 1000.0

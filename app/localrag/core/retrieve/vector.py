@@ -1,0 +1,66 @@
+"""The vector leg: nearest chunks by cosine distance on the active model's HNSW index.
+
+The index is partial (one per model) and built on ``embedding::vector(dim)``, so the query repeats exactly that
+expression and the model condition. Every query is filtered (at least to ready documents), so it runs with
+``hnsw.iterative_scan = relaxed_order``: the index scan goes on past ``ef_search`` until enough rows pass the
+filter, and the rows are sorted again outside. When even that finds fewer than ``n`` rows (a very selective
+filter), the same query runs once more as an exact scan over the rows the filter allows.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import psycopg
+
+from localrag.core.retrieve.filters import Filters
+
+
+def search(
+    conn: psycopg.Connection[Any],
+    query_vector: np.ndarray,
+    *,
+    model: str,
+    dimension: int,
+    n: int,
+    filters: Filters,
+    ef_search: int = 100,
+) -> list[tuple[int, float]]:
+    """The ``n`` nearest chunks of ready documents as ``(chunk_id, cosine similarity)``, nearest first."""
+    where, params = filters.sql("d")
+    dim = int(dimension)
+    params.update(q=np.asarray(query_vector, dtype=np.float32), model=model, n=int(n))
+    expr = f"e.embedding::vector({dim}) <=> %(q)s::vector({dim})"
+    conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(max(int(ef_search), int(n))),))
+    conn.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)")
+    rows = conn.execute(
+        "WITH hits AS MATERIALIZED ("  # noqa: S608 - the dimension is an int, the filter SQL our own
+        f" SELECT e.chunk_id, {expr} AS dist FROM chunk_embeddings e"
+        " JOIN document_chunks c ON c.id = e.chunk_id JOIN documents d ON d.id = c.doc_id"
+        f" WHERE e.embedding_model = %(model)s AND {where}"
+        f" ORDER BY {expr} LIMIT %(n)s"
+        ") SELECT chunk_id, dist FROM hits ORDER BY dist, chunk_id",
+        params,
+    ).fetchall()
+    if len(rows) < n:
+        # ``+ 0`` keeps the planner off the index: an exact scan over what the filter allows.
+        rows = conn.execute(
+            f"SELECT e.chunk_id, {expr} AS dist FROM chunk_embeddings e"  # noqa: S608
+            " JOIN document_chunks c ON c.id = e.chunk_id JOIN documents d ON d.id = c.doc_id"
+            f" WHERE e.embedding_model = %(model)s AND {where}"
+            f" ORDER BY ({expr}) + 0, e.chunk_id LIMIT %(n)s",
+            params,
+        ).fetchall()
+    return [(int(cid), 1.0 - float(dist)) for cid, dist in rows]
+
+
+def model_mismatch(conn: psycopg.Connection[Any], model: str) -> bool:
+    """Whether the store holds vectors of other models but none of ``model`` (the library needs re-embedding)."""
+    row = conn.execute(
+        "SELECT NOT EXISTS (SELECT 1 FROM chunk_embeddings WHERE embedding_model = %s) AND EXISTS ("
+        " SELECT 1 FROM embedding_models m WHERE m.name <> %s"
+        " AND EXISTS (SELECT 1 FROM chunk_embeddings e WHERE e.embedding_model = m.name))",
+        (model, model),
+    ).fetchone()
+    return bool(row and row[0])

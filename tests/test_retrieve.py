@@ -1,0 +1,304 @@
+"""Hybrid retrieval against the real store and model: modes, filters, merging, dedupe, mismatch and failure."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+
+import numpy as np
+import pytest
+
+from localrag.core.config import Settings
+from localrag.core.progress import Cancelled, CancelToken
+from localrag.core.retrieve import bm25, retrieve
+from localrag.core.retrieve.retriever import Tuning
+from localrag.core.store import models
+
+INSTALL = [
+    "To install Local RAG on Linux, download the package for your distribution.",
+    "Then run the installer from a terminal and follow the prompts to finish the Linux setup.",
+    "After installing, start the program from the applications menu or by typing local-rag.",
+]
+
+
+def add_document(conn, embedder, chunks: list[str], *, title: str, path: str, doc_type: str = "text",
+                 pages: list[int] | None = None, heading: str = "", created: dt.datetime | None = None,
+                 model: str | None = None, status: str = "ready", overlap: int = 0) -> tuple[int, list[int]]:
+    """A ready document written straight into the store (chunks, vectors, BM25), as the ingestion leaves it.
+
+    Chunks of one page are laid end to end on that page; ``overlap`` characters of each chunk repeat the end of
+    the one before, the way the chunker overlaps them.
+    """
+    doc = conn.execute(
+        "INSERT INTO documents (path, title, doc_type, sha256, status, created_at) "
+        "VALUES (%s, %s, %s, %s, %s, %s) RETURNING id",
+        (path, title, doc_type, hashlib.sha256((path + "".join(chunks)).encode()).hexdigest(), status,
+         created or dt.datetime.now(dt.timezone.utc)),
+    ).fetchone()[0]
+    pages = pages or [1] * len(chunks)
+    ids, pos, last_page = [], 0, None
+    for i, (text, page) in enumerate(zip(chunks, pages)):
+        if page != last_page:
+            pos, last_page = 0, page
+        start = max(0, pos - overlap) if i and pages[i - 1] == page else pos
+        cid = conn.execute(
+            "INSERT INTO document_chunks (doc_id, chunk_index, page_number, heading_path, text, token_count, "
+            "char_start, char_end, text_hash) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
+            (doc, i, page, heading, text, len(text) // 4, start, start + len(text),
+             hashlib.sha256(text.encode()).hexdigest()),
+        ).fetchone()[0]
+        ids.append(cid)
+        pos = start + len(text) + 1
+    vectors = embedder.embed(chunks)
+    for cid, vec in zip(ids, vectors):
+        conn.execute(
+            "INSERT INTO chunk_embeddings (chunk_id, embedding_model, embedding) VALUES (%s, %s, %s)",
+            (cid, model or embedder.name, vec),
+        )
+    if status == "ready":
+        bm25.index_document(conn, doc)
+    return doc, ids
+
+
+@pytest.fixture()
+def corpus(clean_db, embedder):
+    """A small library: an install guide (PDF), recipes (Markdown), an error list (text), a copied page (HTML)."""
+    old = dt.datetime(2024, 1, 10, tzinfo=dt.timezone.utc)
+    new = dt.datetime(2025, 6, 1, tzinfo=dt.timezone.utc)
+    docs = {}
+    with clean_db.connect() as conn:
+        docs["install"] = add_document(
+            conn, embedder, INSTALL + ["To remove the program, delete its folder and your data folder."],
+            title="Install guide", path="/docs/install-guide.pdf", doc_type="pdf", pages=[1, 1, 1, 2],
+            heading="Installation", created=old)
+        docs["recipes"] = add_document(
+            conn, embedder, ["Whisk two eggs with a cup of flour and a pinch of salt.",
+                             "Bake the bread for forty minutes until golden brown."],
+            title="Recipes", path="/notes/recipes.md", doc_type="markdown", pages=[1, 2], created=new)
+        docs["errors"] = add_document(
+            conn, embedder, ["Error E4711 means the disk is full; free some space and retry.",
+                             "Error E1002 means the network cable is unplugged."],
+            title="Error codes", path="/notes/errors.txt", pages=[1, 2], created=new)
+        docs["copy"] = add_document(
+            conn, embedder, [INSTALL[0]], title="Copied page", path="/web/copy.html", doc_type="html", created=new)
+        docs["pending"] = add_document(
+            conn, embedder, ["Installing on Linux is covered in the draft that is still being indexed."],
+            title="Draft", path="/docs/draft.pdf", doc_type="pdf", status="embedding", created=new)
+        conn.commit()
+    return docs
+
+
+def test_hybrid_returns_the_shape_the_chat_uses(corpus, library):
+    resp = retrieve(library, "How do I install it on Linux?", k=3)
+    assert resp.reason is None and resp.error is None
+    top = resp.results[0]
+    assert top.doc_id == corpus["install"][0]
+    assert top.path == "/docs/install-guide.pdf" and top.doc_type == "pdf" and top.title == "Install guide"
+    assert top.page_number == 1 and top.heading_path == "Installation"
+    assert set(top.scores) == {"vector", "bm25", "vector_rank", "bm25_rank", "fused"}
+    assert top.scores["vector_rank"] and top.scores["bm25_rank"] and top.scores["fused"] > 0
+    assert 0 < top.similarity <= 1 and top.similarity == pytest.approx(top.scores["vector"])
+    assert {"embed", "vector", "bm25", "fuse", "merge", "total"} <= set(resp.timings)
+    assert all(r.passed_floor for r in resp.results)
+    assert len(resp.candidates) >= len(resp.results)
+    # Documents that are not ready are never returned.
+    assert corpus["pending"][0] not in {r.doc_id for r in resp.candidates}
+
+
+def test_adjacent_chunks_merge_into_one_passage(corpus, library):
+    resp = retrieve(library, "install Linux installer setup start program", k=4)
+    install = [r for r in resp.results if r.doc_id == corpus["install"][0] and r.page_number == 1]
+    assert len(install) == 1, [r.chunk_ids for r in resp.results]
+    merged = install[0]
+    assert merged.chunk_ids == corpus["install"][1][:3]
+    assert merged.text == "\n".join(INSTALL)
+    assert merged.similarity == max(
+        c.similarity for c in resp.candidates if c.chunk_ids[0] in merged.chunk_ids
+    )
+    # Page 2 of the same document is another passage, never merged across pages.
+    assert corpus["install"][1][3] not in merged.chunk_ids
+
+
+def test_merge_removes_the_overlap_between_chunks(clean_db, library, embedder):
+    page = "Solar panels turn light into power. Batteries store that power for the night. Inverters feed it home."
+    a, b = page[:60], page[45:]
+    with clean_db.connect() as conn:
+        doc, ids = add_document(conn, embedder, [a, b], title="Solar", path="/solar.txt")
+        conn.execute("UPDATE document_chunks SET char_start = 45, char_end = %s WHERE id = %s", (len(page), ids[1]))
+        conn.commit()
+    resp = retrieve(library, "solar panels batteries power", k=2)
+    assert resp.results[0].chunk_ids == ids
+    assert resp.results[0].text == page
+    assert (resp.results[0].char_start, resp.results[0].char_end) == (0, len(page))
+
+
+def test_identical_text_is_returned_once(corpus, library):
+    resp = retrieve(library, "download the package for your Linux distribution", k=8)
+    texts = [r.text for r in resp.results]
+    assert sum(INSTALL[0] in t for t in texts) == 1
+    docs = {r.doc_id for r in resp.results}
+    assert not {corpus["install"][0], corpus["copy"][0]} <= docs or len(resp.results) == len(set(texts))
+
+
+def test_keyword_mode_finds_codes_without_embedding(corpus, library):
+    resp = retrieve(library, "E4711", k=3, mode="keyword")
+    assert resp.reason is None and "embed" not in resp.timings and "vector" not in resp.timings
+    assert resp.results[0].doc_id == corpus["errors"][0]
+    assert resp.results[0].scores["vector"] is None and resp.results[0].scores["bm25"] > 0
+
+
+def test_vector_mode_finds_paraphrases(corpus, library):
+    resp = retrieve(library, "how long should I cook the loaf", k=2, mode="vector")
+    assert "bm25" not in resp.timings
+    assert resp.results[0].doc_id == corpus["recipes"][0]
+    assert resp.results[0].scores["bm25"] is None and resp.results[0].scores["vector_rank"] == 1
+
+
+@pytest.mark.parametrize("query", ["", "   ", "a", "?!", "é"])
+def test_empty_and_tiny_queries_return_nothing_at_once(query):
+    from localrag.core.eval.beir import StoreHandle
+
+    # A handle to a store that does not exist: any database or model access would fail.
+    dead = StoreHandle("host=/nonexistent port=1 dbname=none user=none", None, Settings())  # type: ignore[arg-type]
+    resp = retrieve(dead, query)  # type: ignore[arg-type]
+    assert resp.results == [] and resp.reason is None and resp.error is None
+
+
+def test_each_filter_alone_and_together(corpus, library):
+    q = "install the program, error codes, recipes and bread"
+    ids = {name: doc for name, (doc, _) in corpus.items()}
+
+    def docs(**filters) -> set[int]:
+        resp = retrieve(library, q, k=8, **filters)
+        assert resp.reason is None
+        return {r.doc_id for r in resp.results}
+
+    everything = docs()
+    assert {ids["install"], ids["recipes"], ids["errors"]} <= everything
+    assert docs(doc_ids=[ids["errors"]]) == {ids["errors"]}
+    assert docs(doc_types=["pdf"]) == {ids["install"]}
+    assert docs(doc_types="markdown") == {ids["recipes"]}
+    assert docs(path_glob="*.md") == {ids["recipes"]}
+    assert docs(path_glob="ERR*") == {ids["errors"]}
+    assert docs(path_glob="/notes/*") == {ids["recipes"], ids["errors"]}
+    assert docs(added_before="2024-12-31") == {ids["install"]}
+    assert docs(added_after=dt.date(2025, 1, 1)) >= {ids["recipes"], ids["errors"]}
+    assert ids["install"] not in docs(added_after=dt.date(2025, 1, 1))
+    # ANDed.
+    assert docs(path_glob="/notes/*", doc_types=["text"]) == {ids["errors"]}
+    assert docs(doc_ids=[ids["errors"], ids["recipes"]], added_after="2025-01-01", path_glob="*.md") == {
+        ids["recipes"]
+    }
+    assert docs(doc_ids=[ids["install"]], doc_types=["markdown"]) == set()
+    for mode in ("vector", "keyword"):
+        resp = retrieve(library, q, k=8, mode=mode, doc_types=["pdf"])
+        assert {r.doc_id for r in resp.results} == {ids["install"]}
+
+
+def test_filtered_queries_still_return_k(clean_db, library, embedder):
+    """3,000 chunks on the HNSW index, 1% of them markdown: a markdown-only query still fills k."""
+    rng = np.random.default_rng(7)
+    words = ["alpha", "beta", "gamma", "delta", "omega", "sigma", "kappa", "theta"]
+    with clean_db.connect() as conn:
+        for d in range(60):
+            doc_type = "markdown" if d % 100 == 0 or d == 31 else "text"
+            doc = conn.execute(
+                "INSERT INTO documents (path, title, doc_type, sha256, status) VALUES (%s, %s, %s, %s, 'ready') "
+                "RETURNING id", (f"/f/{d}.{'md' if doc_type == 'markdown' else 'txt'}", f"f{d}", doc_type, f"s{d}"),
+            ).fetchone()[0]
+            with conn.cursor().copy(
+                "COPY document_chunks (doc_id, chunk_index, page_number, text, token_count, char_start, char_end, "
+                "text_hash) FROM STDIN"
+            ) as copy:
+                for i in range(50):
+                    text = " ".join(rng.choice(words, 6)) + f" item{d}x{i}"
+                    copy.write_row((doc, i, i + 1, text, 8, 0, len(text), f"{d}-{i}"))
+            bm25.index_document(conn, doc)
+        vecs = rng.normal(size=(3000, embedder.dimension)).astype(np.float32)
+        vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+        chunk_ids = [r[0] for r in conn.execute("SELECT id FROM document_chunks ORDER BY id")]
+        with conn.cursor().copy(
+            "COPY chunk_embeddings (chunk_id, embedding_model, embedding) FROM STDIN WITH (FORMAT BINARY)"
+        ) as copy:
+            copy.set_types(["int8", "text", "vector"])
+            for cid, vec in zip(chunk_ids, vecs):
+                copy.write_row((cid, embedder.name, vec))
+        conn.execute("ANALYZE chunk_embeddings")
+        conn.execute("ANALYZE document_chunks")
+        conn.commit()
+    # Each leg returns only k candidates, so the HNSW scan must go on past its first ef_search neighbours.
+    tight = Tuning(depth=8, ef_search=40)
+    for mode in ("hybrid", "vector", "keyword"):
+        resp = retrieve(library, "alpha gamma omega", k=8, mode=mode, doc_types=["markdown"], tuning=tight)
+        assert resp.reason is None
+        assert len(resp.results) == 8, mode
+        assert {r.path.rsplit(".", 1)[1] for r in resp.results} == {"md"}
+    resp = retrieve(library, "alpha gamma", k=8, mode="vector", tuning=tight,
+                    doc_ids=[1, 2], path_glob="*.txt")
+    assert len(resp.results) == 8 and {r.doc_id for r in resp.results} <= {1, 2}
+
+
+def test_floor_applies_to_similarity_and_spares_keyword_hits(corpus, library):
+    strict = Tuning(floor=0.99)
+    resp = retrieve(library, "bake bread", k=5, mode="vector", tuning=strict)
+    assert resp.results == [] and resp.candidates and not any(c.passed_floor for c in resp.candidates)
+    resp = retrieve(library, "bake bread", k=5, mode="hybrid", tuning=strict)
+    assert resp.results and all(r.scores["bm25_rank"] for r in resp.results)
+    assert any(not c.passed_floor for c in resp.candidates)
+
+
+def test_model_mismatch_returns_nothing_with_a_reason(clean_db, library, embedder):
+    with clean_db.connect() as conn:
+        models.register_model(conn, "an-older-model", embedder.dimension, activate=False)
+        add_document(conn, embedder, ["Vectors from the old model only."], title="Old", path="/old.txt",
+                     model="an-older-model")
+        conn.commit()
+    resp = retrieve(library, "old model vectors")
+    assert resp.results == [] and resp.reason == "model_mismatch" and "re-embed" in resp.error
+    # Keyword search needs no vectors and still answers.
+    resp = retrieve(library, "old model vectors", mode="keyword")
+    assert resp.reason is None and len(resp.results) == 1
+
+
+def test_store_down_is_an_error_not_an_exception(library, embedder, caplog):
+    from localrag.core.eval.beir import StoreHandle
+
+    # Not a mock: a real connection attempt to a server that is not there (the session's own server stays up).
+    dead = StoreHandle("host=/nonexistent-socket-dir port=5432 dbname=x user=x connect_timeout=2",
+                       embedder, library.settings)
+    for mode in ("hybrid", "vector", "keyword"):
+        resp = retrieve(dead, "how do I install it", mode=mode)  # type: ignore[arg-type]
+        assert resp.results == [] and resp.reason == "error"
+        assert "Cannot connect" in resp.error
+    assert "retrieval failed" in caplog.text
+
+
+def test_a_callers_connection_stays_usable(corpus, library):
+    with library.connect() as conn:
+        conn.execute("CREATE TEMP TABLE mine (x int)")
+        conn.execute("INSERT INTO mine VALUES (1)")
+        resp = retrieve(library, "install on Linux", conn=conn)
+        assert resp.results
+        # A failing retrieval rolls back only its own savepoint.
+        bad = retrieve(library, "install on Linux", conn=conn, doc_ids=[2**62], added_after="2020-01-01")
+        assert bad.reason is None
+        assert conn.execute("SELECT x FROM mine").fetchone() == (1,)
+        conn.rollback()
+
+
+def test_cancel_stops_between_stages(corpus, library):
+    token = CancelToken()
+    token.cancel()
+    with pytest.raises(Cancelled):
+        retrieve(library, "install on Linux", cancel=token)
+
+
+def test_a_long_query_is_cut_to_the_model_not_refused(corpus, library):
+    query = "How do I install on Linux? " + "Please explain every step in detail. " * 80
+    resp = retrieve(library, query, k=2)
+    assert resp.reason is None and resp.results
+
+
+def test_unknown_mode_is_a_bug(library):
+    with pytest.raises(ValueError):
+        retrieve(library, "anything", mode="fuzzy")
