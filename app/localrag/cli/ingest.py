@@ -19,6 +19,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("paths", nargs="*", type=Path, help="files or folders; none: only resume unfinished documents")
     p.add_argument("--json", action="store_true", help="print one JSON summary instead of progress")
     p.set_defaults(func=run)
+    r = sub.add_parser("reembed", help="embed every document again with the active embedding model")
+    r.set_defaults(func=run_reembed)
     w = sub.add_parser("watch", help="folders whose new, changed and deleted files are picked up")
     w_actions = w.add_subparsers(dest="action", metavar="ACTION", required=True)
     for name, text in (("add", "watch a folder"), ("remove", "stop watching a folder")):
@@ -137,4 +139,17 @@ def run_watch(args: argparse.Namespace) -> int:
                       f"{summary.failed} failed")
     finally:
         library.close()
+    return 0
+
+
+def run_reembed(args: argparse.Namespace) -> int:
+    library = Library(owner=False)
+    library.open()
+    ingestor = Ingestor(library, on_event=_ProgressLine(enabled=True))
+    try:
+        summary = ingestor.reembed()
+    finally:
+        ingestor.close()
+        library.close()
+    print(f"re-embedded {summary.ready} document(s), {summary.embedded_chunks} chunks in {summary.seconds:.1f}s")
     return 0

@@ -265,6 +265,40 @@ class Ingestor:
         events = self.enqueue([path_from_db(*row)])
         return events[0] if events else None
 
+    def reembed(self, cancel: CancelToken | None = None) -> IngestSummary:
+        """Give every ready document a vector from the active model for each chunk that lacks one.
+
+        Used after switching embedding models. Batches are committed as they go (a kill loses at most one), the
+        documents stay ready throughout, and vectors of the previous model are kept.
+        """
+        summary = IngestSummary()
+        started = time.monotonic()
+        model = self.library.embedder.name
+        rows = self.conn.execute(
+            "SELECT DISTINCT d.id, d.path, d.title, d.doc_type FROM documents d JOIN document_chunks c "
+            "ON c.doc_id = d.id WHERE d.status = 'ready' AND NOT EXISTS (SELECT 1 FROM chunk_embeddings e "
+            "WHERE e.chunk_id = c.id AND e.embedding_model = %s) ORDER BY d.id",
+            (model,),
+        ).fetchall()
+        self.conn.commit()
+        for doc_id, path, title, doc_type in rows:
+            got = self.conn.execute("SELECT pg_try_advisory_lock(%s, %s)", (_ADVISORY_NS, doc_id)).fetchone()[0]
+            self.conn.commit()
+            if not got:
+                continue
+            try:
+                self._embed(doc_id, path, title, doc_type, summary, _DocCancel(self, doc_id, cancel))
+                summary.ready += 1
+                summary.events.append(self._emit(IngestEvent(doc_id, path, title, doc_type, "ready",
+                                                             message="re-embedded")))
+            except Cancelled:
+                summary.cancelled += 1
+                break
+            finally:
+                self._unlock(doc_id)
+        summary.seconds = time.monotonic() - started
+        return summary
+
     # -- the work ------------------------------------------------------------------------------------------
 
     def run(self, cancel: CancelToken | None = None) -> IngestSummary:
