@@ -6,7 +6,6 @@ import logging
 import sys
 
 from localrag.core import paths
-from localrag.core.library import Library
 
 
 def _setup_logging() -> None:
@@ -17,15 +16,34 @@ def _setup_logging() -> None:
     root.setLevel(logging.INFO)
 
 
-def run_gui(argv: list[str]) -> int:
-    from localrag.gui.mainwindow import MainWindow
+def create_app(argv: list[str]) -> object:
+    """The QApplication with its names, theme (light or dark, following the system) and icon."""
+    from localrag.gui import theme
     from localrag.gui.qt import QtWidgets
 
-    _setup_logging()
     app = QtWidgets.QApplication.instance() or QtWidgets.QApplication([sys.argv[0], *argv])
     app.setApplicationName("Local RAG")
+    app.setApplicationDisplayName("Local RAG")
     app.setOrganizationName("LocalRAG")
-    window = MainWindow(Library())
+    app.setDesktopFileName("local-rag")
+    app.setWindowIcon(theme.app_icon())
+    app.theme = theme.Theme(app)  # type: ignore[attr-defined]  # kept alive with the app
+    return app
+
+
+def run_gui(argv: list[str]) -> int:
+    from localrag.gui.views.settings import apply_data_folder_choice
+
+    app = create_app(argv)
+    # The data folder chosen in Settings applies before anything reads it (logs, settings, the database).
+    apply_data_folder_choice()
+    _setup_logging()
+
+    from localrag.core.config import Settings
+    from localrag.core.library import Library
+    from localrag.gui.mainwindow import MainWindow
+
+    window = MainWindow(Library(Settings.load()))
     window.show()
     window.start()
-    return app.exec()
+    return app.exec()  # type: ignore[attr-defined]

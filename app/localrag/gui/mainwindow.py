@@ -1,128 +1,785 @@
-"""The main window: documents on the left, the chat in the middle, the developer pane on the right."""
+"""The main window: chats and documents on the left, the chat in the middle, the developer pane docked right.
+
+Start-up is in the background: the window shows at once, then the store opens, the embedding worker loads its
+model and the ingest worker resumes unfinished documents. Every banner appears and clears on a signal.
+Files and folders dropped anywhere on the window are indexed; a dropped ``.gguf`` becomes the language model.
+"""
 
 from __future__ import annotations
 
 import logging
+from pathlib import Path
+from typing import Any
 
+from localrag.core import paths
 from localrag.core.library import Library
+from localrag.gui import theme
 from localrag.gui.qt import QtCore, QtGui, QtWidgets, Signal
+from localrag.gui.views.about import AboutDialog, collect_versions
 from localrag.gui.views.banners import BannerArea
-from localrag.gui.workers import run_op, wait_for_ops
+from localrag.gui.views.chat import ChatPanel
+from localrag.gui.views.chats_list import ChatsList
+from localrag.gui.views.devpane import DevPane
+from localrag.gui.views.documents import DocumentsPanel, WatchedFoldersDialog
+from localrag.gui.views.settings import SettingsDialog
+from localrag.gui.workers import EmbeddingWorker, IngestWorker, ReembedWorker, run_op, wait_for_ops
 
 log = logging.getLogger("localrag.gui")
+
+WATCH_SCAN_MS = 60_000
+LAYOUT_VERSION = 1
+
+
+def local_paths(mime: QtCore.QMimeData) -> list[str]:
+    """The local files and folders in a drag's data."""
+    if not mime.hasUrls():
+        return []
+    return [u.toLocalFile() for u in mime.urls() if u.isLocalFile() and u.toLocalFile()]
+
+
+class _DropOverlay(QtWidgets.QWidget):
+    """A translucent "drop to add" sheet over the window while files are dragged over it."""
+
+    def __init__(self, parent: QtWidgets.QWidget) -> None:
+        super().__init__(parent)
+        self.setAttribute(QtCore.Qt.WidgetAttribute.WA_TransparentForMouseEvents)
+        self.hide()
+
+    def paintEvent(self, _event: QtGui.QPaintEvent) -> None:  # noqa: N802 (Qt override)
+        c = theme.colors()
+        p = QtGui.QPainter(self)
+        p.setRenderHint(QtGui.QPainter.RenderHint.Antialiasing)
+        fill = QtGui.QColor(c.info)
+        fill.setAlpha(40)
+        p.fillRect(self.rect(), fill)
+        pen = QtGui.QPen(QtGui.QColor(c.info), 3, QtCore.Qt.PenStyle.DashLine)
+        p.setPen(pen)
+        p.drawRoundedRect(self.rect().adjusted(12, 12, -12, -12), 14, 14)
+        font = p.font()
+        font.setPointSizeF(font.pointSizeF() * 1.6)
+        font.setBold(True)
+        p.setFont(font)
+        p.setPen(self.palette().color(QtGui.QPalette.ColorRole.WindowText))
+        p.drawText(
+            self.rect(),
+            QtCore.Qt.AlignmentFlag.AlignCenter,
+            "Drop to add to your library\n(a .gguf file becomes the language model)",
+        )
 
 
 class MainWindow(QtWidgets.QMainWindow):
     """The Local RAG window. The store and models start in the background after the window shows.
 
+    Args:
+        library: the facade; the window closes it (stopping an embedded server it owns) after its workers.
+        layout_file: where the window layout is kept (default: ``window.ini`` in the data folder).
+
     Signals:
         store_ready(): the database is open and migrated.
-        store_failed(str): the database could not be opened (the message says why).
-        embedder_ready(): the embedding model is loaded.
+        store_failed(str): the database could not be opened or went away (the message says why).
+        embedder_ready(): the embedding model is loaded and its worker answers.
+        embedder_failed(str): the embedding worker failed and was not recreated (the banner offers Restart).
+        documents_loaded(int): the documents panel got a fresh listing of this many documents.
+        reembed_checked(int): this many documents lack vectors from the active embedding model.
+        reembed_finished(int): a re-embedding run ended; how many documents still lack vectors.
+        llm_checked(str): the language model file was checked: "" when usable, else why not.
+        paths_dropped(list): files and folders were dropped (or added) and handed to the ingest worker.
+        settings_applied(list): the Settings dialog saved these changed settings.
         shut_down(): workers and the database have stopped (after close).
     """
 
     store_ready = Signal()
     store_failed = Signal(str)
     embedder_ready = Signal()
+    embedder_failed = Signal(str)
+    documents_loaded = Signal(int)
+    reembed_checked = Signal(int)
+    reembed_finished = Signal(int)
+    llm_checked = Signal(str)
+    paths_dropped = Signal(list)
+    settings_applied = Signal(list)
     shut_down = Signal()
 
-    def __init__(self, library: Library) -> None:
+    def __init__(self, library: Library, *, layout_file: Path | None = None) -> None:
         super().__init__()
         self.library = library
         self.store_is_ready = False
+        self._layout_file = layout_file
+        self._closing = False
+        self._pending_paths: list[str] = []
+        self.embedding_worker: EmbeddingWorker | None = None
+        self.ingest_worker: IngestWorker | None = None
+        self.reembed_worker: ReembedWorker | None = None
+        self.reembed_count = 0
+        self._report_reembed = False
         self.setWindowTitle("Local RAG")
+        self.setWindowIcon(theme.app_icon())
         self.setAcceptDrops(True)
-        self.resize(1200, 780)
+        self.resize(1280, 800)
 
         self.banners = BannerArea(self)
-        self.documents_panel = QtWidgets.QWidget(self)
-        self.documents_panel.setObjectName("documents-panel")
-        self.documents_panel.setAccessibleName("Documents")
-        doc_layout = QtWidgets.QVBoxLayout(self.documents_panel)
-        doc_layout.addWidget(QtWidgets.QLabel("<b>Documents</b>"))
-        self.documents_list = QtWidgets.QListWidget(self.documents_panel)
-        doc_layout.addWidget(self.documents_list, 1)
+        self.documents_panel = DocumentsPanel(self)
+        self.chat_panel = self._build_chat_panel()
+        self.chats_list = self._build_chats_list()
 
-        self.chat_panel = QtWidgets.QWidget(self)
-        self.chat_panel.setObjectName("chat-panel")
-        self.chat_panel.setAccessibleName("Chat")
-        chat_layout = QtWidgets.QVBoxLayout(self.chat_panel)
-        self.transcript = QtWidgets.QTextBrowser(self.chat_panel)
-        self.transcript.setAccessibleName("Conversation")
-        self.question = QtWidgets.QPlainTextEdit(self.chat_panel)
-        self.question.setPlaceholderText("Ask about your documents…  (Ctrl+Enter to send)")
-        self.question.setAccessibleName("Question")
-        self.question.setMaximumHeight(110)
-        self.use_documents = QtWidgets.QCheckBox("Use my documents", self.chat_panel)
-        self.use_documents.setChecked(True)
-        chat_layout.addWidget(self.transcript, 1)
-        chat_layout.addWidget(self.question)
-        chat_layout.addWidget(self.use_documents)
-
-        splitter = QtWidgets.QSplitter(QtCore.Qt.Horizontal, self)
-        splitter.addWidget(self.documents_panel)
+        left = QtWidgets.QSplitter(QtCore.Qt.Orientation.Vertical, self)
+        left.setObjectName("left-splitter")
+        left.setChildrenCollapsible(False)
+        left.addWidget(self.chats_list)
+        left.addWidget(self.documents_panel)
+        left.setStretchFactor(left.count() - 1, 3)
+        self.left_splitter = left
+        splitter = QtWidgets.QSplitter(QtCore.Qt.Orientation.Horizontal, self)
+        splitter.setObjectName("main-splitter")
+        splitter.setChildrenCollapsible(False)
+        splitter.addWidget(left)
         splitter.addWidget(self.chat_panel)
+        splitter.setStretchFactor(0, 2)
         splitter.setStretchFactor(1, 3)
+        splitter.setSizes([480, 800])
+        self.splitter = splitter
         central = QtWidgets.QWidget(self)
         layout = QtWidgets.QVBoxLayout(central)
-        layout.setContentsMargins(6, 6, 6, 6)
+        layout.setContentsMargins(8, 6, 8, 4)
+        layout.setSpacing(6)
         layout.addWidget(self.banners)
         layout.addWidget(splitter, 1)
         self.setCentralWidget(central)
 
-        self.dev_pane = QtWidgets.QDockWidget("Developer pane", self)
-        self.dev_pane.setObjectName("developer-pane")
-        self.dev_pane.setWidget(QtWidgets.QTextBrowser(self.dev_pane))
-        self.addDockWidget(QtCore.Qt.RightDockWidgetArea, self.dev_pane)
-        self.dev_pane.hide()
-        self._build_menus()
+        self.dev_dock = QtWidgets.QDockWidget("Developer pane", self)
+        self.dev_dock.setObjectName("developer-pane")
+        self.dev_dock.setAccessibleName("Developer pane")
+        self.dev_pane = self._build_dev_pane()
+        self.dev_dock.setWidget(self.dev_pane)
+        self.addDockWidget(QtCore.Qt.DockWidgetArea.RightDockWidgetArea, self.dev_dock)
+        self.dev_dock.hide()
+
+        self.overlay = _DropOverlay(self)
+        self.model_label = QtWidgets.QLabel(self)
+        self.model_label.setProperty("role", "muted")
+        self.model_label.setAccessibleName("Models in use")
+        self.statusBar().addPermanentWidget(self.model_label)
         self.statusBar().showMessage("Starting…")
 
-    def _build_menus(self) -> None:
-        file_menu = self.menuBar().addMenu("&File")
-        quit_action = QtGui.QAction("&Quit", self)
-        quit_action.setShortcut(QtGui.QKeySequence.Quit)
-        quit_action.triggered.connect(self.close)
-        file_menu.addAction(quit_action)
-        view_menu = self.menuBar().addMenu("&View")
-        dev = self.dev_pane.toggleViewAction()
-        dev.setText("&Developer pane")
-        dev.setShortcut(QtGui.QKeySequence("Ctrl+D"))
-        view_menu.addAction(dev)
+        self._connect_documents()
+        self._build_menus()
+        self.watch_timer = QtCore.QTimer(self)
+        self.watch_timer.setInterval(WATCH_SCAN_MS)
+        self.watch_timer.timeout.connect(self._scan_watched)
+        self._restore_layout()
+        app = QtWidgets.QApplication.instance()
+        if app is not None:
+            app.installEventFilter(self)
 
-    # -- start-up ------------------------------------------------------------------------------------------
+    # -- parts built by the chat side -----------------------------------------------------------------------
+
+    def _build_chat_panel(self) -> ChatPanel:
+        return ChatPanel(self.library, self)
+
+    def _build_chats_list(self) -> ChatsList:
+        chats = ChatsList(self.library, self)
+        chats.setMinimumHeight(120)
+        return chats
+
+    def _build_dev_pane(self) -> DevPane:
+        return DevPane(self.library, self.dev_dock)
+
+    # -- menus ----------------------------------------------------------------------------------------------
+
+    def _action(self, text: str, slot: Any, shortcut: Any = None, tip: str = "") -> QtGui.QAction:
+        action = QtGui.QAction(text, self)
+        if shortcut is not None:
+            action.setShortcut(QtGui.QKeySequence(shortcut))
+        if tip:
+            action.setStatusTip(tip)
+        action.triggered.connect(lambda _checked=False: slot())
+        self.addAction(action)
+        return action
+
+    def _build_menus(self) -> None:
+        bar = self.menuBar()
+        file_menu = bar.addMenu("&File")
+        self.add_action = self._action(
+            "&Add documents…",
+            self.add_documents_dialog,
+            "Ctrl+O",
+            "Index files (PDF, Word, Markdown, HTML, text, images)",
+        )
+        self.add_folder_action = self._action(
+            "Add &folder…", self.add_folder_dialog, "Ctrl+Shift+O", "Index every supported file in a folder"
+        )
+        self.watch_action = self._action(
+            "&Watched folders…",
+            self.watched_folders_dialog,
+            None,
+            "Folders whose new, changed and deleted files are picked up",
+        )
+        self.new_chat_action = self.chat_panel.new_chat_action  # Ctrl+N
+        self.settings_action = self._action("&Settings…", self.open_settings, "Ctrl+,")
+        self.settings_action.setMenuRole(QtGui.QAction.MenuRole.PreferencesRole)
+        quit_action = self._action("&Quit", self.close, QtGui.QKeySequence.StandardKey.Quit)
+        quit_action.setMenuRole(QtGui.QAction.MenuRole.QuitRole)
+        for a in (
+            self.add_action,
+            self.add_folder_action,
+            self.watch_action,
+            None,
+            self.new_chat_action,
+            None,
+            self.settings_action,
+            None,
+            quit_action,
+        ):
+            file_menu.addSeparator() if a is None else file_menu.addAction(a)
+
+        chat_menu = bar.addMenu("&Chat")
+        self.send_action = self._action("&Send", self.chat_panel.send, "Ctrl+Return")
+        self.send_action.setShortcuts([QtGui.QKeySequence("Ctrl+Return"), QtGui.QKeySequence("Ctrl+Enter")])
+        self.stop_action = self.chat_panel.stop_action  # Esc
+        for a in (self.new_chat_action, self.send_action, self.stop_action):
+            chat_menu.addAction(a)
+
+        view_menu = bar.addMenu("&View")
+        self.dev_action = self.dev_dock.toggleViewAction()
+        self.dev_action.setText("&Developer pane")
+        self.dev_action.setShortcut(QtGui.QKeySequence("Ctrl+D"))
+        view_menu.addAction(self.dev_action)
+        self.chats_action = QtGui.QAction("&Chats list", self, checkable=True, checked=True)
+        self.chats_action.toggled.connect(self.chats_list.setVisible)
+        view_menu.addAction(self.chats_action)
+
+        help_menu = bar.addMenu("&Help")
+        self.about_action = self._action("&About Local RAG", self.show_about)
+        self.about_action.setMenuRole(QtGui.QAction.MenuRole.AboutRole)
+        help_menu.addAction(self.about_action)
+
+    # -- wiring ---------------------------------------------------------------------------------------------
+
+    def _connect_documents(self) -> None:
+        panel = self.documents_panel
+        panel.add_files_requested.connect(self.add_documents_dialog)
+        panel.add_folder_requested.connect(self.add_folder_dialog)
+        panel.remove_requested.connect(self.remove_documents)
+        panel.reindex_requested.connect(self._reindex)
+        panel.cancel_requested.connect(self._cancel_documents)
+        panel.cancel_all_requested.connect(self._cancel_all)
+        panel.open_requested.connect(self._open_file)
+        panel.scope_changed.connect(self._scope_changed)
+        chat = self.chat_panel
+        chat.retrieval_done.connect(self.dev_pane.show_retrieval)
+        chat.prompt_ready.connect(self.dev_pane.show_prompt)
+        chat.answer_done.connect(self.dev_pane.show_done)
+        chat.model_state_changed.connect(self._on_chat_model_state)
+        chats = self.chats_list
+        chats.chat_selected.connect(chat.open_chat)
+        chats.new_chat_requested.connect(chat.new_chat)
+        chats.chat_deleted.connect(chat.forget_chat)
+        chat.chat_changed.connect(lambda chat_id: chats.refresh(select_id=chat_id))
+
+    def _scope_changed(self, doc_ids: list[int], doc_types: list[str]) -> None:
+        self.chat_panel.set_scope(doc_ids, doc_types)
+        self.dev_pane.set_scope(doc_ids, doc_types)
+
+    # -- start-up -------------------------------------------------------------------------------------------
 
     def start(self) -> None:
         """Open the store and warm the models in the background; the window is usable at once."""
+        self.banners.clear("store")
         self.banners.show_banner("startup", "Starting… opening your document store.")
-        run_op(self.library.open, lambda _: self._on_store_ready(), lambda msg, _known: self._on_store_failed(msg),
-               parent=self)
+        run_op(
+            self.library.open,
+            lambda _: self._on_store_ready(),
+            lambda msg, _known: self._on_store_failed(msg),
+            parent=self,
+        )
+        self._check_llm()
 
     def _on_store_ready(self) -> None:
+        if self._closing:
+            return
         self.store_is_ready = True
-        self.banners.show_banner("startup", "Warming up… loading the embedding model.")
-        self.statusBar().showMessage("Database ready")
+        self.banners.clear("store")
+        self.banners.show_banner(
+            "startup", "Warming up… loading the embedding model. You can add documents already."
+        )
+        self.statusBar().showMessage("Database ready", 3000)
         self.store_ready.emit()
-        run_op(lambda: self.library.embedder, lambda _: self._on_embedder_ready(),
-               lambda msg, _known: self.banners.show_banner("embedder", msg, level="error"), parent=self)
+        if self.embedding_worker is None:
+            self.embedding_worker = EmbeddingWorker(self.library, parent=self)
+            self.embedding_worker.ready.connect(self._on_embedder_ready)
+            self.embedding_worker.restarting.connect(self._on_embedder_restarting)
+            self.embedding_worker.failed.connect(self._on_embedder_failed)
+            self.embedding_worker.start()
+        if self.ingest_worker is None:
+            self.ingest_worker = IngestWorker(self.library, parent=self)
+            self.ingest_worker.event.connect(self._on_ingest_event)
+            self.ingest_worker.enqueued.connect(self.documents_panel.clear_placeholders)
+            self.ingest_worker.store_failed.connect(self._on_store_lost)
+            self.ingest_worker.watched_scanned.connect(self._on_watched_scanned)
+            self.ingest_worker.start()
+            if self._pending_paths:
+                self.ingest_worker.add_paths(self._pending_paths)
+                self._pending_paths = []
+        else:
+            self.ingest_worker.resume()
+        self.refresh_documents()
+        self._scan_watched()
+        self.watch_timer.start()
+        self.chats_list.refresh()
+        if not self.chat_panel.warmed:
+            self.chat_panel.warm_up()
 
     def _on_store_failed(self, message: str) -> None:
+        if self._closing:
+            return
+        self.store_is_ready = False
         self.banners.clear("startup")
-        self.banners.show_banner("store", f"The document store is unavailable: {message}", level="error",
-                                 action="Retry", on_action=self.start)
+        self.banners.show_banner(
+            "store",
+            f"The document store is unavailable: {message} Chat still answers, without your documents.",
+            level="error",
+            action="Retry",
+            on_action=self.retry_store,
+        )
+        self.statusBar().showMessage("Database unavailable")
         self.store_failed.emit(message)
 
-    def _on_embedder_ready(self) -> None:
-        self.banners.clear("startup")
-        self.statusBar().showMessage("Ready")
-        self.embedder_ready.emit()
+    def _on_store_lost(self, message: str) -> None:
+        """The database went away after start-up (an ingest or a listing failed on it)."""
+        if self.store_is_ready:
+            self._on_store_failed(message)
 
-    # -- shutdown ------------------------------------------------------------------------------------------
+    def retry_store(self) -> None:
+        """The store banner's Retry: restart the embedded server if it died, reopen, and resume work."""
+        self.banners.show_banner("store", "Reconnecting to the document store…", level="warning")
+        run_op(
+            self._reopen_store,
+            lambda _: self._on_store_ready(),
+            lambda msg, _known: self._on_store_failed(msg),
+            parent=self,
+        )
+
+    def _reopen_store(self) -> None:
+        library = self.library
+        if library.server is not None and library.conninfo:
+            library.ensure_store()  # restarts an embedded server that died
+            with library.connect() as conn:
+                conn.execute("SELECT 1")
+        else:
+            library.open()
+
+    def _on_embedder_ready(self, name: str) -> None:
+        self.banners.clear("startup")
+        self.banners.clear("embedder")
+        self.statusBar().showMessage("Ready", 3000)
+        self._update_model_label()
+        self.embedder_ready.emit()
+        self.check_reembed()
+
+    def _on_embedder_restarting(self, message: str) -> None:
+        self.banners.show_banner("embedder", f"{message} Restarting it…", level="warning")
+
+    def _on_embedder_failed(self, message: str) -> None:
+        self.banners.clear("startup")
+        self.banners.show_banner(
+            "embedder",
+            f"{message} Searching your documents is paused; chat still answers without them.",
+            level="error",
+            action="Restart",
+            on_action=self.restart_embedder,
+        )
+        self.embedder_failed.emit(message)
+
+    def restart_embedder(self) -> None:
+        """The embedding banner's Restart: a fresh worker loads the model again."""
+        if self.embedding_worker is not None:
+            self.banners.show_banner("embedder", "Restarting the embedding worker…", level="warning")
+            self.embedding_worker.restart()
+
+    # -- language model --------------------------------------------------------------------------------------
+
+    def _check_llm(self) -> None:
+        from localrag.core.chat.llm import gguf_path
+
+        settings = self.library.settings
+        run_op(
+            lambda: str(gguf_path(settings)),
+            lambda _path: self._on_llm_checked(""),
+            lambda msg, _known: self._on_llm_checked(msg),
+            parent=self,
+        )
+
+    def _on_llm_checked(self, problem: str) -> None:
+        if problem:
+            self._on_llm_failed(problem)
+        elif self.chat_panel.worker.model_state == "failed":
+            # The chat tried the old file and failed; it loads its model once per start.
+            name = Path(self.library.settings.gguf_path).name or "The bundled model"
+            self.banners.show_banner("llm", f"{name} will be used the next time Local RAG starts.")
+        else:
+            self.banners.clear("llm")
+        self._update_model_label()
+        self.llm_checked.emit(problem)
+
+    def _on_chat_model_state(self, state: str) -> None:
+        if state == "failed":
+            self._on_llm_failed(self.chat_panel.model_error)
+        elif state == "ready":
+            self.banners.clear("llm")
+
+    def _on_llm_failed(self, message: str) -> None:
+        self.banners.show_banner(
+            "llm",
+            f"No language model: {message} Answers show the passages found, without a written reply.",
+            level="warning",
+            action="Choose a model…",
+            on_action=self._choose_gguf,
+        )
+
+    def _choose_gguf(self) -> None:
+        path, _ = QtWidgets.QFileDialog.getOpenFileName(
+            self, "Choose a language model", str(Path.home()), "GGUF models (*.gguf)"
+        )
+        if path:
+            self.set_gguf(path)
+
+    def set_gguf(self, path: str) -> None:
+        """Use ``path`` as the language model from now on (saved in the settings)."""
+        settings = self.library.settings
+        settings.gguf_path = str(Path(path).absolute())
+        run_op(
+            settings.save,
+            None,
+            lambda msg, _k: self.statusBar().showMessage(f"Settings not saved: {msg}"),
+            parent=self,
+        )
+        self.statusBar().showMessage(f"Language model: {Path(path).name} (used from the next start)", 8000)
+        self._check_llm()
+
+    def _update_model_label(self) -> None:
+        parts = []
+        if self.embedding_worker is not None and self.embedding_worker.model_name:
+            parts.append(f"Embeddings: {self.embedding_worker.model_name}")
+        gguf = self.library.settings.gguf_path
+        parts.append(f"LLM: {Path(gguf).name if gguf else 'bundled SmolLM2'}")
+        self.model_label.setText("  ·  ".join(parts))
+
+    # -- re-embedding ----------------------------------------------------------------------------------------
+
+    def check_reembed(self) -> None:
+        """Count documents without vectors from the active model; the banner offers to re-embed them."""
+        from localrag.core.ingest.documents import reembed_needed
+
+        worker = self.embedding_worker
+        if worker is None or not worker.model_name or not self.store_is_ready:
+            return
+        model = worker.model_name
+
+        def count() -> int:
+            with self.library.connect() as conn:
+                return reembed_needed(conn, model)
+
+        run_op(
+            count,
+            self._on_reembed_count,
+            lambda msg, _k: log.warning("re-embed check failed: %s", msg),
+            parent=self,
+        )
+
+    def _on_reembed_count(self, n: int) -> None:
+        self.reembed_count = n
+        if self.reembed_worker is not None and self.reembed_worker.running:
+            return
+        if n:
+            docs = f"{n} document{'s' if n != 1 else ''}"
+            self.banners.show_banner(
+                "reembed",
+                f"{docs} were indexed with a different embedding model. Until they are re-embedded "
+                "with the current one, they are searched by keywords only.",
+                level="warning",
+                action=f"Re-embed {docs}",
+                on_action=self.start_reembed,
+            )
+        else:
+            self.banners.clear("reembed")
+        self.reembed_checked.emit(n)
+        if self._report_reembed:
+            self._report_reembed = False
+            self.reembed_finished.emit(n)
+
+    def start_reembed(self) -> None:
+        """Embed the chunks of every document that lacks vectors from the active model, in the background."""
+        if self.reembed_worker is not None and self.reembed_worker.running:
+            return
+        worker = ReembedWorker(self.library, total=self.reembed_count, parent=self)
+        self.reembed_worker = worker
+        banner = self.banners.show_banner(
+            "reembed", "Re-embedding your documents…", level="info", action="Cancel", on_action=worker.cancel
+        )
+        banner.set_progress(0, 0)
+        worker.progress.connect(self._on_reembed_progress)
+        worker.finished_run.connect(self._on_reembed_done)
+        worker.event.connect(self._on_ingest_event)
+        worker.start()
+
+    def _on_reembed_progress(self, done: int, total: int, title: str) -> None:
+        self.banners.show_banner(
+            "reembed",
+            f"Re-embedding {title}… ({done} of {total} documents)",
+            action="Cancel",
+            on_action=self.reembed_worker.cancel if self.reembed_worker else None,
+        )
+        self.banners.set_progress("reembed", done, total)
+
+    def _on_reembed_done(self, message: str) -> None:
+        if message:
+            self.statusBar().showMessage(message, 8000)
+        self.banners.set_progress("reembed", None)
+        self.banners.clear("reembed")
+        worker = self.reembed_worker
+        if worker is not None:
+            worker.stop()  # it has emitted its last signal; wait for the thread to end
+        self._report_reembed = True
+        self.check_reembed()
+
+    # -- documents -------------------------------------------------------------------------------------------
+
+    def refresh_documents(self) -> None:
+        """Reload the documents panel from the store (off the UI thread)."""
+        from localrag.core.ingest.documents import list_documents
+
+        def listing() -> list[Any]:
+            with self.library.connect() as conn:
+                return list_documents(conn)
+
+        def done(infos: list[Any]) -> None:
+            self.documents_panel.set_documents(infos)
+            self.documents_loaded.emit(len(infos))
+
+        run_op(
+            listing,
+            done,
+            lambda msg, known: self._on_store_lost(msg) if known else log.warning(msg),
+            parent=self,
+        )
+
+    def add_paths(self, paths: list[str]) -> None:
+        """Index these files and folders (a ``.gguf`` becomes the language model). Returns at once."""
+        models = [p for p in paths if p.lower().endswith(".gguf") and Path(p).is_file()]
+        docs = [p for p in paths if p not in models]
+        if models:
+            self.set_gguf(models[-1])
+        if not docs:
+            return
+        self.documents_panel.add_placeholders(docs)
+        if self.ingest_worker is not None:
+            self.ingest_worker.add_paths(docs)
+        else:
+            self._pending_paths.extend(docs)
+        n = len(docs)
+        self.statusBar().showMessage(f"Adding {n} item{'s' if n != 1 else ''}…", 3000)
+        self.paths_dropped.emit(docs)
+
+    def add_documents_dialog(self) -> None:
+        files, _ = QtWidgets.QFileDialog.getOpenFileNames(
+            self,
+            "Add documents",
+            str(Path.home()),
+            "Documents (*.pdf *.docx *.md *.markdown *.txt *.html *.htm *.rst *.csv *.png *.jpg *.jpeg *.tif "
+            "*.tiff);;Language models (*.gguf);;All files (*)",
+        )
+        if files:
+            self.add_paths(files)
+
+    def add_folder_dialog(self) -> None:
+        folder = QtWidgets.QFileDialog.getExistingDirectory(self, "Add a folder", str(Path.home()))
+        if folder:
+            self.add_paths([folder])
+
+    def remove_documents(self, doc_ids: list[int]) -> None:
+        if len(doc_ids) > 1:
+            answer = QtWidgets.QMessageBox.question(
+                self,
+                "Remove documents",
+                f"Remove {len(doc_ids)} documents from the library? The files on disk are not touched.",
+            )
+            if answer != QtWidgets.QMessageBox.StandardButton.Yes:
+                return
+        if self.ingest_worker is not None:
+            for doc_id in doc_ids:
+                self.ingest_worker.remove_document(doc_id)
+
+    def _reindex(self, doc_ids: list[int]) -> None:
+        if self.ingest_worker is not None:
+            for doc_id in doc_ids:
+                self.ingest_worker.reindex_document(doc_id)
+
+    def _cancel_documents(self, doc_ids: list[int]) -> None:
+        if self.ingest_worker is not None:
+            for doc_id in doc_ids:
+                self.ingest_worker.cancel_document(doc_id)
+
+    def _cancel_all(self) -> None:
+        if self.ingest_worker is not None:
+            self.ingest_worker.cancel_all()
+            self.statusBar().showMessage("Cancelling indexing…", 3000)
+
+    def _open_file(self, path: str) -> None:
+        QtGui.QDesktopServices.openUrl(QtCore.QUrl.fromLocalFile(path))
+
+    def _on_ingest_event(self, event: Any) -> None:
+        self.documents_panel.apply_event(event)
+        if event.status == "skipped" and event.message:
+            self.statusBar().showMessage(f"{event.title or Path(event.path).name}: {event.message}", 5000)
+
+    # -- watched folders -------------------------------------------------------------------------------------
+
+    def _scan_watched(self) -> None:
+        if self.ingest_worker is not None and self.store_is_ready:
+            self.ingest_worker.scan_watched()
+
+    def _on_watched_scanned(self, added: int, removed: int) -> None:
+        if added or removed:
+            self.statusBar().showMessage(f"Watched folders: {added} new or changed, {removed} removed", 5000)
+
+    def watched_folders_dialog(self) -> None:
+        dialog = WatchedFoldersDialog(self.library, self)
+        dialog.changed.connect(self._scan_watched)
+        dialog.open()
+
+    # -- dialogs ---------------------------------------------------------------------------------------------
+
+    def open_settings(self) -> SettingsDialog:
+        dialog = SettingsDialog(self.library.settings, self)
+        dialog.applied.connect(self._on_settings_applied)
+        dialog.open()
+        return dialog
+
+    def _on_settings_applied(self, changed: list[str]) -> None:
+        if not changed:
+            return
+        if "gguf_path" in changed:
+            self._check_llm()
+        if "embedding_model_dir" in changed and self.embedding_worker is not None:
+            self.banners.show_banner("startup", "Loading the new embedding model…")
+            self.embedding_worker.restart()
+        later = [n for n in changed if n in ("database_url", "data_folder")]
+        if later:
+            self.statusBar().showMessage(
+                "Saved. The data folder and database take effect at the next start.", 8000
+            )
+        else:
+            self.statusBar().showMessage("Settings saved.", 3000)
+        self._update_model_label()
+        self.settings_applied.emit(changed)
+
+    def show_about(self) -> AboutDialog:
+        dialog = AboutDialog(self)
+        model = self.embedding_worker.model_name if self.embedding_worker is not None else ""
+        run_op(lambda: collect_versions(self.library, model), dialog.set_versions, None, parent=dialog)
+        dialog.open()
+        return dialog
+
+    # -- drag and drop anywhere ------------------------------------------------------------------------------
+
+    def eventFilter(self, obj: QtCore.QObject, event: QtCore.QEvent) -> bool:  # noqa: N802 (Qt override)
+        kind = event.type()
+        if (
+            kind
+            in (
+                QtCore.QEvent.Type.DragEnter,
+                QtCore.QEvent.Type.DragMove,
+                QtCore.QEvent.Type.Drop,
+                QtCore.QEvent.Type.DragLeave,
+            )
+            and isinstance(obj, QtWidgets.QWidget)
+            and (obj is self or self.isAncestorOf(obj))
+        ):
+            return self._drag_event(event)
+        return super().eventFilter(obj, event)
+
+    def _drag_event(self, event: QtCore.QEvent) -> bool:
+        kind = event.type()
+        if kind == QtCore.QEvent.Type.DragLeave:
+            if not self.rect().contains(self.mapFromGlobal(QtGui.QCursor.pos())):
+                self.overlay.hide()
+            return False
+        paths = local_paths(event.mimeData())
+        if not paths:
+            return False
+        if kind == QtCore.QEvent.Type.Drop:
+            event.setDropAction(QtCore.Qt.DropAction.CopyAction)
+            event.accept()
+            self.overlay.hide()
+            self.add_paths(paths)
+            return True
+        event.setDropAction(QtCore.Qt.DropAction.CopyAction)
+        event.accept()
+        if kind == QtCore.QEvent.Type.DragEnter:
+            self.overlay.setGeometry(self.rect())
+            self.overlay.raise_()
+            self.overlay.show()
+        return True
+
+    # -- layout ----------------------------------------------------------------------------------------------
+
+    def _layout_settings(self) -> QtCore.QSettings:
+        path = self._layout_file or (paths.data_dir() / "window.ini")
+        return QtCore.QSettings(str(path), QtCore.QSettings.Format.IniFormat)
+
+    def _restore_layout(self) -> None:
+        s = self._layout_settings()
+        geometry = s.value("geometry")
+        if geometry is not None:
+            self.restoreGeometry(geometry)
+        state = s.value("state")
+        if state is not None:
+            self.restoreState(state, LAYOUT_VERSION)
+        for name, splitter in (("splitter", self.splitter), ("left_splitter", self.left_splitter)):
+            value = s.value(name)
+            if value is not None:
+                splitter.restoreState(value)
+        self.chats_action.setChecked(str(s.value("chats_visible", "true")).lower() != "false")
+
+    def save_layout(self) -> None:
+        s = self._layout_settings()
+        s.setValue("geometry", self.saveGeometry())
+        s.setValue("state", self.saveState(LAYOUT_VERSION))
+        s.setValue("splitter", self.splitter.saveState())
+        s.setValue("left_splitter", self.left_splitter.saveState())
+        s.setValue("chats_visible", self.chats_action.isChecked())
+        s.sync()
+
+    def resizeEvent(self, event: QtGui.QResizeEvent) -> None:  # noqa: N802 (Qt override)
+        super().resizeEvent(event)
+        if self.overlay.isVisible():
+            self.overlay.setGeometry(self.rect())
+
+    # -- shutdown --------------------------------------------------------------------------------------------
 
     def closeEvent(self, event: QtGui.QCloseEvent) -> None:  # noqa: N802 (Qt override)
+        if self._closing:
+            event.accept()
+            return
+        self._closing = True
+        self.save_layout()
         self.hide()
-        wait_for_ops()
+        app = QtWidgets.QApplication.instance()
+        if app is not None:
+            app.removeEventFilter(self)
+        self.watch_timer.stop()
+        self.shutdown_workers()
         self.library.close()
         self.shut_down.emit()
         event.accept()
+
+    def shutdown_workers(self) -> None:
+        """Stop and wait for every worker thread (a QThread destroyed while running aborts the process)."""
+        self.chat_panel.shutdown()
+        if self.reembed_worker is not None:
+            self.reembed_worker.stop()
+        if self.ingest_worker is not None:
+            self.ingest_worker.stop()
+        if self.embedding_worker is not None:
+            self.embedding_worker.stop()
+        wait_for_ops()

@@ -1,20 +1,36 @@
 """Background work for the window. Workers get the core facade, never a widget, and report by signals.
 
-``run_op`` runs one short blocking call (open the store, list documents) on the shared thread pool and delivers
-its result or its error back on the main thread.
+- ``run_op`` runs one short blocking call (open the store, list documents) on the shared thread pool and
+  delivers its result or its error back on the main thread.
+- ``EmbeddingWorker`` hosts the process's one ``EmbeddingService`` in a QThread, with a watchdog.
+- ``IngestWorker`` indexes dropped files on two QThreads of its own: an intake thread records files as queued
+  (and removes or re-indexes documents), a runner thread extracts and embeds them.
+
+Every QThread here is stopped and waited for by ``stop()``; the window calls it before closing the Library.
 """
 
 from __future__ import annotations
 
 import logging
+import queue
+import threading
+import time
 import traceback
 from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from localrag.core.errors import KnownError
-from localrag.gui.qt import QObject, QRunnable, QThreadPool, Signal
+from localrag.core.embed.service import EmbeddingService
+from localrag.core.errors import KnownError, StoreUnavailable
+from localrag.core.library import Library
+from localrag.core.progress import CancelToken
+from localrag.gui.qt import QObject, QRunnable, QThread, QThreadPool, QTimer, Signal
 
 log = logging.getLogger("localrag.gui.workers")
+
+
+# -- one-off operations --------------------------------------------------------------------------------------
 
 
 class _OpSignals(QObject):
@@ -37,7 +53,7 @@ class _Op(QRunnable):
             self.signals.failed.emit(exc.message, True)
         except Exception as exc:  # a bug: keep the traceback in the log, tell the user briefly
             log.error("background operation failed:\n%s", traceback.format_exc())
-            self.signals.failed.emit(f"{type(exc).__name__}: {exc}", False)
+            self.signals.failed.emit(_describe(exc), False)
         else:
             self.signals.done.emit(result)
 
@@ -45,8 +61,12 @@ class _Op(QRunnable):
 _live: set[_OpSignals] = set()
 
 
-def run_op(fn: Callable[[], Any], on_done: Callable[[Any], None] | None = None,
-           on_failed: Callable[[str, bool], None] | None = None, parent: QObject | None = None) -> None:
+def run_op(
+    fn: Callable[[], Any],
+    on_done: Callable[[Any], None] | None = None,
+    on_failed: Callable[[str, bool], None] | None = None,
+    parent: QObject | None = None,
+) -> None:
     """Run ``fn`` off the UI thread; call ``on_done(result)`` or ``on_failed(message, known)`` on the UI thread."""
     signals = _OpSignals(parent)
     _live.add(signals)
@@ -66,3 +86,480 @@ def run_op(fn: Callable[[], Any], on_done: Callable[[Any], None] | None = None,
 def wait_for_ops(timeout_ms: int = 30000) -> bool:
     """Block until every queued operation has finished (shutdown only)."""
     return QThreadPool.globalInstance().waitForDone(timeout_ms)
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, KnownError):
+        return exc.message
+    return f"{type(exc).__name__}: {exc}"
+
+
+class _Loop(QThread):
+    """A QThread that runs one Python callable (a worker's loop)."""
+
+    def __init__(self, target: Callable[[], None], name: str, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._target = target
+        self.setObjectName(name)
+
+    def run(self) -> None:
+        self._target()
+
+
+# -- the embedding worker ------------------------------------------------------------------------------------
+
+
+class EmbeddingWorker(QObject):
+    """The process's one embedding model, served by an ``EmbeddingService`` on its own QThread.
+
+    The worker is single and lazy: it loads the model when started and is recreated after an error, a
+    timeout (a request busy longer than ``busy_timeout_s``) or a missed watchdog ping (the service loop
+    silent for ``stale_after_s``). After a failure it is recreated once by itself; if that fails too,
+    ``failed`` is emitted and ``restart()`` (the banner's button) tries again.
+
+    Args:
+        library: the facade; its ``embedding_service`` is pointed at the live service.
+        load: returns the model, called on the worker thread (default: ``library.embedder``).
+
+    Signals:
+        ready(str): the model is loaded and answering; the argument is the model's name.
+        restarting(str): the worker failed and is being recreated; the message says why.
+        failed(str): the worker failed and was not recreated; the message says why.
+    """
+
+    ready = Signal(str)
+    restarting = Signal(str)
+    failed = Signal(str)
+    _loaded = Signal(object, str)  # (service, model name), from the worker thread
+    _crashed = Signal(object, str)  # (service, message), from the worker thread
+
+    def __init__(
+        self,
+        library: Library,
+        *,
+        load: Callable[[], Any] | None = None,
+        stale_after_s: float = 15.0,
+        busy_timeout_s: float = 180.0,
+        load_timeout_s: float = 300.0,
+        check_every_ms: int = 1000,
+        parent: QObject | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.library = library
+        self._load = load or (lambda: library.embedder)
+        self.stale_after_s = stale_after_s
+        self.busy_timeout_s = busy_timeout_s
+        self.load_timeout_s = load_timeout_s
+        self.service: EmbeddingService | None = None
+        self.model_name = ""
+        self.is_ready = False
+        self.last_error = ""
+        self._thread: _Loop | None = None
+        self._started_at = 0.0
+        self._retired: list[_Loop] = []  # threads of replaced services still finishing their last request
+        self._retries_left = 1
+        self._stopping = False
+        self._loaded.connect(self._on_loaded)
+        self._crashed.connect(self._on_crashed)
+        self.watchdog = QTimer(self)
+        self.watchdog.setInterval(check_every_ms)
+        self.watchdog.timeout.connect(self.check)
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.isRunning()
+
+    def start(self) -> None:
+        """Create the service and its thread; the model loads there. The UI thread does not wait."""
+        self._stopping = False
+        service = EmbeddingService(lambda: self._load_announcing(service))
+        self.service = service
+        self.is_ready = False
+        self.library.embedding_service = service
+        thread = _Loop(lambda: self._serve(service), "embedding", self)
+        self._thread = thread
+        self._started_at = time.monotonic()
+        thread.start()
+        self.watchdog.start()
+
+    def restart(self) -> None:
+        """Replace the service with a new one that loads the model again (the banner's Restart)."""
+        self._retries_left = 1
+        self._recreate()
+
+    def _recreate(self) -> None:
+        self._retire()
+        self.library.drop_embedder()
+        self.start()
+
+    def _retire(self) -> None:
+        if self.service is not None:
+            self.service.stop()
+        if self._thread is not None:
+            self._retired.append(self._thread)
+        self._retired = [t for t in self._retired if t.isRunning()]
+        self.service = None
+        self._thread = None
+
+    def stop(self, timeout_ms: int = 30000) -> bool:
+        """Stop the service and wait for every thread this worker started; True if all ended in time."""
+        self._stopping = True
+        self.watchdog.stop()
+        self._retire()
+        deadline = time.monotonic() + timeout_ms / 1000
+        ok = True
+        for thread in self._retired:
+            left = max(0, int((deadline - time.monotonic()) * 1000))
+            if not thread.wait(left):
+                log.error("the embedding thread did not stop in time")
+                ok = False
+        return ok
+
+    # -- worker thread --------------------------------------------------------------------------------------
+
+    def _load_announcing(self, service: EmbeddingService) -> Any:
+        model = self._load()
+        self._loaded.emit(service, getattr(model, "name", ""))
+        return model
+
+    def _serve(self, service: EmbeddingService) -> None:
+        try:
+            service.run()
+        except Exception as exc:
+            if not isinstance(exc, KnownError):
+                log.error("embedding worker crashed:\n%s", traceback.format_exc())
+            self._crashed.emit(service, _describe(exc))
+
+    # -- main thread ----------------------------------------------------------------------------------------
+
+    def _on_loaded(self, service: EmbeddingService, name: str) -> None:
+        if service is not self.service:
+            return
+        self.is_ready = True
+        self.model_name = name
+        self.last_error = ""
+        self.ready.emit(name)
+
+    def _on_crashed(self, service: EmbeddingService, message: str) -> None:
+        if service is self.service and not self._stopping:
+            self._fail(f"The embedding worker stopped: {message}")
+
+    def check(self) -> None:
+        """The watchdog: a silent loop, a request that never ends or a load that never ends is a failure."""
+        service = self.service
+        if service is None or self._stopping:
+            return
+        now = time.monotonic()
+        if not self.is_ready:
+            if now - self._started_at > self.load_timeout_s:
+                self._fail("The embedding model did not finish loading.")
+            return
+        busy = service.busy_since
+        if busy is not None:
+            if now - busy > self.busy_timeout_s:
+                self._fail(f"The embedding worker has been stuck on one request for {now - busy:.0f} s.")
+        elif now - service.last_beat > self.stale_after_s:
+            self._fail("The embedding worker stopped answering its watchdog.")
+
+    def _fail(self, message: str) -> None:
+        log.warning("%s", message)
+        self.last_error = message
+        self.is_ready = False
+        if self._retries_left > 0:
+            self._retries_left -= 1
+            self.restarting.emit(message)
+            self._recreate()
+            return
+        self._retire()
+        # Queries now fail at once (the chat answers ungrounded) instead of waiting for a dead worker.
+        dead = EmbeddingService(self._load)
+        dead.stop()
+        self.library.embedding_service = dead
+        self.watchdog.stop()
+        self.failed.emit(message)
+
+
+# -- the ingest worker ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Command:
+    kind: str  # enqueue | remove | reindex | scan | stop
+    paths: list[Path] | None = None
+    doc_id: int | None = None
+
+
+class IngestWorker(QObject):
+    """Indexes files in the background: dropped paths go into a thread-safe queue and return at once.
+
+    The intake thread records each file as ``queued`` (hashing it; folders are walked) and runs removals and
+    re-indexing; the runner thread processes every unfinished document, including ones a killed earlier run
+    left behind. Progress events of a document are coalesced to at most ``max_rate`` per second; status
+    changes are always delivered, in order.
+
+    Signals:
+        event(object): an ``IngestEvent`` of one file.
+        enqueued(list): these dropped paths (strings) are walked and recorded; each file had its event.
+        busy_changed(bool): the runner started or finished a round of work.
+        store_failed(str): the database went away during ingestion; the work resumes with ``resume()``.
+        watched_scanned(int, int): a scan of watched folders found this many files to add / documents gone.
+    """
+
+    event = Signal(object)
+    enqueued = Signal(list)
+    busy_changed = Signal(bool)
+    store_failed = Signal(str)
+    watched_scanned = Signal(int, int)
+
+    def __init__(self, library: Library, *, max_rate: float = 10.0, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        from localrag.core.ingest.pipeline import Ingestor
+
+        self.library = library
+        self._min_gap = 1.0 / max_rate
+        self._commands: queue.Queue[_Command] = queue.Queue()
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._cancel = CancelToken()
+        self._cancel_lock = threading.Lock()
+        self._intake_cancel = CancelToken()
+        self._requeue: list[str] = []
+        self._last_emit: dict[int, tuple[str, float]] = {}
+        self._emit_lock = threading.Lock()
+        self.intake = Ingestor(library, on_event=self._on_event)
+        self.runner = Ingestor(library, on_event=self._on_event)
+        self._intake_thread = _Loop(self._intake_loop, "ingest-intake", self)
+        self._runner_thread = _Loop(self._runner_loop, "ingest-runner", self)
+        self.busy = False
+
+    # -- any thread -----------------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start both threads; the runner resumes unfinished documents at once."""
+        self._intake_thread.start()
+        self._runner_thread.start()
+        self._wake.set()
+
+    def add_paths(self, paths: list[str | Path]) -> None:
+        """Queue files and folders for indexing; returns at once."""
+        if paths:
+            self._commands.put(_Command("enqueue", paths=[Path(p) for p in paths]))
+
+    def remove_document(self, doc_id: int) -> None:
+        self.runner.cancel_document(doc_id)
+        self._commands.put(_Command("remove", doc_id=doc_id))
+
+    def reindex_document(self, doc_id: int) -> None:
+        self.runner.cancel_document(doc_id)
+        self._commands.put(_Command("reindex", doc_id=doc_id))
+
+    def cancel_document(self, doc_id: int) -> None:
+        self.runner.cancel_document(doc_id)
+
+    def cancel_all(self) -> None:
+        """Cancel the document in progress and every queued one (work already committed stays)."""
+        with self._cancel_lock:
+            self._cancel.cancel()
+
+    def scan_watched(self) -> None:
+        """Look for new, changed and deleted files in the watched folders (on the intake thread)."""
+        self._commands.put(_Command("scan"))
+
+    def resume(self) -> None:
+        """Process unfinished documents again (after the store came back)."""
+        self._wake.set()
+
+    def stop(self, timeout_ms: int = 30000) -> bool:
+        """End both threads and wait for them; True if they ended in time.
+
+        Documents still queued or in progress are queued again, so the next start picks them up (the one in
+        hand starts over).
+        """
+        self._stop.set()
+        self._intake_cancel.cancel()
+        self.cancel_all()
+        self._commands.put(_Command("stop"))
+        self._wake.set()
+        deadline = time.monotonic() + timeout_ms / 1000
+        ok = True
+        for thread in (self._intake_thread, self._runner_thread):
+            if thread.isRunning() and not thread.wait(max(0, int((deadline - time.monotonic()) * 1000))):
+                log.error("ingest thread %s did not stop in time", thread.objectName())
+                ok = False
+        if ok:
+            self.intake.close()
+            self.runner.close()
+        return ok
+
+    # -- worker threads -------------------------------------------------------------------------------------
+
+    def _on_event(self, event: Any) -> None:
+        """Called on an ingest thread for every event; forwards it, thinning out progress-only updates.
+
+        A progress update (same document, same status as the last one forwarded) is dropped when the last one
+        went out less than ``1 / max_rate`` seconds ago; a change of status always goes out.
+        """
+        if self._stop.is_set():
+            if event.status == "cancelled" and event.path:
+                self._requeue.append(event.path)
+            return
+        if event.doc_id is not None:
+            now = time.monotonic()
+            with self._emit_lock:
+                last = self._last_emit.get(event.doc_id)
+                if (
+                    last is not None
+                    and last[0] == event.status
+                    and event.status in ("extracting", "embedding")
+                    and now - last[1] < self._min_gap
+                ):
+                    return
+                self._last_emit[event.doc_id] = (event.status, now)
+        self.event.emit(event)
+
+    def _intake_loop(self) -> None:
+        while not self._stop.is_set():
+            command = self._commands.get()
+            if command.kind == "stop" or self._stop.is_set():
+                break
+            try:
+                if command.kind == "enqueue":
+                    try:
+                        self.intake.enqueue(command.paths or [], cancel=self._intake_cancel)
+                    finally:
+                        self.enqueued.emit([str(p) for p in command.paths or []])
+                elif command.kind == "remove" and command.doc_id is not None:
+                    self.intake.remove_document(command.doc_id)
+                elif command.kind == "reindex" and command.doc_id is not None:
+                    self.intake.reindex_document(command.doc_id)
+                elif command.kind == "scan":
+                    self._scan_watched()
+                # One command, one unit of work: nothing it read or wrote stays in an open transaction
+                # (which would hide new rows from the runner and hold row locks).
+                self.intake.conn.commit()
+            except Exception as exc:
+                self._report(exc, f"ingest {command.kind}")
+                self.intake.close()  # a fresh connection next time
+            self._wake.set()
+
+    def _scan_watched(self) -> None:
+        from localrag.core.ingest.pipeline import IngestEvent
+        from localrag.core.ingest.watch import scan_watched
+
+        with self.library.connect() as conn:
+            paths, removed = scan_watched(conn)
+        for doc_id in removed:
+            self.event.emit(
+                IngestEvent(doc_id, "", "", "", "removed", message="file deleted from a watched folder")
+            )
+        if paths:
+            self.intake.enqueue(paths)
+        self.watched_scanned.emit(len(paths), len(removed))
+
+    def _runner_loop(self) -> None:
+        while not self._stop.is_set():
+            self._wake.wait()
+            self._wake.clear()
+            if self._stop.is_set():
+                break
+            with self._cancel_lock:
+                if self._cancel.cancelled:
+                    self._cancel = CancelToken()
+                cancel = self._cancel
+            self._set_busy(True)
+            try:
+                self.runner.run(cancel)
+                if cancel.cancelled and not self._stop.is_set():
+                    self.runner.run(cancel)  # mark what was queued meanwhile as cancelled too
+            except Exception as exc:
+                self._report(exc, "ingest run")
+                self.runner.close()
+            finally:
+                self._set_busy(False)
+        if self._requeue:
+            try:
+                self.runner.enqueue([Path(p) for p in dict.fromkeys(self._requeue)])
+            except Exception as exc:
+                self._report(exc, "queueing unfinished documents for the next start")
+
+    def _set_busy(self, busy: bool) -> None:
+        if busy != self.busy:
+            self.busy = busy
+            self.busy_changed.emit(busy)
+
+    def _report(self, exc: Exception, what: str) -> None:
+        import psycopg
+
+        if isinstance(exc, (StoreUnavailable, psycopg.OperationalError)):
+            log.warning("%s: the store is unavailable: %s", what, exc)
+            self.store_failed.emit(_describe(exc))
+        else:
+            log.error("%s failed:\n%s", what, traceback.format_exc())
+
+
+# -- re-embedding --------------------------------------------------------------------------------------------
+
+
+class ReembedWorker(QObject):
+    """Embeds, with the active model, the chunks of every ready document that lacks its vectors.
+
+    Runs ``Ingestor.reembed`` on a QThread of its own. The documents stay searchable meanwhile: their old
+    vectors and keywords keep answering until each document's new vectors are complete.
+
+    Args:
+        total: how many documents need it (for the progress), as counted before the start.
+
+    Signals:
+        event(object): an ``IngestEvent`` (``embedding`` progress, ``ready`` when a document is done).
+        progress(int, int, str): documents done, documents in all, the title of the one in hand.
+        finished_run(str): the run ended; the message is empty on success, else says what went wrong.
+    """
+
+    event = Signal(object)
+    progress = Signal(int, int, str)
+    finished_run = Signal(str)
+
+    def __init__(self, library: Library, *, total: int = 0, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.library = library
+        self.total = total
+        self.done = 0
+        self._cancel = CancelToken()
+        self._thread = _Loop(self._run, "reembed", self)
+
+    @property
+    def running(self) -> bool:
+        return self._thread.isRunning()
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def cancel(self) -> None:
+        self._cancel.cancel()
+
+    def stop(self, timeout_ms: int = 30000) -> bool:
+        self.cancel()
+        return self._thread.wait(timeout_ms) if self._thread.isRunning() else True
+
+    def _on_event(self, event: Any) -> None:
+        if event.status == "ready":
+            self.done += 1
+        self.event.emit(event)
+        self.progress.emit(self.done, max(self.total, self.done), event.title)
+
+    def _run(self) -> None:
+        from localrag.core.ingest.pipeline import Ingestor
+
+        ingestor = Ingestor(self.library, on_event=self._on_event)
+        message = ""
+        try:
+            ingestor.reembed(cancel=self._cancel)
+            if self._cancel.cancelled:
+                message = "Re-embedding cancelled; the documents done so far keep their new vectors."
+        except Exception as exc:
+            if not isinstance(exc, KnownError):
+                log.error("re-embedding failed:\n%s", traceback.format_exc())
+            message = f"Re-embedding stopped: {_describe(exc)}"
+        finally:
+            ingestor.close()
+        self.finished_run.emit(message)

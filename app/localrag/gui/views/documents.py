@@ -1,0 +1,863 @@
+"""The documents panel: every document with its type, pages, chunks, status, progress and error.
+
+The panel only shows and asks: it never reads the database or a file itself. The window feeds it a listing
+(``set_documents``) and ingest events (``apply_event``), and acts on its signals.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from localrag.gui import theme
+from localrag.gui.qt import QtCore, QtGui, QtWidgets, Signal
+
+TYPE_LABELS = {
+    "pdf": "PDF",
+    "markdown": "Markdown",
+    "text": "Text",
+    "html": "HTML",
+    "docx": "Word",
+    "image": "Image",
+    "unknown": "Other",
+    "": "—",
+}
+IN_PROGRESS = ("queued", "extracting", "embedding")
+STATUS_LABELS = {
+    "queued": "Queued",
+    "extracting": "Reading",
+    "embedding": "Embedding",
+    "ready": "Ready",
+    "failed": "Failed",
+    "cancelled": "Cancelled",
+    "skipped": "Skipped",
+    "adding": "Adding…",
+}
+ERROR_LABELS = {
+    "encrypted": "Encrypted",
+    "corrupt": "Corrupt",
+    "empty": "Empty",
+    "unsupported": "Unsupported type",
+    "too_large": "Too large",
+    "needs_ocr": "Needs OCR",
+    "unreadable": "Unreadable",
+}
+
+ROW_ROLE = QtCore.Qt.ItemDataRole.UserRole + 1
+
+
+@dataclass
+class DocumentRow:
+    """What the panel shows of one document (or of a dropped file not yet recorded: ``doc_id`` None)."""
+
+    doc_id: int | None
+    path: str
+    title: str
+    doc_type: str = ""
+    status: str = "queued"
+    pages: int = 0
+    pages_done: int = 0
+    chunks_total: int = 0
+    chunks_embedded: int = 0
+    eta_s: float | None = None
+    error_code: str | None = None
+    error: str | None = None
+    bytes: int = 0
+
+    @property
+    def key(self) -> str:
+        return f"doc:{self.doc_id}" if self.doc_id is not None else f"path:{self.path}"
+
+    @property
+    def fraction(self) -> float | None:
+        if self.status == "extracting" and self.pages:
+            return 0.25 * min(1.0, self.pages_done / self.pages)
+        if self.status == "embedding" and self.chunks_total:
+            return 0.25 + 0.75 * min(1.0, self.chunks_embedded / self.chunks_total)
+        return None
+
+    @property
+    def status_text(self) -> str:
+        if self.status == "failed":
+            return ERROR_LABELS.get(self.error_code or "", "Failed")
+        if self.status == "extracting":
+            return f"Reading p. {self.pages_done}/{self.pages}" if self.pages else "Reading…"
+        if self.status == "embedding":
+            text = (
+                f"Embedding {self.chunks_embedded}/{self.chunks_total}" if self.chunks_total else "Embedding…"
+            )
+            return text + (f" · {format_eta(self.eta_s)}" if self.eta_s is not None else "")
+        return STATUS_LABELS.get(self.status, self.status.title())
+
+    @classmethod
+    def from_info(cls, info: Any) -> DocumentRow:
+        return cls(
+            doc_id=info.id,
+            path=info.path,
+            title=info.title,
+            doc_type=info.doc_type,
+            status=info.status,
+            pages=info.pages,
+            pages_done=info.pages if info.status in ("embedding", "ready") else 0,
+            chunks_total=info.chunks_total,
+            chunks_embedded=info.chunks_embedded,
+            error_code=info.error_code,
+            error=info.error if info.status == "failed" else None,
+            bytes=info.bytes,
+        )
+
+
+def format_eta(seconds: float | None) -> str:
+    if seconds is None:
+        return ""
+    if seconds < 60:
+        return f"{max(1, round(seconds))} s left"
+    if seconds < 3600:
+        return f"{round(seconds / 60)} min left"
+    return f"{seconds / 3600:.1f} h left"
+
+
+class DocumentsModel(QtCore.QAbstractTableModel):
+    """Rows of ``DocumentRow``, newest first, updated in place by ingest events."""
+
+    COLUMNS = ("Title", "Type", "Pages", "Chunks", "Status")
+    TITLE, TYPE, PAGES, CHUNKS, STATUS = range(5)
+
+    def __init__(self, parent: QtCore.QObject | None = None) -> None:
+        super().__init__(parent)
+        self.rows: list[DocumentRow] = []
+        self._index: dict[str, int] = {}
+
+    # -- Qt model -----------------------------------------------------------------------------------------
+
+    def rowCount(self, parent: QtCore.QModelIndex = QtCore.QModelIndex()) -> int:  # noqa: N802, B008
+        return 0 if parent.isValid() else len(self.rows)
+
+    def columnCount(self, parent: QtCore.QModelIndex = QtCore.QModelIndex()) -> int:  # noqa: N802, B008
+        return 0 if parent.isValid() else len(self.COLUMNS)
+
+    def headerData(
+        self,
+        section: int,
+        orientation: QtCore.Qt.Orientation,  # noqa: N802
+        role: int = QtCore.Qt.ItemDataRole.DisplayRole,
+    ) -> Any:
+        if orientation == QtCore.Qt.Orientation.Horizontal and role == QtCore.Qt.ItemDataRole.DisplayRole:
+            return self.COLUMNS[section]
+        if role == QtCore.Qt.ItemDataRole.TextAlignmentRole and section in (self.PAGES, self.CHUNKS):
+            return int(QtCore.Qt.AlignmentFlag.AlignRight | QtCore.Qt.AlignmentFlag.AlignVCenter)
+        return None
+
+    def data(self, index: QtCore.QModelIndex, role: int = QtCore.Qt.ItemDataRole.DisplayRole) -> Any:
+        if not index.isValid():
+            return None
+        row = self.rows[index.row()]
+        col = index.column()
+        if role == ROW_ROLE:
+            return row
+        if role == QtCore.Qt.ItemDataRole.DisplayRole:
+            if col == self.TITLE:
+                return row.title
+            if col == self.TYPE:
+                return TYPE_LABELS.get(row.doc_type, row.doc_type.upper())
+            if col == self.PAGES:
+                return f"{row.pages:,}" if row.pages else ""
+            if col == self.CHUNKS:
+                return f"{row.chunks_total:,}" if row.chunks_total else ""
+            if col == self.STATUS:
+                return row.status_text
+        if role == QtCore.Qt.ItemDataRole.ToolTipRole:
+            lines = [row.title, row.path]
+            if row.error:
+                lines.append(row.error)
+            return "\n".join(x for x in lines if x)
+        if role == QtCore.Qt.ItemDataRole.TextAlignmentRole and col in (self.PAGES, self.CHUNKS):
+            return int(QtCore.Qt.AlignmentFlag.AlignRight | QtCore.Qt.AlignmentFlag.AlignVCenter)
+        if role == QtCore.Qt.ItemDataRole.ForegroundRole and col == self.STATUS:
+            c = theme.colors()
+            color = {
+                "ready": c.success,
+                "failed": c.error,
+                "cancelled": c.muted,
+                "skipped": c.muted,
+                "queued": c.muted,
+            }.get(row.status)
+            return QtGui.QColor(color) if color else None
+        if role == QtCore.Qt.ItemDataRole.AccessibleTextRole:
+            return f"{row.title}, {TYPE_LABELS.get(row.doc_type, row.doc_type)}, {row.status_text}" + (
+                f": {row.error}" if row.error else ""
+            )
+        return None
+
+    # -- updates ------------------------------------------------------------------------------------------
+
+    def set_rows(self, rows: list[DocumentRow]) -> None:
+        """Replace the listing; rows still being added (no id yet) stay on top."""
+        pending = [r for r in self.rows if r.doc_id is None and r.status == "adding"]
+        self.beginResetModel()
+        self.rows = pending + [r for r in rows]
+        self._reindex()
+        self.endResetModel()
+
+    def upsert(self, row: DocumentRow, replaces_path: bool = True) -> None:
+        """Add ``row`` on top, or update the row with its id (or the placeholder for its path)."""
+        i = self._index.get(row.key)
+        if i is None and replaces_path and row.doc_id is not None:
+            i = self._index.get(f"path:{row.path}")
+        if i is None:
+            self.beginInsertRows(QtCore.QModelIndex(), 0, 0)
+            self.rows.insert(0, row)
+            self._reindex()
+            self.endInsertRows()
+            return
+        self.rows[i] = row
+        self._reindex()
+        self.dataChanged.emit(self.index(i, 0), self.index(i, len(self.COLUMNS) - 1))
+
+    def remove_key(self, key: str) -> None:
+        i = self._index.get(key)
+        if i is None:
+            return
+        self.beginRemoveRows(QtCore.QModelIndex(), i, i)
+        del self.rows[i]
+        self._reindex()
+        self.endRemoveRows()
+
+    def row_for(self, key: str) -> DocumentRow | None:
+        i = self._index.get(key)
+        return self.rows[i] if i is not None else None
+
+    def _reindex(self) -> None:
+        self._index = {r.key: i for i, r in enumerate(self.rows)}
+
+    def doc_types(self) -> list[str]:
+        return sorted({r.doc_type for r in self.rows if r.doc_type and r.doc_id is not None})
+
+
+class _FilterModel(QtCore.QSortFilterProxyModel):
+    """Filters by a search text (title, path, error) and a document type."""
+
+    def __init__(self, parent: QtCore.QObject | None = None) -> None:
+        super().__init__(parent)
+        self.search = ""
+        self.doc_type = ""
+
+    def set_filter(self, search: str, doc_type: str) -> None:
+        if hasattr(self, "beginFilterChange"):  # Qt 6.9+
+            self.beginFilterChange()
+            self.search, self.doc_type = search.strip().lower(), doc_type
+            self.endFilterChange(QtCore.QSortFilterProxyModel.Direction.Rows)
+        else:
+            self.search, self.doc_type = search.strip().lower(), doc_type
+            self.invalidateRowsFilter()
+
+    def filterAcceptsRow(self, source_row: int, source_parent: QtCore.QModelIndex) -> bool:  # noqa: N802
+        row: DocumentRow = self.sourceModel().rows[source_row]
+        if self.doc_type and row.doc_type != self.doc_type:
+            return False
+        if self.search:
+            hay = f"{row.title}\n{row.path}\n{row.error or ''}".lower()
+            return all(word in hay for word in self.search.split())
+        return True
+
+
+class _StatusDelegate(QtWidgets.QStyledItemDelegate):
+    """Draws a thin progress bar under the status text of a document being indexed."""
+
+    def paint(
+        self, painter: QtGui.QPainter, option: QtWidgets.QStyleOptionViewItem, index: QtCore.QModelIndex
+    ) -> None:
+        super().paint(painter, option, index)
+        row: DocumentRow | None = index.data(ROW_ROLE)
+        if row is None or row.status not in IN_PROGRESS:
+            return
+        rect = option.rect.adjusted(4, option.rect.height() - 6, -6, -3)
+        painter.save()
+        painter.setPen(QtCore.Qt.PenStyle.NoPen)
+        track = option.palette.color(QtGui.QPalette.ColorRole.Mid)
+        painter.setBrush(track)
+        painter.drawRoundedRect(rect, 1.5, 1.5)
+        fraction = row.fraction
+        painter.setBrush(QtGui.QColor(theme.colors().progress))
+        if fraction is None:  # queued or unknown: a short moving segment
+            width = rect.width() // 5
+            x = rect.left() + int((time.monotonic() * 120) % max(1, rect.width() - width))
+            painter.drawRoundedRect(QtCore.QRect(x, rect.top(), width, rect.height()), 1.5, 1.5)
+        else:
+            filled = QtCore.QRect(
+                rect.left(), rect.top(), max(2, int(rect.width() * fraction)), rect.height()
+            )
+            painter.drawRoundedRect(filled, 1.5, 1.5)
+        painter.restore()
+
+
+class DocumentsPanel(QtWidgets.QWidget):
+    """Documents with search, type filter and actions; selecting documents (or a type) scopes the chat.
+
+    Repaints from ingest events are coalesced: events are held per document and applied at most
+    ``repaints_per_s`` times a second.
+
+    Signals:
+        add_files_requested(): the user wants to pick files.
+        add_folder_requested(): the user wants to pick a folder.
+        remove_requested(list): document ids to remove from the library (files on disk stay).
+        reindex_requested(list): document ids to index again.
+        cancel_requested(list): document ids whose indexing should stop.
+        cancel_all_requested(): stop indexing everything queued.
+        open_requested(str): a document's file to open with the system's viewer.
+        scope_changed(list, list): the chat's scope as (document ids, document types); both empty: all.
+    """
+
+    add_files_requested = Signal()
+    add_folder_requested = Signal()
+    remove_requested = Signal(list)
+    reindex_requested = Signal(list)
+    cancel_requested = Signal(list)
+    cancel_all_requested = Signal()
+    open_requested = Signal(str)
+    scope_changed = Signal(list, list)
+
+    def __init__(self, parent: QtWidgets.QWidget | None = None, *, repaints_per_s: float = 10.0) -> None:
+        super().__init__(parent)
+        self.setObjectName("documents-panel")
+        self.setAccessibleName("Documents")
+        self.model = DocumentsModel(self)
+        self.proxy = _FilterModel(self)
+        self.proxy.setSourceModel(self.model)
+        self._pending: dict[str, DocumentRow] = {}
+        self._removed: set[str] = set()
+        self._scope: tuple[list[int], list[str]] = ([], [])
+        self._flush_timer = QtCore.QTimer(self)
+        self._flush_timer.setSingleShot(True)
+        self._flush_timer.setInterval(int(1000 / repaints_per_s))
+        self._flush_timer.timeout.connect(self.flush)
+        self._anim_timer = QtCore.QTimer(self)  # moves the busy segment of queued rows
+        self._anim_timer.setInterval(100)
+        self._anim_timer.timeout.connect(self._animate)
+        self.flush_count = 0
+        self._build()
+
+    # -- layout -------------------------------------------------------------------------------------------
+
+    def _build(self) -> None:
+        layout = QtWidgets.QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(6)
+
+        header = QtWidgets.QHBoxLayout()
+        title = QtWidgets.QLabel("Documents", self)
+        title.setProperty("role", "heading")
+        header.addWidget(title)
+        header.addStretch(1)
+        self.add_button = QtWidgets.QToolButton(self)
+        self.add_button.setText("Add")
+        self.add_button.setToolTip("Add documents (Ctrl+O)")
+        self.add_button.setAccessibleName("Add documents")
+        self.add_button.setIcon(
+            self.style().standardIcon(QtWidgets.QStyle.StandardPixmap.SP_FileDialogNewFolder)
+        )
+        self.add_button.setToolButtonStyle(QtCore.Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.add_button.setPopupMode(QtWidgets.QToolButton.ToolButtonPopupMode.MenuButtonPopup)
+        add_menu = QtWidgets.QMenu(self.add_button)
+        add_menu.addAction("Files…", self.add_files_requested.emit)
+        add_menu.addAction("Folder…", self.add_folder_requested.emit)
+        self.add_button.setMenu(add_menu)
+        self.add_button.clicked.connect(self.add_files_requested.emit)
+        header.addWidget(self.add_button)
+        layout.addLayout(header)
+
+        filters = QtWidgets.QHBoxLayout()
+        self.search = QtWidgets.QLineEdit(self)
+        self.search.setPlaceholderText("Search titles and paths")
+        self.search.setAccessibleName("Search documents")
+        self.search.setClearButtonEnabled(True)
+        self.search.textChanged.connect(self._filter_changed)
+        self.type_filter = QtWidgets.QComboBox(self)
+        self.type_filter.setAccessibleName("Document type")
+        self.type_filter.setToolTip("Show (and let the chat search) only documents of this type")
+        self.type_filter.addItem("All types", "")
+        self.type_filter.currentIndexChanged.connect(self._filter_changed)
+        filters.addWidget(self.search, 1)
+        filters.addWidget(self.type_filter)
+        layout.addLayout(filters)
+
+        self.stack = QtWidgets.QStackedWidget(self)
+        self.empty = _EmptyState(self)
+        self.empty.add_clicked.connect(self.add_files_requested.emit)
+        self.table = QtWidgets.QTableView(self)
+        self.table.setObjectName("documents-table")
+        self.table.setAccessibleName("Document list")
+        self.table.setModel(self.proxy)
+        self.table.setSelectionBehavior(QtWidgets.QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QtWidgets.QAbstractItemView.SelectionMode.ExtendedSelection)
+        self.table.setShowGrid(False)
+        self.table.setAlternatingRowColors(True)
+        self.table.setWordWrap(False)
+        self.table.setTextElideMode(QtCore.Qt.TextElideMode.ElideMiddle)
+        self.table.verticalHeader().hide()
+        self.table.verticalHeader().setDefaultSectionSize(30)
+        self.table.setSortingEnabled(False)
+        self.table.setContextMenuPolicy(QtCore.Qt.ContextMenuPolicy.CustomContextMenu)
+        self.table.customContextMenuRequested.connect(self._context_menu)
+        self.table.doubleClicked.connect(lambda _i: self._open_selected())
+        self.table.setItemDelegateForColumn(DocumentsModel.STATUS, _StatusDelegate(self.table))
+        head = self.table.horizontalHeader()
+        head.setSectionResizeMode(DocumentsModel.TITLE, QtWidgets.QHeaderView.ResizeMode.Stretch)
+        for col, width in (
+            (DocumentsModel.TYPE, 74),
+            (DocumentsModel.PAGES, 52),
+            (DocumentsModel.CHUNKS, 58),
+            (DocumentsModel.STATUS, 150),
+        ):
+            head.setSectionResizeMode(col, QtWidgets.QHeaderView.ResizeMode.Interactive)
+            self.table.setColumnWidth(col, width)
+        head.setHighlightSections(False)
+        self.table.selectionModel().selectionChanged.connect(lambda *_: self._selection_changed())
+        self.stack.addWidget(self.empty)
+        self.stack.addWidget(self.table)
+        layout.addWidget(self.stack, 1)
+
+        self.error_label = QtWidgets.QLabel(self)
+        self.error_label.setWordWrap(True)
+        self.error_label.setAccessibleName("Problem with the selected document")
+        self.error_label.hide()
+        layout.addWidget(self.error_label)
+
+        actions = QtWidgets.QHBoxLayout()
+        self.open_button = self._action_button(
+            "Open",
+            "Open the file with its usual application",
+            QtWidgets.QStyle.StandardPixmap.SP_DialogOpenButton,
+            self._open_selected,
+        )
+        self.reindex_button = self._action_button(
+            "Re-index",
+            "Index the selected documents again",
+            QtWidgets.QStyle.StandardPixmap.SP_BrowserReload,
+            lambda: self._emit_selected(self.reindex_requested),
+        )
+        self.cancel_button = self._action_button(
+            "Cancel",
+            "Stop indexing the selected documents",
+            QtWidgets.QStyle.StandardPixmap.SP_BrowserStop,
+            lambda: self._emit_selected(self.cancel_requested, IN_PROGRESS),
+        )
+        self.remove_button = self._action_button(
+            "Remove",
+            "Remove from the library (the file stays on disk)",
+            QtWidgets.QStyle.StandardPixmap.SP_TrashIcon,
+            self._remove_selected,
+        )
+        for b in (self.open_button, self.reindex_button, self.cancel_button, self.remove_button):
+            actions.addWidget(b)
+        actions.addStretch(1)
+        layout.addLayout(actions)
+
+        self.progress_row = QtWidgets.QWidget(self)
+        prow = QtWidgets.QHBoxLayout(self.progress_row)
+        prow.setContentsMargins(0, 0, 0, 0)
+        self.progress_label = QtWidgets.QLabel(self.progress_row)
+        self.progress_label.setAccessibleName("Indexing progress")
+        self.progress_bar = QtWidgets.QProgressBar(self.progress_row)
+        self.progress_bar.setAccessibleName("Indexing progress bar")
+        self.progress_bar.setTextVisible(False)
+        self.progress_bar.setMaximumHeight(8)
+        self.cancel_all_button = QtWidgets.QPushButton("Cancel all", self.progress_row)
+        self.cancel_all_button.setAccessibleName("Cancel all indexing")
+        self.cancel_all_button.clicked.connect(self.cancel_all_requested.emit)
+        pcol = QtWidgets.QVBoxLayout()
+        pcol.addWidget(self.progress_label)
+        pcol.addWidget(self.progress_bar)
+        prow.addLayout(pcol, 1)
+        prow.addWidget(self.cancel_all_button)
+        self.progress_row.hide()
+        layout.addWidget(self.progress_row)
+
+        self.scope_label = QtWidgets.QLabel(self)
+        self.scope_label.setProperty("role", "muted")
+        self.scope_label.setAccessibleName("Chat scope")
+        self.scope_label.setWordWrap(True)
+        self.summary_label = QtWidgets.QLabel(self)
+        self.summary_label.setProperty("role", "muted")
+        self.summary_label.setAccessibleName("Library summary")
+        layout.addWidget(self.scope_label)
+        layout.addWidget(self.summary_label)
+        self._update_views()
+
+    def _action_button(
+        self, text: str, tip: str, icon: QtWidgets.QStyle.StandardPixmap, slot: Any
+    ) -> QtWidgets.QToolButton:
+        b = QtWidgets.QToolButton(self)
+        b.setText(text)
+        b.setToolTip(tip)
+        b.setAccessibleName(text)
+        b.setIcon(self.style().standardIcon(icon))
+        b.setToolButtonStyle(QtCore.Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        b.setAutoRaise(True)
+        b.clicked.connect(slot)
+        return b
+
+    # -- feeding ------------------------------------------------------------------------------------------
+
+    def set_documents(self, infos: list[Any]) -> None:
+        """Show a fresh listing (``DocumentInfo`` rows from ``list_documents``)."""
+        self._pending.clear()
+        self.model.set_rows([DocumentRow.from_info(i) for i in infos])
+        self._update_views()
+
+    def add_placeholders(self, paths: list[str]) -> None:
+        """Show dropped files at once, before the ingest worker has recorded them."""
+        for p in paths:
+            path = Path(p)
+            name = path.name + ("/" if path.is_dir() else "")
+            row = DocumentRow(None, str(path.absolute()), name, status="adding")
+            self.model.upsert(row)
+        self._update_views()
+
+    def clear_placeholders(self, paths: list[str]) -> None:
+        for p in paths:
+            self.model.remove_key(f"path:{Path(p).absolute()}")
+        self._update_views()
+
+    def apply_event(self, event: Any) -> None:
+        """Take an ``IngestEvent``; the table is updated at the next coalesced repaint."""
+        if event.status == "removed":
+            self._pending.pop(f"doc:{event.doc_id}", None)
+            self._removed.add(f"doc:{event.doc_id}")
+        elif event.status == "skipped":
+            self._pending[f"path:{event.path}"] = DocumentRow(
+                None, event.path, event.title, status="skipped", error=event.message
+            )
+        else:
+            key = f"doc:{event.doc_id}"
+            old = self._pending.get(key) or self.model.row_for(key)
+            row = DocumentRow(
+                event.doc_id,
+                event.path,
+                event.title or (old.title if old else Path(event.path).name),
+                doc_type=event.doc_type or (old.doc_type if old else ""),
+                status=event.status,
+                pages=event.pages or (old.pages if old else 0),
+                pages_done=event.pages_done,
+                chunks_total=event.chunks_total or (old.chunks_total if old else 0),
+                chunks_embedded=event.chunks_embedded,
+                eta_s=event.eta_s,
+                error_code=event.error_code,
+                error=event.message if event.status == "failed" else None,
+                bytes=old.bytes if old else 0,
+            )
+            self._pending[key] = row
+        if not self._flush_timer.isActive():
+            self._flush_timer.start()
+
+    def flush(self) -> None:
+        """Apply the held events now (at most ``repaints_per_s`` times a second from the timer)."""
+        self._flush_timer.stop()
+        pending, self._pending = self._pending, {}
+        removed, self._removed = self._removed, set()
+        for key in removed:
+            self.model.remove_key(key)
+        for row in pending.values():
+            if row.status == "skipped":
+                # A file already in the library needs no row of its own; say so in the summary instead.
+                self.model.remove_key(row.key)
+                continue
+            self.model.upsert(row)
+        self.flush_count += 1
+        self._update_views()
+        self._selection_changed()
+
+    # -- views --------------------------------------------------------------------------------------------
+
+    def _update_views(self) -> None:
+        rows = self.model.rows
+        self.stack.setCurrentWidget(self.table if rows else self.empty)
+        self._sync_type_filter()
+        ready = [r for r in rows if r.status == "ready"]
+        failed = sum(1 for r in rows if r.status == "failed")
+        chunks = sum(r.chunks_total for r in ready)
+        parts = [f"{len(ready):,} document{'s' if len(ready) != 1 else ''} ready", f"{chunks:,} chunks"]
+        if failed:
+            parts.append(f"{failed} failed")
+        self.summary_label.setText(" · ".join(parts))
+        active = [r for r in rows if r.status in IN_PROGRESS or r.status == "adding"]
+        if active:
+            working = next((r for r in active if r.status in ("extracting", "embedding")), None)
+            total_chunks = sum(r.chunks_total for r in active)
+            done_chunks = sum(r.chunks_embedded for r in active)
+            text = f"Indexing {len(active)} document{'s' if len(active) != 1 else ''}"
+            if working is not None:
+                text += f" — {working.title}: {working.status_text}"
+            self.progress_label.setText(text)
+            if total_chunks:
+                self.progress_bar.setRange(0, total_chunks)
+                self.progress_bar.setValue(done_chunks)
+            else:
+                self.progress_bar.setRange(0, 0)
+            self.progress_row.show()
+            if not self._anim_timer.isActive():
+                self._anim_timer.start()
+        else:
+            self.progress_row.hide()
+            self._anim_timer.stop()
+
+    def _animate(self) -> None:
+        col = DocumentsModel.STATUS
+        for i, r in enumerate(self.model.rows):
+            if r.status == "queued":
+                idx = self.model.index(i, col)
+                self.model.dataChanged.emit(idx, idx)
+
+    def _sync_type_filter(self) -> None:
+        types = self.model.doc_types()
+        current = self.type_filter.currentData() or ""
+        have = [self.type_filter.itemData(i) for i in range(1, self.type_filter.count())]
+        if types == have:
+            return
+        self.type_filter.blockSignals(True)
+        while self.type_filter.count() > 1:
+            self.type_filter.removeItem(1)
+        for t in types:
+            self.type_filter.addItem(TYPE_LABELS.get(t, t.upper()), t)
+        i = self.type_filter.findData(current)
+        self.type_filter.setCurrentIndex(max(0, i))
+        self.type_filter.blockSignals(False)
+        if (self.type_filter.currentData() or "") != current:
+            self._filter_changed()
+
+    def _filter_changed(self, *_: object) -> None:
+        self.proxy.set_filter(self.search.text(), self.type_filter.currentData() or "")
+        self._selection_changed()
+
+    # -- selection and scope ------------------------------------------------------------------------------
+
+    def selected_rows(self) -> list[DocumentRow]:
+        rows = []
+        for index in self.table.selectionModel().selectedRows():
+            row = self.proxy.data(index, ROW_ROLE)
+            if row is not None:
+                rows.append(row)
+        return rows
+
+    def select_documents(self, doc_ids: list[int]) -> None:
+        """Select these documents in the table (the chat's scope follows)."""
+        selection = QtCore.QItemSelection()
+        for i, r in enumerate(self.model.rows):
+            if r.doc_id in doc_ids:
+                src = self.model.index(i, 0)
+                proxy_index = self.proxy.mapFromSource(src)
+                if proxy_index.isValid():
+                    selection.select(
+                        proxy_index, proxy_index.siblingAtColumn(len(DocumentsModel.COLUMNS) - 1)
+                    )
+        self.table.selectionModel().select(selection, QtCore.QItemSelectionModel.SelectionFlag.ClearAndSelect)
+
+    def set_type_scope(self, doc_type: str) -> None:
+        i = self.type_filter.findData(doc_type)
+        self.type_filter.setCurrentIndex(max(0, i))
+
+    @property
+    def scope(self) -> tuple[list[int], list[str]]:
+        return self._scope
+
+    def _selection_changed(self) -> None:
+        rows = self.selected_rows()
+        ids = sorted(r.doc_id for r in rows if r.doc_id is not None and r.status == "ready")
+        doc_type = self.type_filter.currentData() or ""
+        types = [doc_type] if doc_type and not ids else []
+        if ids:
+            n = len(ids)
+            text = f"The chat searches the {n} selected document{'s' if n != 1 else ''}."
+        elif doc_type:
+            text = f"The chat searches {TYPE_LABELS.get(doc_type, doc_type)} documents only."
+        else:
+            text = "The chat searches all documents. Select some to narrow it."
+        self.scope_label.setText(text)
+        has = bool(rows)
+        self.open_button.setEnabled(has and all(r.path for r in rows))
+        self.remove_button.setEnabled(has)
+        self.reindex_button.setEnabled(
+            any(r.doc_id is not None and r.status not in IN_PROGRESS for r in rows)
+        )
+        self.cancel_button.setEnabled(any(r.status in IN_PROGRESS for r in rows))
+        failed = [r for r in rows if r.error]
+        if len(rows) == 1 and failed:
+            self.error_label.setText(f"<b>{_escape(failed[0].title)}</b>: {_escape(failed[0].error or '')}")
+            self.error_label.setStyleSheet(f"color: {theme.colors().error};")
+            self.error_label.show()
+        else:
+            self.error_label.hide()
+        scope = (ids, types)
+        if scope != self._scope:
+            self._scope = scope
+            self.scope_changed.emit(list(ids), list(types))
+
+    # -- actions ------------------------------------------------------------------------------------------
+
+    def _emit_selected(self, signal: Any, statuses: tuple[str, ...] | None = None) -> None:
+        ids = [
+            r.doc_id
+            for r in self.selected_rows()
+            if r.doc_id is not None and (statuses is None or r.status in statuses)
+        ]
+        if ids:
+            signal.emit(ids)
+
+    def _remove_selected(self) -> None:
+        rows = self.selected_rows()
+        for r in rows:
+            if r.doc_id is None:  # a skipped file or a placeholder: nothing is stored
+                self.model.remove_key(r.key)
+        self._emit_selected(self.remove_requested)
+        self._update_views()
+
+    def _open_selected(self) -> None:
+        for r in self.selected_rows()[:5]:
+            if r.path:
+                self.open_requested.emit(r.path)
+
+    def _context_menu(self, pos: QtCore.QPoint) -> None:
+        if not self.selected_rows():
+            return
+        menu = QtWidgets.QMenu(self)
+        for b in (self.open_button, self.reindex_button, self.cancel_button, self.remove_button):
+            action = menu.addAction(b.icon(), b.text(), b.click)
+            action.setEnabled(b.isEnabled())
+        menu.exec(self.table.viewport().mapToGlobal(pos))
+
+    def keyPressEvent(self, event: QtGui.QKeyEvent) -> None:  # noqa: N802 (Qt override)
+        if event.key() == QtCore.Qt.Key.Key_Delete and self.table.hasFocus():
+            self._remove_selected()
+            return
+        super().keyPressEvent(event)
+
+
+class _EmptyState(QtWidgets.QWidget):
+    """What an empty library shows: where to drop, and a button.
+
+    Signals:
+        add_clicked(): the button was pressed.
+    """
+
+    add_clicked = Signal()
+
+    def __init__(self, parent: QtWidgets.QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setAccessibleName("No documents yet")
+        layout = QtWidgets.QVBoxLayout(self)
+        layout.addStretch(1)
+        icon = QtWidgets.QLabel(self)
+        icon.setPixmap(
+            self.style().standardIcon(QtWidgets.QStyle.StandardPixmap.SP_DirOpenIcon).pixmap(48, 48)
+        )
+        icon.setAlignment(QtCore.Qt.AlignmentFlag.AlignCenter)
+        text = QtWidgets.QLabel(
+            "<p style='font-size:12pt'><b>Drop files or folders here</b></p>"
+            "<p>PDF, Word, Markdown, HTML, text and images.<br>They are indexed on this computer.</p>",
+            self,
+        )
+        text.setAlignment(QtCore.Qt.AlignmentFlag.AlignCenter)
+        text.setWordWrap(True)
+        button = QtWidgets.QPushButton("Add documents…", self)
+        button.setAccessibleName("Add documents")
+        button.clicked.connect(self.add_clicked.emit)
+        layout.addWidget(icon)
+        layout.addWidget(text)
+        row = QtWidgets.QHBoxLayout()
+        row.addStretch(1)
+        row.addWidget(button)
+        row.addStretch(1)
+        layout.addLayout(row)
+        layout.addStretch(2)
+
+
+def _escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+class WatchedFoldersDialog(QtWidgets.QDialog):
+    """Folders whose new, changed and deleted files are picked up (opt-in, one by one).
+
+    Signals:
+        changed(): a folder was added or removed (the window scans at once).
+    """
+
+    changed = Signal()
+
+    def __init__(self, library: Any, parent: QtWidgets.QWidget | None = None) -> None:
+        super().__init__(parent)
+        from localrag.gui.workers import run_op
+
+        self._run_op = run_op
+        self.library = library
+        self.setWindowTitle("Watched folders")
+        self.setAccessibleName("Watched folders")
+        self.setMinimumSize(520, 320)
+        layout = QtWidgets.QVBoxLayout(self)
+        intro = QtWidgets.QLabel(
+            "Files added to, changed in or deleted from these folders are indexed or removed "
+            "automatically (checked every minute and at start).",
+            self,
+        )
+        intro.setWordWrap(True)
+        layout.addWidget(intro)
+        self.list = QtWidgets.QListWidget(self)
+        self.list.setAccessibleName("Watched folder list")
+        layout.addWidget(self.list, 1)
+        row = QtWidgets.QHBoxLayout()
+        self.add_button = QtWidgets.QPushButton("Watch a folder…", self)
+        self.add_button.setAccessibleName("Watch a folder")
+        self.add_button.clicked.connect(self._add)
+        self.remove_button = QtWidgets.QPushButton("Stop watching", self)
+        self.remove_button.setAccessibleName("Stop watching the selected folder")
+        self.remove_button.clicked.connect(self._remove)
+        close = QtWidgets.QPushButton("Close", self)
+        close.clicked.connect(self.accept)
+        row.addWidget(self.add_button)
+        row.addWidget(self.remove_button)
+        row.addStretch(1)
+        row.addWidget(close)
+        layout.addLayout(row)
+        self.refresh()
+
+    def _conn_op(self, fn: Any, done: Any) -> None:
+        def work() -> Any:
+            with self.library.connect() as conn:
+                return fn(conn)
+
+        self._run_op(work, done, lambda msg, _k: self.list.addItem(f"(unavailable: {msg})"), parent=self)
+
+    def refresh(self) -> None:
+        from localrag.core.ingest.watch import list_watched_folders
+
+        def fill(folders: list[Path]) -> None:
+            self.list.clear()
+            for f in folders:
+                self.list.addItem(str(f))
+            self.remove_button.setEnabled(bool(folders))
+
+        self._conn_op(list_watched_folders, fill)
+
+    def add_folder(self, folder: str) -> None:
+        from localrag.core.ingest.watch import add_watched_folder
+
+        self._conn_op(lambda conn: add_watched_folder(conn, Path(folder)), lambda _r: self._changed())
+
+    def _add(self) -> None:
+        folder = QtWidgets.QFileDialog.getExistingDirectory(self, "Watch a folder", str(Path.home()))
+        if folder:
+            self.add_folder(folder)
+
+    def _remove(self) -> None:
+        from localrag.core.ingest.watch import remove_watched_folder
+
+        item = self.list.currentItem()
+        if item is not None:
+            folder = Path(item.text())
+            self._conn_op(lambda conn: remove_watched_folder(conn, folder), lambda _r: self._changed())
+
+    def _changed(self) -> None:
+        self.refresh()
+        self.changed.emit()

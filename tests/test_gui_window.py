@@ -1,0 +1,507 @@
+"""The main window: drops anywhere, the documents panel, settings and layout surviving a restart."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import fixtures_docs as fx
+import pytest
+
+pytestmark = pytest.mark.gui
+
+TEXT = (
+    "Glaciers store about two thirds of the fresh water on Earth. When they melt, sea level rises. "
+    "Ice cores record the air of past climates in tiny bubbles. "
+)
+MARKDOWN = "# Owls\n\n## Hunting\n\nOwls hunt at night and locate prey by sound. " * 3
+
+
+@pytest.fixture()
+def saved_settings(home):
+    """The session's settings.json as it was: tests that save settings put it back."""
+    path = home / "settings.json"
+    before = path.read_bytes() if path.exists() else None
+    yield path
+    if before is None:
+        path.unlink(missing_ok=True)
+    else:
+        path.write_bytes(before)
+
+
+@pytest.fixture()
+def prefs(tmp_path):
+    """The user's Qt settings (the data folder choice) in a temporary folder."""
+    from localrag.gui.qt import QtCore
+
+    QtCore.QSettings.setPath(
+        QtCore.QSettings.Format.IniFormat, QtCore.QSettings.Scope.UserScope, str(tmp_path / "prefs")
+    )
+    return tmp_path / "prefs"
+
+
+def open_window(qtbot, layout_file: Path, start: bool = True):
+    from localrag.core.config import Settings
+    from localrag.core.library import Library
+    from localrag.gui.mainwindow import MainWindow
+
+    # A guest: the session's library already owns the embedded server of this data folder.
+    window = MainWindow(Library(Settings.load(), owner=False), layout_file=layout_file)
+    qtbot.addWidget(window)
+    window.show()
+    if start:
+        with qtbot.waitSignals([window.embedder_ready, window.documents_loaded], timeout=60000):
+            window.start()
+    return window
+
+
+def close_window(qtbot, window) -> None:
+    if not window._closing:
+        with qtbot.waitSignal(window.shut_down, timeout=60000):
+            window.close()
+
+
+@pytest.fixture()
+def window(qtbot, clean_db, saved_settings, prefs, tmp_path):
+    w = open_window(qtbot, tmp_path / "window.ini")
+    yield w
+    close_window(qtbot, w)
+
+
+def drop_on(widget, paths: list[Path]):
+    """Drag ``paths`` over ``widget`` and drop them there, as a file manager would."""
+    from localrag.gui.qt import QtCore, QtGui, QtWidgets
+
+    mime = QtCore.QMimeData()
+    mime.setUrls([QtCore.QUrl.fromLocalFile(str(p)) for p in paths])
+    pos = QtCore.QPointF(10, 10)
+    enter = QtGui.QDragEnterEvent(
+        pos,
+        QtCore.Qt.DropAction.CopyAction,
+        mime,
+        QtCore.Qt.MouseButton.LeftButton,
+        QtCore.Qt.KeyboardModifier.NoModifier,
+    )
+    QtWidgets.QApplication.sendEvent(widget, enter)
+    drop = QtGui.QDropEvent(
+        pos,
+        QtCore.Qt.DropAction.CopyAction,
+        mime,
+        QtCore.Qt.MouseButton.LeftButton,
+        QtCore.Qt.KeyboardModifier.NoModifier,
+    )
+    QtWidgets.QApplication.sendEvent(widget, drop)
+    return enter, drop
+
+
+class Statuses:
+    """The last status of every document the ingest worker reported, by file name."""
+
+    def __init__(self, worker) -> None:
+        self.by_name: dict[str, object] = {}
+        worker.event.connect(self._on)
+
+    def _on(self, event) -> None:
+        if event.path:
+            self.by_name[Path(event.path).name] = event
+
+    def status(self, name: str) -> str | None:
+        event = self.by_name.get(name)
+        return getattr(event, "status", None)
+
+    def settled(self, names: list[str]) -> bool:
+        return all(self.status(n) in ("ready", "failed", "cancelled", "skipped") for n in names)
+
+
+def rows_by_title(window) -> dict[str, object]:
+    return {r.title: r for r in window.documents_panel.model.rows}
+
+
+def test_drop_anywhere_queues_files_without_blocking_the_event_loop(qtbot, window, tmp_path):
+    from localrag.gui.qt import QtCore
+
+    docs = tmp_path / "docs"
+    (docs / "more").mkdir(parents=True)
+    (docs / "glaciers.txt").write_text(TEXT * 8)
+    (docs / "owls.md").write_text(MARKDOWN)
+    (docs / "more" / "rivers.txt").write_text("Rivers carry sediment to the sea and build deltas. " * 20)
+    fx.write_pdf(docs / "secret.pdf", [["Top secret text"]], password="pw")
+    (docs / "broken.pdf").write_bytes(b"%PDF-1.7\n this is not really a pdf")
+    (docs / "empty.txt").write_text("")
+    statuses = Statuses(window.ingest_worker)
+    ticks: list[float] = []
+    timer = QtCore.QTimer()
+    timer.setInterval(20)
+    timer.timeout.connect(lambda: ticks.append(time.monotonic()))
+    timer.start()
+
+    # Onto the question box, which would otherwise paste the paths as text.
+    target = window.chat_panel.question
+    dropped = [
+        docs / "glaciers.txt",
+        docs / "owls.md",
+        docs / "more",
+        docs / "secret.pdf",
+        docs / "broken.pdf",
+        docs / "empty.txt",
+    ]
+    with qtbot.waitSignal(window.paths_dropped, timeout=5000):
+        started = time.monotonic()
+        enter, drop = drop_on(target, dropped)
+        handled_in = time.monotonic() - started
+    assert enter.isAccepted() and drop.isAccepted()
+    assert handled_in < 0.25, f"the drop blocked the event loop for {handled_in:.2f} s"
+    assert target.toPlainText() == ""
+    assert not window.overlay.isVisible()
+    # Every dropped item shows at once, before the worker has even hashed it.
+    assert {"glaciers.txt", "owls.md", "more/", "secret.pdf", "broken.pdf", "empty.txt"} <= set(
+        rows_by_title(window)
+    )
+
+    names = ["glaciers.txt", "owls.md", "rivers.txt", "secret.pdf", "broken.pdf", "empty.txt"]
+    qtbot.waitUntil(lambda: statuses.settled(names), timeout=60000)
+    timer.stop()
+    window.documents_panel.flush()
+    gaps = [b - a for a, b in zip(ticks, ticks[1:], strict=False)]
+    assert len(ticks) > 10 and max(gaps) < 1.0, f"longest event-loop gap {max(gaps):.2f} s"
+
+    assert [statuses.status(n) for n in ("glaciers.txt", "owls.md", "rivers.txt")] == ["ready"] * 3
+    codes = {n: statuses.by_name[n].error_code for n in ("secret.pdf", "broken.pdf", "empty.txt")}
+    assert codes == {"secret.pdf": "encrypted", "broken.pdf": "corrupt", "empty.txt": "empty"}
+    rows = {Path(r.path).name: r for r in window.documents_panel.model.rows}
+    assert "more" not in rows  # the folder's placeholder gave way to its files
+    assert rows["secret.pdf"].status_text == "Encrypted" and rows["secret.pdf"].error
+    assert rows["empty.txt"].status_text == "Empty"
+    assert rows["glaciers.txt"].status == "ready" and rows["glaciers.txt"].chunks_total >= 1
+
+
+def test_documents_can_be_scoped_searched_removed_and_reindexed(qtbot, window, tmp_path):
+    (tmp_path / "glaciers.txt").write_text(TEXT * 4)
+    (tmp_path / "owls.md").write_text(MARKDOWN)
+    statuses = Statuses(window.ingest_worker)
+    window.add_paths([str(tmp_path / "glaciers.txt"), str(tmp_path / "owls.md")])
+    qtbot.waitUntil(lambda: statuses.settled(["glaciers.txt", "owls.md"]), timeout=60000)
+    panel = window.documents_panel
+    panel.flush()
+    glaciers = statuses.by_name["glaciers.txt"].doc_id
+
+    # Selecting a document scopes the chat (and the dev pane's retrieval box) to it.
+    with qtbot.waitSignal(panel.scope_changed, timeout=5000) as scope:
+        panel.select_documents([glaciers])
+    assert scope.args == [[glaciers], []]
+    assert window.chat_panel.doc_ids == [glaciers] and window.dev_pane.doc_ids == [glaciers]
+    panel.table.clearSelection()
+    # A type scopes it to that type.
+    with qtbot.waitSignal(panel.scope_changed, timeout=5000) as scope:
+        panel.set_type_scope("markdown")
+    assert scope.args == [[], ["markdown"]] and window.chat_panel.doc_types == ["markdown"]
+    assert panel.proxy.rowCount() == 1
+    panel.set_type_scope("")
+    assert window.chat_panel.doc_ids is None and window.chat_panel.doc_types is None
+
+    panel.search.setText("owl")
+    assert panel.proxy.rowCount() == 1
+    assert panel.proxy.data(panel.proxy.index(0, 0)) == "Owls"  # a Markdown file is titled by its heading
+    panel.search.clear()
+
+    # Re-index: a fresh row for the same file becomes ready again.
+    panel.select_documents([glaciers])
+    with qtbot.waitSignal(
+        window.ingest_worker.event,
+        timeout=60000,
+        check_params_cb=lambda e: e.status == "ready" and e.path.endswith("glaciers.txt"),
+    ):
+        panel.reindex_button.click()
+    # Remove: the row goes, the file stays.
+    panel.flush()
+    new_id = statuses.by_name["glaciers.txt"].doc_id
+    panel.select_documents([new_id])
+    with qtbot.waitSignal(
+        window.ingest_worker.event,
+        timeout=30000,
+        check_params_cb=lambda e: e.status == "removed" and e.doc_id == new_id,
+    ):
+        panel.remove_button.click()
+    panel.flush()
+    assert set(rows_by_title(window)) == {"Owls"}
+    assert (tmp_path / "glaciers.txt").exists()
+
+
+def test_a_document_can_be_cancelled_and_the_rest_still_goes_in(qtbot, window, tmp_path):
+    first, big, last = tmp_path / "first.txt", tmp_path / "big.txt", tmp_path / "last.txt"
+    first.write_text(TEXT)
+    big.write_text("\n\n".join(f"Section {i}. " + TEXT * 3 for i in range(70)))
+    last.write_text(MARKDOWN)
+    statuses = Statuses(window.ingest_worker)
+    panel = window.documents_panel
+    # The worker takes the files in order; cancel the second while it waits its turn.
+    with qtbot.waitSignal(
+        window.ingest_worker.event,
+        timeout=30000,
+        check_params_cb=lambda e: e.status == "queued" and e.path.endswith("big.txt"),
+    ) as queued:
+        window.add_paths([str(first), str(big), str(last)])
+    big_id = queued.args[0].doc_id
+    panel.flush()
+    panel.select_documents([big_id])
+    assert panel.cancel_button.isEnabled()
+    with qtbot.waitSignal(panel.cancel_requested, timeout=5000) as asked:
+        panel.cancel_button.click()
+    assert asked.args == [[big_id]]
+    qtbot.waitUntil(lambda: statuses.settled(["first.txt", "big.txt", "last.txt"]), timeout=60000)
+    assert [statuses.status(n) for n in ("first.txt", "big.txt", "last.txt")] == [
+        "ready",
+        "cancelled",
+        "ready",
+    ]
+    panel.flush()
+    assert panel.model.row_for(f"doc:{big_id}").status_text == "Cancelled"
+    assert not panel.progress_row.isVisible()
+    with window.library.connect() as conn:
+        assert (
+            conn.execute("SELECT count(*) FROM document_chunks WHERE doc_id = %s", (big_id,)).fetchone()[0]
+            == 0
+        )
+
+
+def test_progress_is_shown_and_repaints_are_coalesced(qtbot):
+    from localrag.core.ingest.pipeline import IngestEvent
+    from localrag.gui.views.documents import DocumentsPanel
+
+    panel = DocumentsPanel(repaints_per_s=10)
+    qtbot.addWidget(panel)
+    panel.show()
+    panel.apply_event(IngestEvent(7, "/tmp/book.pdf", "Book", "pdf", "queued"))
+    panel.flush()
+    assert panel.model.row_for("doc:7").status_text == "Queued" and panel.progress_row.isVisible()
+    started = panel.flush_count
+    # A burst of 500 progress events in one go is applied in one repaint, with the latest values.
+    for page in range(1, 301):
+        panel.apply_event(
+            IngestEvent(7, "/tmp/book.pdf", "Book", "pdf", "extracting", pages_done=page, pages=300)
+        )
+    for done in range(0, 200):
+        panel.apply_event(
+            IngestEvent(
+                7,
+                "/tmp/book.pdf",
+                "Book",
+                "pdf",
+                "embedding",
+                pages_done=300,
+                pages=300,
+                chunks_embedded=done,
+                chunks_total=400,
+                eta_s=95.0,
+            )
+        )
+    assert panel.flush_count == started  # nothing repainted synchronously
+    with qtbot.waitSignal(panel.model.dataChanged, timeout=2000):
+        pass
+    assert panel.flush_count == started + 1
+    row = panel.model.row_for("doc:7")
+    assert row.status_text == "Embedding 199/400 · 2 min left"
+    assert 0.25 < row.fraction < 0.75
+    assert "Indexing 1 document" in panel.progress_label.text()
+    assert panel.progress_bar.maximum() == 400 and panel.progress_bar.value() == 199
+    panel.apply_event(
+        IngestEvent(
+            7,
+            "/tmp/book.pdf",
+            "Book",
+            "pdf",
+            "ready",
+            pages_done=300,
+            pages=300,
+            chunks_embedded=400,
+            chunks_total=400,
+        )
+    )
+    panel.apply_event(
+        IngestEvent(
+            8,
+            "/tmp/scan.pdf",
+            "scan.pdf",
+            "pdf",
+            "failed",
+            error_code="needs_ocr",
+            message="scan.pdf has no text layer; OCR is not installed.",
+        )
+    )
+    panel.flush()
+    assert panel.model.row_for("doc:7").status_text == "Ready" and not panel.progress_row.isVisible()
+    assert panel.model.row_for("doc:8").status_text == "Needs OCR"
+    panel.select_documents([8])
+    assert panel.error_label.isVisible() and "no text layer" in panel.error_label.text()
+    assert "1 failed" in panel.summary_label.text()
+
+
+def test_dropping_a_gguf_makes_it_the_language_model(qtbot, window, saved_settings):
+    from localrag.core.config import Settings
+    from localrag.core.embed.model_files import default_gguf
+
+    gguf = default_gguf()
+    with qtbot.waitSignal(window.llm_checked, timeout=10000) as checked:
+        drop_on(window.documents_panel, [gguf])
+    assert checked.args == [""]
+    assert window.library.settings.gguf_path == str(gguf)
+    qtbot.waitUntil(lambda: Settings.load().gguf_path == str(gguf), timeout=5000)
+    assert window.documents_panel.model.rows == []  # not a document
+    assert gguf.name in window.model_label.text()
+
+
+def test_settings_survive_a_restart(qtbot, clean_db, saved_settings, prefs, tmp_path):
+    from localrag.core.config import Settings
+    from localrag.gui.qt import QtCore
+
+    window = open_window(qtbot, tmp_path / "window.ini", start=False)
+    dialog = window.open_settings()
+    gguf = tmp_path / "model.gguf"
+    gguf.write_bytes(b"GGUF")
+    models = tmp_path / "embedder"
+    models.mkdir()
+    dialog.embedding_model_dir.set_text(str(models))
+    dialog.gguf_path.set_text(str(gguf))
+    dialog.k.setValue(5)
+    dialog.floor.setValue(0.3)
+    dialog.mode.setCurrentIndex(dialog.mode.findData("vector"))
+    dialog.context_tokens.setValue(2000)
+    dialog.ef_search.setValue(250)
+    dialog.temperature.setValue(0.7)
+    dialog.max_tokens.setValue(256)
+    dialog.threads.setValue(2)
+    dialog.data_folder.set_text(str(tmp_path / "data"))
+    dialog.database_url.setText("postgresql://me@db.example:5432/rag")
+    with qtbot.waitSignal(window.settings_applied, timeout=5000) as applied:
+        dialog.buttons.button(dialog.buttons.StandardButton.Save).click()
+    assert set(applied.args[0]) == {
+        "embedding_model_dir",
+        "gguf_path",
+        "k",
+        "floor",
+        "mode",
+        "context_tokens",
+        "ef_search",
+        "temperature",
+        "max_tokens",
+        "threads",
+        "database_url",
+        "data_folder",
+    }
+    # Do not let this window's embedder pick up the empty model folder: it never started.
+    close_window(qtbot, window)
+
+    saved = Settings.load()
+    assert (
+        saved.embedding_model_dir,
+        saved.gguf_path,
+        saved.k,
+        saved.floor,
+        saved.mode,
+        saved.context_tokens,
+        saved.ef_search,
+        saved.temperature,
+        saved.max_tokens,
+        saved.threads,
+        saved.database_url,
+    ) == (
+        str(models),
+        str(gguf),
+        5,
+        0.3,
+        "vector",
+        2000,
+        250,
+        0.7,
+        256,
+        2,
+        "postgresql://me@db.example:5432/rag",
+    )
+    prefs_file = QtCore.QSettings(
+        QtCore.QSettings.Format.IniFormat, QtCore.QSettings.Scope.UserScope, "LocalRAG", "Local RAG"
+    )
+    assert prefs_file.value("data_folder") == str(tmp_path / "data")
+
+    again = open_window(qtbot, tmp_path / "window.ini", start=False)
+    shown = again.open_settings()
+    assert shown.k.value() == 5 and shown.mode.currentData() == "vector"
+    assert shown.gguf_path.text() == str(gguf) and shown.data_folder.text() == str(tmp_path / "data")
+    assert abs(shown.temperature.value() - 0.7) < 1e-9 and shown.threads.value() == 2
+    shown.reject()
+    close_window(qtbot, again)
+
+
+def test_window_layout_is_restored(qtbot, clean_db, prefs, tmp_path):
+    layout = tmp_path / "window.ini"
+    window = open_window(qtbot, layout, start=False)
+    window.resize(780, 560)  # the offscreen screen is 800 pixels wide; a restored window must fit on it
+    window.splitter.setSizes([300, 480])
+    qtbot.waitUntil(lambda: window.width() == 780, timeout=5000)
+    sizes = window.splitter.sizes()
+    close_window(qtbot, window)
+
+    again = open_window(qtbot, layout, start=False)
+    assert (again.width(), again.height()) == (780, 560)
+    assert abs(again.splitter.sizes()[0] - sizes[0]) <= 2
+    assert not again.dev_dock.isVisible()
+    again.dev_action.trigger()  # View → Developer pane
+    assert again.dev_dock.isVisible()
+    close_window(qtbot, again)
+
+    third = open_window(qtbot, layout, start=False)
+    qtbot.waitUntil(lambda: third.dev_dock.isVisible(), timeout=5000)
+    assert third.dev_action.isChecked()
+    close_window(qtbot, third)
+
+
+def test_shortcuts_about_box_and_accessible_names(qtbot, window):
+    from localrag.gui.qt import QtGui, QtWidgets
+
+    def keys(action) -> set[str]:
+        return {s.toString() for s in action.shortcuts()}
+
+    assert "Ctrl+O" in keys(window.add_action)
+    assert "Ctrl+N" in keys(window.new_chat_action)
+    assert {"Ctrl+Return", "Ctrl+Enter"} <= keys(window.send_action)
+    assert "Esc" in keys(window.stop_action)
+    assert "Ctrl+D" in keys(window.dev_action)
+    assert QtGui.QKeySequence("Ctrl+,").toString() in keys(window.settings_action)
+
+    qtbot.keyClick(window, "d", QtGui.Qt.KeyboardModifier.ControlModifier)
+    assert window.dev_dock.isVisible()
+
+    about = window.show_about()
+    qtbot.waitUntil(lambda: about.table.rowCount() > 5, timeout=10000)
+    text = about.versions_text()
+    assert "PostgreSQL: 18" in text and "pgvector: 0.8" in text and "Local RAG: " in text
+    assert "all-MiniLM-L6-v2" in text or "MiniLM" in text
+    about.close()
+
+    unnamed = []
+    controls = (
+        QtWidgets.QAbstractButton,
+        QtWidgets.QLineEdit,
+        QtWidgets.QComboBox,
+        QtWidgets.QAbstractSpinBox,
+        QtWidgets.QAbstractItemView,
+        QtWidgets.QPlainTextEdit,
+        QtWidgets.QTextEdit,
+    )
+    for widget in window.findChildren(QtWidgets.QWidget):
+        if (
+            isinstance(widget, controls)
+            and not isinstance(widget, QtWidgets.QHeaderView)
+            and widget.isVisibleTo(window)
+            and widget.parent() is not None
+            and not isinstance(
+                widget.parent(), (QtWidgets.QAbstractSpinBox, QtWidgets.QComboBox, QtWidgets.QTabBar)
+            )
+        ):
+            name = widget.accessibleName() or (
+                widget.text() if isinstance(widget, QtWidgets.QAbstractButton) else ""
+            )
+            if not name.strip():
+                unnamed.append(
+                    f"{type(widget).__name__} {widget.objectName()!r} in {type(widget.parent()).__name__}"
+                )
+    assert not unnamed, unnamed
