@@ -48,6 +48,8 @@ class OnnxEmbedder:
         if threads:
             options.intra_op_num_threads = threads
         options.log_severity_level = 3
+        # Batches come in every shape; a growing arena kept each one's buffers (over 1 GB seen on a manual).
+        options.enable_cpu_mem_arena = False
         try:
             self.session = ort.InferenceSession(str(files.onnx), options, providers=["CPUExecutionProvider"])
         except Exception as exc:
@@ -67,7 +69,7 @@ class OnnxEmbedder:
 
     # -- vectors ---------------------------------------------------------------------------------------------
 
-    def embed(self, texts: list[str], batch_size: int = 32) -> np.ndarray:
+    def embed(self, texts: list[str], batch_size: int = 16) -> np.ndarray:
         """Vectors for ``texts`` in their order, shape (len(texts), dimension), float32, unit length.
 
         Texts are embedded in batches of similar length so that padding costs little.

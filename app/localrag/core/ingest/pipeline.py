@@ -464,28 +464,31 @@ class Ingestor:
         title, doc_type = stream.title, stream.doc_type
         embedder = self.library.embedder
         rows = []
-        t_chunk = 0.0
         pages = 0
+        t_extract = time.monotonic() - t0
 
-        def counted_pages() -> Iterator[Any]:
-            nonlocal pages
-            for page in stream.pages:
+        def timed_pages() -> Iterator[Any]:
+            """The stream's pages, with the time spent reading them counted as extraction."""
+            nonlocal pages, t_extract
+            it = iter(stream.pages)
+            while True:
+                tp = time.monotonic()
+                page = next(it, None)
+                t_extract += time.monotonic() - tp
+                if page is None:
+                    return
                 pages += 1
                 yield page
 
-        chunk_iter = iter_chunks(counted_pages(), embedder, max_tokens=self.settings.chunk_tokens,
-                                 overlap_tokens=self.settings.chunk_overlap, hard_limit=embedder.max_tokens)
-        # Extraction and chunking interleave page by page; attribute the time by measuring chunking alone.
-        for chunk in chunk_iter:
-            tc = time.monotonic()
+        for chunk in iter_chunks(timed_pages(), embedder, max_tokens=self.settings.chunk_tokens,
+                                 overlap_tokens=self.settings.chunk_overlap, hard_limit=embedder.max_tokens):
             rows.append((doc_id, chunk.chunk_index, chunk.page_number, chunk.heading_path, chunk.text,
                          chunk.token_count, chunk.char_start, chunk.char_end, chunk.text_hash))
-            t_chunk += time.monotonic() - tc
         t_total = time.monotonic() - t0
         if not rows:
             raise BadDocument(f"{display_name(path)} has no text to index.", code="empty")
-        summary.stage_seconds["chunk"] += t_chunk
-        summary.stage_seconds["extract"] += t_total - t_chunk
+        summary.stage_seconds["extract"] += t_extract
+        summary.stage_seconds["chunk"] += t_total - t_extract
         tw = time.monotonic()
         with conn.transaction():
             with conn.cursor().copy(
