@@ -194,3 +194,43 @@ def test_hostile_text_and_names_cannot_alter_sql(clean_db, tmp_path):
     with clean_db.connect() as conn:
         assert conn.execute("SELECT count(*) FROM documents").fetchone()[0] == 1
         assert conn.execute("SELECT count(*) FROM chunk_embeddings").fetchone()[0] >= 1
+
+
+@pytest.mark.slow
+def test_two_thousand_page_pdf_ingests_in_bounded_memory(clean_db, tmp_path):
+    """A 2,000-page PDF goes through `local-rag ingest` with peak RSS well under 1.5 GB."""
+    import ctypes
+
+    import pypdfium2 as pdfium
+    import pypdfium2.raw as raw
+
+    pdf = pdfium.PdfDocument.new()
+    for n in range(2000):
+        page = pdf.new_page(612, 792)
+        obj = raw.FPDFPageObj_NewTextObj(pdf.raw, b"Helvetica", 11.0)
+        text = (f"Page {n + 1}: measurement {n * 17 % 997} of the river delta sediment survey." + "\x00")
+        ws = text.encode("utf-16-le")
+        raw.FPDFText_SetText(obj, (ctypes.c_ushort * (len(ws) // 2)).from_buffer_copy(ws))
+        raw.FPDFPageObj_Transform(obj, 1, 0, 0, 1, 50, 700)
+        raw.FPDFPage_InsertObject(page.raw, obj)
+        raw.FPDFPage_GenerateContent(page.raw)
+    pdf.save(str(tmp_path / "survey.pdf"))
+    pdf.close()
+
+    code = (
+        "import resource, sys\n"
+        "from localrag.__main__ import main\n"
+        "rc = main(['ingest', sys.argv[1], '--json'])\n"
+        "print('PEAK_KB', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\n"
+        "sys.exit(rc)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code, str(tmp_path / "survey.pdf")],
+                            capture_output=True, text=True, env=os.environ.copy(), timeout=900)
+    assert result.returncode == 0, result.stderr[-2000:]
+    peak_mb = int(result.stderr.rsplit("PEAK_KB", 1)[1].split()[0]) / 1024
+    with clean_db.connect() as conn:
+        pages, chunks, status = conn.execute("SELECT pages, chunks_total, status FROM documents").fetchone()
+        last = conn.execute("SELECT max(page_number) FROM document_chunks").fetchone()[0]
+    assert (pages, status, last) == (2000, "ready", 2000) and chunks >= 2000
+    print(f"2,000-page PDF: peak RSS {peak_mb:.0f} MB")
+    assert peak_mb < 1500
