@@ -225,3 +225,29 @@ def test_killed_ingest_resumes_to_the_same_state(clean_db, tmp_path, embedder):
     want = embedder.embed([expected[i].text for i in sample])
     got = np.array([np.asarray(rows[i][2].to_list()) for i in sample])
     assert np.allclose(got, want, atol=1e-5)
+
+
+def test_pause_keeps_committed_work_and_the_next_run_carries_on(clean_db, tmp_path):
+    """Closing the app mid-document pauses: committed batches stay, nothing is marked cancelled."""
+    f = tmp_path / "book.txt"
+    f.write_text("\n\n".join(f"Section {i}. " + LOREM * 3 for i in range(150)))
+    ing = Ingestor(clean_db)
+    seen = []
+
+    def on_event(e):
+        seen.append(e)
+        if e.status == "embedding" and e.chunks_embedded >= 64:
+            ing.pause()
+
+    ing.on_event = on_event
+    try:
+        ing.enqueue([f])
+        first = ing.run()
+    finally:
+        ing.close()
+    assert first.ready == 0 and first.cancelled == 0
+    with clean_db.connect() as conn:
+        status, done, total = conn.execute("SELECT status, chunks_embedded, chunks_total FROM documents").fetchone()
+    assert status == "embedding" and 64 <= done < total
+    _, second, _ = _ingest(clean_db, [])
+    assert second.ready == 1 and second.embedded_chunks == total - done

@@ -135,6 +135,7 @@ class Ingestor:
         self._conn: psycopg.Connection[Any] | None = None
         self._cancel_docs: set[int] = set()
         self._cancel_lock = threading.Lock()
+        self._paused = threading.Event()
         self._own_service: EmbeddingService | None = None
         self._own_thread: threading.Thread | None = None
 
@@ -249,6 +250,18 @@ class Ingestor:
         with self._cancel_lock:
             self._cancel_docs.add(doc_id)
 
+    def pause(self) -> None:
+        """Stop ``run`` between steps without cancelling anything (thread-safe): the document in hand keeps its
+        committed work and its status, and the next ``run`` (or the next start of the app) carries on with it."""
+        self._paused.set()
+
+    def unpause(self) -> None:
+        self._paused.clear()
+
+    @property
+    def paused(self) -> bool:
+        return self._paused.is_set()
+
     def remove_document(self, doc_id: int) -> bool:
         self.cancel_document(doc_id)
         removed = remove_document(self.conn, doc_id)
@@ -310,6 +323,8 @@ class Ingestor:
         try:
             while True:
                 try:
+                    if self._paused.is_set():
+                        break
                     if cancel is not None and cancel.cancelled:
                         self._cancel_queued(summary)
                         break
@@ -330,6 +345,8 @@ class Ingestor:
                     time.sleep(min(2.0, 0.2 * store_failures))
                     continue
                 store_failures = 0
+                if event is None:  # paused mid-document
+                    break
                 summary.events.append(event)
                 done_any = True
                 if event.status == "ready":
@@ -398,7 +415,7 @@ class Ingestor:
             summary.events.append(self._emit(IngestEvent(doc_id, path, title, doc_type, "cancelled",
                                                          message="cancelled")))
 
-    def _process(self, doc_id: int, summary: IngestSummary, cancel: CancelToken | None) -> IngestEvent:
+    def _process(self, doc_id: int, summary: IngestSummary, cancel: CancelToken | None) -> IngestEvent | None:
         row = self.conn.execute(
             "SELECT path, path_bytes, title, doc_type, status FROM documents WHERE id = %s", (doc_id,)
         ).fetchone()
@@ -411,6 +428,9 @@ class Ingestor:
                 title, doc_type = self._extract(doc_id, fs_path, summary, doc_cancel)
             self._embed(doc_id, path, title, doc_type, summary, doc_cancel)
             return self._finish(doc_id, path, title, doc_type)
+        except _Paused:
+            self.conn.rollback()
+            return None
         except Cancelled:
             self.conn.rollback()
             with self.conn.transaction():
@@ -632,8 +652,14 @@ class _DocCancel:
             return self.doc_id in self.ingestor._cancel_docs
 
     def raise_if_cancelled(self) -> None:
+        if self.ingestor._paused.is_set():
+            raise _Paused()
         if self.cancelled:
             raise Cancelled()
+
+
+class _Paused(Exception):
+    """Raised inside a document's steps when the ingestor is paused; nothing is undone."""
 
 
 class _Bridge(CancelToken):
