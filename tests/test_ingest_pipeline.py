@@ -187,8 +187,8 @@ def test_killed_ingest_resumes_to_the_same_state(clean_db, tmp_path, embedder):
     from localrag.core.ingest import loaders
     from localrag.core.ingest.chunking import chunk_pages
 
-    f = tmp_path / "book.txt"
-    f.write_text("\n\n".join(f"Section {i}. " + LOREM * 3 for i in range(70)))
+    f = tmp_path / "book.pdf"  # many short pages: many chunks that embed quickly
+    _write_pdf(f, [f"Page {i}: sediment sample {i * 7} was taken near the delta." for i in range(200)])
     proc = subprocess.Popen([sys.executable, "-m", "localrag", "ingest", str(f), "--json"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=os.environ.copy())
     deadline = time.monotonic() + 120
@@ -229,8 +229,8 @@ def test_killed_ingest_resumes_to_the_same_state(clean_db, tmp_path, embedder):
 
 def test_pause_keeps_committed_work_and_the_next_run_carries_on(clean_db, tmp_path):
     """Closing the app mid-document pauses: committed batches stay, nothing is marked cancelled."""
-    f = tmp_path / "book.txt"
-    f.write_text("\n\n".join(f"Section {i}. " + LOREM * 3 for i in range(150)))
+    f = tmp_path / "book.pdf"
+    _write_pdf(f, [f"Page {i}: sediment sample {i * 7} was taken near the delta." for i in range(150)])
     ing = Ingestor(clean_db)
     seen = []
 
