@@ -1,4 +1,5 @@
-"""What the loaders produce and the chunker consumes: pages of text, and chunks with exact character offsets."""
+"""What the loaders produce and the chunker consumes: pages of text, and chunks with exact character
+offsets."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ class Page:
     Attributes:
         number: 1-based page number; formats without pages (Markdown, text, HTML, DOCX) are a single page 1.
         text: the page text, exactly what the character offsets of headings and chunks refer to.
-        headings: ``(char_offset, heading_path)`` pairs sorted by offset; each path (like ``"Install > Linux"``)
+        headings: ``(char_offset, heading_path)`` pairs sorted by offset; each path (``"Install > Linux"``)
             is in force from its offset on. A heading carried over from an earlier page appears at offset 0.
         needs_ocr: the page had no text layer and OCR was not available.
     """

@@ -20,7 +20,7 @@ MIME = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 MAX_UNPACKED_BYTES = 512 * 1024 * 1024
 MAX_XML_BYTES = 128 * 1024 * 1024
 MAX_MEMBERS = 10_000
-_HEADING_STYLE = re.compile(r"^(?:heading|überschrift|titre|título|titolo|kop)\s*([1-9])$", re.I)
+_HEADING_STYLE = re.compile(r"^(?:heading|überschrift|titre|título|titolo|kop)\s*([1-9])$", re.IGNORECASE)
 _OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 
 
@@ -37,7 +37,9 @@ def _check_container(path: Path) -> None:
         with zipfile.ZipFile(path) as archive:
             members = archive.infolist()
     except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, EOFError) as exc:
-        raise BadDocument(f"{name} is not a valid Word document (damaged ZIP container).", code="corrupt") from exc
+        raise BadDocument(
+            f"{name} is not a valid Word document (damaged ZIP container).", code="corrupt"
+        ) from exc
     names = {m.filename for m in members}
     if "word/document.xml" not in names:
         raise BadDocument(f"{name} is not a Word document (no word/document.xml).", code="corrupt")
@@ -89,6 +91,7 @@ def _table_text(table: Any) -> str:
 
 def load(path: Path) -> LoadedDocument:
     import docx
+    from docx.table import Table
 
     _check_container(path)
     name = display_name(path)
@@ -98,7 +101,9 @@ def load(path: Path) -> LoadedDocument:
     except BadDocument:
         raise
     except Exception as exc:  # python-docx and lxml raise many kinds on damaged parts
-        raise BadDocument(f"{name} is damaged and cannot be read ({type(exc).__name__}).", code="corrupt") from exc
+        raise BadDocument(
+            f"{name} is damaged and cannot be read ({type(exc).__name__}).", code="corrupt"
+        ) from exc
 
     parts: list[str] = []
     length = 0
@@ -109,10 +114,12 @@ def load(path: Path) -> LoadedDocument:
     try:
         blocks = list(document.iter_inner_content())
     except Exception as exc:
-        raise BadDocument(f"{name} is damaged and cannot be read ({type(exc).__name__}).", code="corrupt") from exc
+        raise BadDocument(
+            f"{name} is damaged and cannot be read ({type(exc).__name__}).", code="corrupt"
+        ) from exc
     for block in blocks:
-        is_table = hasattr(block, "rows")
-        text = _table_text(block) if is_table else block.text
+        is_table = isinstance(block, Table)
+        text = _table_text(block) if isinstance(block, Table) else block.text
         text = strip_controls(text).strip()
         if not text:
             continue

@@ -1,8 +1,9 @@
 """HTML: the main text of a page as one page, headings h1–h6 as heading paths.
 
 Built on the standard library's ``html.parser``, which tokenises without recursion, so a page nested 100,000
-levels deep costs no more than a flat one. Scripts, styles, navigation, headers, footers and asides are dropped;
-if that leaves nothing (a page wrapped in an unclosed ``<header>``, say), only scripts and styles are dropped.
+levels deep costs no more than a flat one. Scripts, styles, navigation, headers, footers and asides are
+dropped; if that leaves nothing (a page wrapped in an unclosed ``<header>``, say), only scripts and styles are
+dropped.
 """
 
 from __future__ import annotations
@@ -26,7 +27,9 @@ _PARAGRAPH = frozenset(
 _LINE = frozenset({"br", "li", "tr", "dt", "dd", "figcaption", "caption", "option"})
 _CELL = frozenset({"td", "th"})
 _HEADINGS = {f"h{n}": n for n in range(1, 7)}
-_META_CHARSET = re.compile(rb"""<meta[^>]{0,200}?charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]{1,40})""", re.I)
+_META_CHARSET = re.compile(
+    rb"""<meta[^>]{0,200}?charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]{1,40})""", re.IGNORECASE
+)
 _MAX_HEADING_CHARS = 200
 
 

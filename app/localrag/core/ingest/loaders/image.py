@@ -1,7 +1,7 @@
 """Images (PNG, JPEG, TIFF, BMP, WebP): text by OCR with ``rapidocr`` (the optional ``ocr`` extra).
 
-The OCR engine is also used by the PDF loader for pages without a text layer. Each frame of a multi-page TIFF is
-a page.
+The OCR engine is also used by the PDF loader for pages without a text layer. Each frame of a multi-page TIFF
+is a page.
 """
 
 from __future__ import annotations
@@ -71,7 +71,9 @@ def _result_lines(result: Any) -> list[str]:
     return lines
 
 
-def load(path: Path, *, ocr: bool | None = None, cancel: CancelToken | None = None, on_page: Any = None) -> LoadedDocument:
+def load(
+    path: Path, *, ocr: bool | None = None, cancel: CancelToken | None = None, on_page: Any = None
+) -> LoadedDocument:
     name = display_name(path)
     if ocr is False or not ocr_available():
         raise BadDocument(f"{name} is an image; to read its text, {INSTALL_HINT}.", code="needs_ocr")

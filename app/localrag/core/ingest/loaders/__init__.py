@@ -1,0 +1,250 @@
+"""Turn a file into pages of text: one loader per format, chosen by extension and checked against the content.
+
+``load`` reads a whole document; ``open_document`` streams its pages (PDFs page by page, so a book of
+thousands of pages never sits in memory at once). Every problem with the file itself is a ``BadDocument`` with
+a one-line message and a code: ``empty``, ``unsupported``, ``too_large``, ``encrypted``, ``corrupt``,
+``needs_ocr``, ``unreadable``.
+"""
+
+from __future__ import annotations
+
+import logging
+import stat
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from localrag.core.errors import BadDocument
+from localrag.core.ingest.loaders import docx, html, image, markdown, pdf, text
+from localrag.core.ingest.loaders._common import display_name, looks_binary, read_head, sniff_magic
+from localrag.core.ingest.types import LoadedDocument, Page
+from localrag.core.progress import CancelToken
+
+log = logging.getLogger("localrag.ingest")
+
+DEFAULT_MAX_BYTES = 512 * 1024 * 1024
+
+SUPPORTED_SUFFIXES: dict[str, str] = {
+    ".pdf": "pdf",
+    ".md": "markdown",
+    ".markdown": "markdown",
+    ".mdown": "markdown",
+    ".mkd": "markdown",
+    ".txt": "text",
+    ".text": "text",
+    ".log": "text",
+    ".csv": "text",
+    ".tsv": "text",
+    ".rst": "text",
+    ".org": "text",
+    ".adoc": "text",
+    ".json": "text",
+    ".yaml": "text",
+    ".yml": "text",
+    ".toml": "text",
+    ".ini": "text",
+    ".cfg": "text",
+    ".tex": "text",
+    ".html": "html",
+    ".htm": "html",
+    ".xhtml": "html",
+    ".docx": "docx",
+    ".png": "image",
+    ".jpg": "image",
+    ".jpeg": "image",
+    ".tif": "image",
+    ".tiff": "image",
+    ".bmp": "image",
+    ".webp": "image",
+}
+
+_TEXTUAL = frozenset({"markdown", "text", "html"})
+_LEGACY_HINTS = {
+    ".doc": "an old Word file (save it as .docx)",
+    ".ppt": "a PowerPoint file",
+    ".pptx": "a PowerPoint file",
+    ".xls": "a spreadsheet",
+    ".xlsx": "a spreadsheet",
+    ".odt": "an OpenDocument file (save it as .docx)",
+    ".rtf": "an RTF file (save it as .docx)",
+    ".epub": "an e-book",
+    ".gif": "a GIF image",
+}
+
+OnPage = Callable[[int, int], None]
+
+
+@dataclass
+class DocumentStream:
+    """A document opened for reading page by page; ``warnings`` is complete once ``pages`` is exhausted."""
+
+    doc_type: str
+    title: str
+    mime: str
+    page_count: int
+    pages: Iterator[Page]
+    warnings: list[str] = field(default_factory=list)
+
+
+def detect_type(path: Path) -> str | None:
+    """The loader for ``path`` (``'pdf'``, ``'markdown'``, ``'text'``, ``'html'``, ``'docx'``, ``'image'``).
+
+    The extension picks the loader; the first bytes must not contradict it (a PNG named ``.txt`` is ``None``).
+    A damaged file of a supported type still gets its type: ``load`` says what is wrong with it.
+    """
+    doc_type = SUPPORTED_SUFFIXES.get(Path(path).suffix.lower())
+    if doc_type is None:
+        return None
+    try:
+        head = read_head(Path(path))
+    except OSError:
+        return doc_type
+    if doc_type in _TEXTUAL and looks_binary(head):
+        return None
+    if doc_type == "image":
+        what = sniff_magic(head)
+        if what is not None and not what.endswith("image"):
+            return None
+    return doc_type
+
+
+def _check_file(path: Path, max_bytes: int) -> str:
+    """The document type, after the checks that need no parsing: existence, size, extension, sniffing."""
+    name = display_name(path)
+    try:
+        info = path.stat()
+    except FileNotFoundError as exc:
+        raise BadDocument(f"{name} no longer exists.", code="unreadable") from exc
+    except OSError as exc:
+        raise BadDocument(f"{name} cannot be read: {exc.strerror or exc}.", code="unreadable") from exc
+    if not stat.S_ISREG(info.st_mode):
+        raise BadDocument(f"{name} is not a regular file.", code="unsupported")
+    if info.st_size == 0:
+        raise BadDocument(f"{name} is empty (0 bytes).", code="empty")
+    if info.st_size > max_bytes:
+        raise BadDocument(
+            f"{name} is {info.st_size / 2**20:,.1f} MiB, over the {max_bytes / 2**20:,.0f} MiB limit.",
+            code="too_large",
+        )
+    suffix = path.suffix.lower()
+    doc_type = SUPPORTED_SUFFIXES.get(suffix)
+    if doc_type is None:
+        hint = _LEGACY_HINTS.get(suffix)
+        kind = f"'{suffix}'" if suffix else "without an extension"
+        raise BadDocument(
+            f"{name} is {hint}; this type is not supported."
+            if hint
+            else f"{name}: files {kind} are not supported.",
+            code="unsupported",
+        )
+    try:
+        head = read_head(path)
+    except OSError as exc:
+        raise BadDocument(f"{name} cannot be read: {exc.strerror or exc}.", code="unreadable") from exc
+    if doc_type in _TEXTUAL:
+        reason = looks_binary(head)
+        if reason:
+            raise BadDocument(f"{name} is not a text file: {reason}.", code="unsupported")
+    elif doc_type == "image":
+        what = sniff_magic(head)
+        if what is None or not what.endswith("image"):
+            raise BadDocument(f"{name} is not a valid image.", code="corrupt")
+    elif doc_type == "pdf" and b"%PDF-" not in head[:1024]:
+        raise BadDocument(f"{name} is not a valid PDF (no PDF header).", code="corrupt")
+    return doc_type
+
+
+def open_document(
+    path: Path,
+    *,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    ocr: bool | None = None,
+    cancel: CancelToken | None = None,
+    on_page: OnPage | None = None,
+) -> DocumentStream:
+    """Open ``path`` for page-by-page reading. Same arguments and errors as ``load``; PDFs may raise
+    ``needs_ocr``/``empty`` at the end of ``pages`` rather than here."""
+    path = Path(path)
+    doc_type = _check_file(path, max_bytes)
+    if cancel is not None:
+        cancel.raise_if_cancelled()
+    try:
+        if doc_type == "pdf":
+            stream = pdf.open_pdf(path, ocr=ocr, cancel=cancel, on_page=on_page)
+            return DocumentStream(
+                "pdf", stream.title, pdf.MIME, stream.page_count, stream.pages, stream.warnings
+            )
+        doc = _load_whole(path, doc_type, ocr=ocr, cancel=cancel, on_page=on_page)
+    except PermissionError as exc:
+        raise BadDocument(
+            f"{display_name(path)} cannot be read: permission denied.", code="unreadable"
+        ) from exc
+    except MemoryError as exc:
+        raise BadDocument(
+            f"{display_name(path)} is too large to read into memory.", code="too_large"
+        ) from exc
+    return DocumentStream(doc.doc_type, doc.title, doc.mime, len(doc.pages), iter(doc.pages), doc.warnings)
+
+
+def _load_whole(
+    path: Path, doc_type: str, *, ocr: bool | None, cancel: CancelToken | None, on_page: OnPage | None
+) -> LoadedDocument:
+    if doc_type == "image":
+        return image.load(path, ocr=ocr, cancel=cancel, on_page=on_page)
+    loaders = {"markdown": markdown.load, "text": text.load, "html": html.load, "docx": docx.load}
+    doc = loaders[doc_type](path)
+    if on_page is not None:
+        on_page(len(doc.pages), len(doc.pages))
+    return doc
+
+
+def iter_pages(
+    path: Path,
+    *,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    ocr: bool | None = None,
+    cancel: CancelToken | None = None,
+    on_page: OnPage | None = None,
+) -> Iterator[Page]:
+    """The pages of ``path`` one at a time (title and warnings: use ``open_document``)."""
+    return open_document(path, max_bytes=max_bytes, ocr=ocr, cancel=cancel, on_page=on_page).pages
+
+
+def load(
+    path: Path,
+    *,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    ocr: bool | None = None,
+    cancel: CancelToken | None = None,
+    on_page: OnPage | None = None,
+) -> LoadedDocument:
+    """Read ``path`` into pages of text.
+
+    Args:
+        max_bytes: larger files are refused before any byte is read.
+        ocr: ``None`` uses OCR when ``rapidocr`` is installed, ``False`` never does.
+        cancel: checked between pages; cancelling raises ``Cancelled``.
+        on_page: called with ``(pages_done, pages_total)`` as pages are read.
+
+    Raises:
+        BadDocument: the file cannot be indexed; ``code`` says why.
+    """
+    stream = open_document(path, max_bytes=max_bytes, ocr=ocr, cancel=cancel, on_page=on_page)
+    try:
+        pages = list(stream.pages)
+    except PermissionError as exc:
+        raise BadDocument(
+            f"{display_name(Path(path))} cannot be read: permission denied.", code="unreadable"
+        ) from exc
+    return LoadedDocument(stream.doc_type, stream.title, stream.mime, pages, stream.warnings)
+
+
+__all__ = [
+    "DEFAULT_MAX_BYTES",
+    "SUPPORTED_SUFFIXES",
+    "DocumentStream",
+    "detect_type",
+    "iter_pages",
+    "load",
+    "open_document",
+]

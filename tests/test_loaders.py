@@ -1,0 +1,454 @@
+"""Loaders against real files written at test time: every good format reads, every bad file gets its own
+code."""
+
+from __future__ import annotations
+
+import codecs
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import fixtures_docs as fx
+from localrag.core.errors import BadDocument
+from localrag.core.ingest import loaders
+from localrag.core.ingest.loaders import detect_type, iter_pages, load, open_document
+from localrag.core.progress import Cancelled, CancelToken
+
+
+def bad(path: Path, **kwargs: object) -> BadDocument:
+    with pytest.raises(BadDocument) as caught:
+        load(path, **kwargs)  # type: ignore[arg-type]
+    error = caught.value
+    assert "\n" not in error.message and error.message.strip(), error.message
+    return error
+
+
+# -- PDF -----------------------------------------------------------------------------------------------------
+
+
+def test_pdf_pages_text_title_and_outline_headings(tmp_path: Path) -> None:
+    progress: list[tuple[int, int]] = []
+    doc = load(
+        fx.manual_pdf(tmp_path / "manual.pdf"), on_page=lambda done, total: progress.append((done, total))
+    )
+    assert (doc.doc_type, doc.mime, doc.title) == ("pdf", "application/pdf", "Fixture Manual")
+    assert [p.number for p in doc.pages] == [1, 2, 3]
+    assert progress == [(1, 3), (2, 3), (3, 3)]
+    assert "Installing on Linux takes one command." in doc.pages[1].text
+    assert "\r" not in "".join(p.text for p in doc.pages)
+    assert doc.pages[0].headings == [(0, "Chapter 1")]
+    # Both bookmarks start on page 2; "Installing" is found where its line starts.
+    page2 = doc.pages[1]
+    assert page2.headings[-1][1] == "Chapter 2 > Installing"
+    assert page2.text[page2.headings[-1][0] :].startswith("Installing")
+    # Page 3 carries the section in force from page 2 until "Appendix" starts mid-page.
+    page3 = doc.pages[2]
+    assert page3.headings[0] == (0, "Chapter 2 > Installing")
+    assert page3.headings[1][1] == "Appendix" and page3.text[page3.headings[1][0] :].startswith("Appendix")
+    assert doc.warnings == [] and not any(p.needs_ocr for p in doc.pages)
+
+
+def test_pdf_streams_pages(tmp_path: Path) -> None:
+    path = fx.write_pdf(tmp_path / "long.pdf", [[f"Page {i} text."] for i in range(1, 41)])
+    stream = open_document(path)
+    assert (stream.doc_type, stream.page_count) == ("pdf", 40)
+    first = next(stream.pages)
+    assert first.number == 1 and first.text == "Page 1 text."
+    assert [p.number for p in stream.pages] == list(range(2, 41))
+    assert [p.text for p in iter_pages(path)][-1] == "Page 40 text."
+
+
+def test_pdf_cancel_between_pages(tmp_path: Path) -> None:
+    path = fx.write_pdf(tmp_path / "c.pdf", [["one"], ["two"], ["three"]])
+    token = CancelToken()
+    with pytest.raises(Cancelled):
+        load(path, cancel=token, on_page=lambda done, total: token.cancel())
+
+
+def test_encrypted_pdf(tmp_path: Path) -> None:
+    assert bad(fx.write_pdf(tmp_path / "secret.pdf", [["hidden"]], password="pw")).code == "encrypted"
+
+
+def test_truncated_pdf(tmp_path: Path) -> None:
+    error = bad(fx.truncate(fx.manual_pdf(tmp_path / "cut.pdf")))
+    assert error.code == "corrupt" and "cut.pdf" in error.message
+
+
+def test_binary_garbage_named_pdf(tmp_path: Path) -> None:
+    (tmp_path / "noise.pdf").write_bytes(os.urandom(4096))
+    assert bad(tmp_path / "noise.pdf").code == "corrupt"
+    (tmp_path / "header.pdf").write_bytes(b"%PDF-1.7\n" + os.urandom(4096) + b"\n%%EOF\n")
+    assert bad(tmp_path / "header.pdf").code == "corrupt"
+    (tmp_path / "image.pdf").write_bytes(fx.png_bytes())
+    assert bad(tmp_path / "image.pdf").code == "corrupt"
+
+
+def test_scanned_pdf_without_ocr(tmp_path: Path) -> None:
+    error = bad(fx.write_pdf(tmp_path / "scan.pdf", [None, None]), ocr=False)
+    assert error.code == "needs_ocr" and "ocr" in error.message
+
+
+def test_partly_scanned_pdf_flags_pages(tmp_path: Path) -> None:
+    doc = load(
+        fx.write_pdf(tmp_path / "mixed.pdf", [["Typed page."], None, ["Typed again."], None]), ocr=False
+    )
+    assert [p.needs_ocr for p in doc.pages] == [False, True, False, True]
+    assert doc.warnings == ["pages 2, 4 need OCR (install the ocr extra: pip install 'localrag[ocr]')"]
+
+
+def test_blank_pdf_is_empty(tmp_path: Path) -> None:
+    assert bad(fx.write_blank_pdf(tmp_path / "blank.pdf")).code == "empty"
+
+
+def test_ocr_reads_scans_when_installed(tmp_path: Path) -> None:
+    pytest.importorskip("rapidocr")
+    doc = load(fx.text_image_png(tmp_path / "words.png", "Invoice number 4711"))
+    assert doc.doc_type == "image" and "4711" in doc.pages[0].text
+
+
+def test_ocr_reads_scanned_pdf_pages_when_installed(tmp_path: Path) -> None:
+    pytest.importorskip("rapidocr")
+    from PIL import Image
+
+    picture = fx.text_image_png(tmp_path / "scan.png", "Invoice number 4711")
+    with Image.open(picture) as image:
+        image.convert("RGB").save(tmp_path / "scan.pdf")
+    doc = load(tmp_path / "scan.pdf")
+    assert "4711" in doc.pages[0].text and not doc.pages[0].needs_ocr and doc.warnings == []
+
+
+# -- generic checks ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "name", ["empty.pdf", "empty.txt", "empty.md", "empty.html", "empty.docx", "empty.png"]
+)
+def test_zero_bytes_is_empty(tmp_path: Path, name: str) -> None:
+    (tmp_path / name).write_bytes(b"")
+    assert bad(tmp_path / name).code == "empty"
+
+
+def test_size_checked_before_reading(tmp_path: Path) -> None:
+    huge = tmp_path / "huge.txt"
+    with open(huge, "wb") as f:  # sparse: 600 MiB on paper, nothing on disk
+        f.truncate(600 * 1024 * 1024)
+    assert bad(huge).code == "too_large"
+    small = tmp_path / "small.txt"
+    small.write_text("twelve bytes")
+    assert bad(small, max_bytes=10).code == "too_large"
+
+
+@pytest.mark.parametrize("name", ["data.xyz", "old.doc", "slides.pptx", "noextension"])
+def test_unknown_types_unsupported(tmp_path: Path, name: str) -> None:
+    (tmp_path / name).write_text("some words")
+    assert bad(tmp_path / name).code == "unsupported"
+    assert detect_type(tmp_path / name) is None
+
+
+@pytest.mark.parametrize("name", ["picture.txt", "picture.md", "picture.html"])
+def test_png_with_a_text_name_is_not_text(tmp_path: Path, name: str) -> None:
+    (tmp_path / name).write_bytes(fx.png_bytes())
+    error = bad(tmp_path / name)
+    assert error.code == "unsupported" and "PNG" in error.message
+    assert detect_type(tmp_path / name) is None
+
+
+def test_nul_bytes_in_a_text_file(tmp_path: Path) -> None:
+    (tmp_path / "blob.txt").write_bytes(b"header\x00\x01\x02" + os.urandom(2000))
+    assert bad(tmp_path / "blob.txt").code == "unsupported"
+
+
+def test_missing_file_unreadable(tmp_path: Path) -> None:
+    assert bad(tmp_path / "gone.txt").code == "unreadable"
+
+
+def test_detect_type(tmp_path: Path) -> None:
+    (tmp_path / "a.MD").write_text("# Title\n")
+    (tmp_path / "b.htm").write_text("<p>x</p>")
+    (tmp_path / "c.jpeg").write_bytes(b"\xff\xd8\xff\xe0" + b"\0" * 20)
+    fx.manual_pdf(tmp_path / "d.pdf")
+    assert [detect_type(tmp_path / n) for n in ("a.MD", "b.htm", "c.jpeg", "d.pdf")] == [
+        "markdown",
+        "html",
+        "image",
+        "pdf",
+    ]
+    assert set(loaders.SUPPORTED_SUFFIXES.values()) == {"pdf", "markdown", "text", "html", "docx", "image"}
+
+
+# -- text ----------------------------------------------------------------------------------------------------
+
+SAMPLE = "Crème brûlée, naïve café façade — «déjà vu» in Zürich.\nSecond line: coöperate, Ångström.\n" * 3
+
+
+@pytest.mark.parametrize(
+    "encoding,prefix",
+    [
+        ("utf-8", b""),
+        ("utf-8", codecs.BOM_UTF8),
+        ("utf-16-le", codecs.BOM_UTF16_LE),
+        ("utf-16-be", codecs.BOM_UTF16_BE),
+        ("utf-16-le", b""),
+        ("latin-1", b""),
+        ("cp1252", b""),
+    ],
+)
+def test_text_encodings(tmp_path: Path, encoding: str, prefix: bytes) -> None:
+    path = tmp_path / "notes.txt"
+    path.write_bytes(prefix + SAMPLE.replace("—", "-" if encoding == "latin-1" else "—").encode(encoding))
+    doc = load(path)
+    expected = SAMPLE.replace("—", "-") if encoding == "latin-1" else SAMPLE
+    assert (doc.doc_type, doc.mime, doc.title) == ("text", "text/plain", "notes")
+    assert doc.pages[0].text == expected and len(doc.pages) == 1
+
+
+def test_text_newlines_normalised(tmp_path: Path) -> None:
+    (tmp_path / "dos.txt").write_bytes(b"one\r\ntwo\rthree\n")
+    assert load(tmp_path / "dos.txt").pages[0].text == "one\ntwo\nthree\n"
+
+
+def test_whitespace_only_text_is_empty(tmp_path: Path) -> None:
+    (tmp_path / "blank.txt").write_text(" \n\t\n  ")
+    assert bad(tmp_path / "blank.txt").code == "empty"
+
+
+# -- Markdown ------------------------------------------------------------------------------------------------
+
+MARKDOWN = """---
+title: The Handbook
+---
+# Install
+
+Intro text.
+
+## Linux ##
+
+Run this:
+
+```bash
+# not a heading
+make install
+```
+
+~~~
+## also not a heading
+~~~
+
+Windows
+-------
+
+Double-click.
+
+Usage
+=====
+
+### Flags `--fast`
+
+    # indented code, not a heading
+Done.
+"""
+
+
+def test_markdown_heading_paths(tmp_path: Path) -> None:
+    path = tmp_path / "handbook.md"
+    path.write_text(MARKDOWN)
+    doc = load(path)
+    page = doc.pages[0]
+    assert (doc.doc_type, doc.title, page.text) == ("markdown", "The Handbook", MARKDOWN)
+    assert [h for _, h in page.headings] == [
+        "Install",
+        "Install > Linux",
+        "Install > Windows",
+        "Usage",
+        "Usage > Flags --fast",
+    ]
+    starts = [page.text[offset:].split("\n", 1)[0] for offset, _ in page.headings]
+    assert starts == ["# Install", "## Linux ##", "Windows", "Usage", "### Flags `--fast`"]
+
+
+def test_markdown_title_from_first_h1(tmp_path: Path) -> None:
+    (tmp_path / "x.md").write_text("Some text\n\n# Real Title\n\nbody\n")
+    assert load(tmp_path / "x.md").title == "Real Title"
+
+
+def test_markdown_pathological_input_is_fast(tmp_path: Path) -> None:
+    lines = ["#" * (i % 9) + " heading " + str(i) for i in range(10_000)]
+    deep = ">" * 20_000 + " # quoted\n" + "  " * 5000 + "- nested\n"
+    text = "\n".join(lines) + "\n" + deep + "#" * 200_000 + "\n" + "# " * 100_000 + "\n" + "```\n" * 3
+    (tmp_path / "evil.md").write_text(text)
+    started = time.monotonic()
+    doc = load(tmp_path / "evil.md")
+    assert time.monotonic() - started < 5
+    assert len(doc.pages[0].headings) > 5000
+    assert all(h.count(" > ") <= 5 for _, h in doc.pages[0].headings)
+
+
+# -- HTML ----------------------------------------------------------------------------------------------------
+
+HTML = """<!doctype html>
+<html><head><meta charset="utf-8"><title>Release &amp; Notes</title>
+<style>body { color: red }</style><script>var hidden = "script text";</script></head>
+<body>
+<header><nav><a href="/">Home</a> | <a href="/docs">Docs</a></nav></header>
+<main>
+<h1>Version 2</h1>
+<p>The   new <b>release</b> is out &mdash; upgrade soon.</p>
+<h2>Fixes</h2>
+<ul><li>Faster start</li><li>Smaller files</li></ul>
+<h3>Details</h3><p>See&nbsp;below.</p>
+<pre>code   keeps
+   its spacing</pre>
+<h2>Known issues</h2><p>None.</p>
+</main>
+<aside>Related posts</aside>
+<footer>Copyright footer</footer>
+</body></html>"""
+
+
+def test_html_main_text_and_headings(tmp_path: Path) -> None:
+    (tmp_path / "notes.html").write_text(HTML)
+    doc = load(tmp_path / "notes.html")
+    text = doc.pages[0].text
+    assert (doc.doc_type, doc.mime, doc.title) == ("html", "text/html", "Release & Notes")
+    for gone in ("script text", "color: red", "Home", "Related posts", "Copyright footer"):
+        assert gone not in text
+    assert "The new release is out — upgrade soon." in text
+    assert "Faster start\nSmaller files" in text
+    assert "code   keeps\n   its spacing" in text
+    paths = [h for _, h in doc.pages[0].headings]
+    assert paths == [
+        "Version 2",
+        "Version 2 > Fixes",
+        "Version 2 > Fixes > Details",
+        "Version 2 > Known issues",
+    ]
+    for offset, path in doc.pages[0].headings:
+        assert text[offset:].startswith(path.split(" > ")[-1])
+
+
+def test_html_unclosed_chrome_falls_back(tmp_path: Path) -> None:
+    (tmp_path / "odd.htm").write_text("<header><p>Everything is inside an unclosed header.</p>")
+    assert "Everything is inside" in load(tmp_path / "odd.htm").pages[0].text
+
+
+def test_html_deep_nesting(tmp_path: Path) -> None:
+    depth = 100_000
+    (tmp_path / "deep.html").write_text(
+        "<div>" * depth + "<h2>Deep</h2><p>bottom text</p>" + "</div>" * depth
+    )
+    started = time.monotonic()
+    doc = load(tmp_path / "deep.html")
+    assert time.monotonic() - started < 20
+    assert "bottom text" in doc.pages[0].text and doc.pages[0].headings[0][1] == "Deep"
+
+
+def test_html_without_visible_text_is_empty(tmp_path: Path) -> None:
+    (tmp_path / "s.html").write_text("<html><script>only()</script><style>p{}</style></html>")
+    assert bad(tmp_path / "s.html").code == "empty"
+
+
+def test_html_latin1_meta_charset(tmp_path: Path) -> None:
+    html = '<html><head><meta charset="iso-8859-1"></head><body><p>Caf\xe9 cr\xe8me</p></body></html>'
+    (tmp_path / "l.html").write_bytes(html.encode("latin-1"))
+    assert "Café crème" in load(tmp_path / "l.html").pages[0].text
+
+
+# -- DOCX ----------------------------------------------------------------------------------------------------
+
+
+def test_docx_headings_and_tables(tmp_path: Path) -> None:
+    path = fx.write_docx(
+        tmp_path / "guide.docx",
+        [
+            ("Title", "Admin Guide"),
+            ("Heading 1", "Install"),
+            ("", "Unpack the archive."),
+            ("Heading 2", "Linux"),
+            ("", "Use the package manager."),
+            ("Heading 1", "Backups"),
+            ("", "Nightly at two."),
+        ],
+        table=[["Host", "Role"], ["db1", "primary"]],
+    )
+    doc = load(path)
+    page = doc.pages[0]
+    assert (doc.doc_type, doc.title) == ("docx", "Admin Guide")
+    assert doc.mime.endswith("wordprocessingml.document")
+    assert page.text.startswith("Admin Guide\n\nInstall\n\nUnpack the archive.")
+    assert page.text.endswith("Host\tRole\ndb1\tprimary")
+    assert [h for _, h in page.headings] == ["Install", "Install > Linux", "Backups"]
+    for offset, path_ in page.headings:
+        assert page.text[offset:].startswith(path_.split(" > ")[-1])
+
+
+def test_docx_zip_bomb_refused(tmp_path: Path) -> None:
+    started = time.monotonic()
+    error = bad(fx.write_docx_bomb(tmp_path / "bomb.docx"))
+    assert error.code == "too_large"
+    assert time.monotonic() - started < 15
+
+
+def test_docx_not_a_zip(tmp_path: Path) -> None:
+    (tmp_path / "fake.docx").write_text("just text pretending")
+    assert bad(tmp_path / "fake.docx").code == "corrupt"
+    assert bad(fx.write_zip_without_document(tmp_path / "other.docx")).code == "corrupt"
+
+
+def test_docx_truncated(tmp_path: Path) -> None:
+    path = fx.write_docx(tmp_path / "cut.docx", [("", "Some text " * 50)])
+    assert bad(fx.truncate(path, 0.5)).code == "corrupt"
+
+
+def test_docx_without_text_is_empty(tmp_path: Path) -> None:
+    assert bad(fx.write_docx(tmp_path / "blank.docx", [])).code == "empty"
+
+
+# -- images -------------------------------------------------------------------------------------------------
+
+
+def test_image_without_ocr(tmp_path: Path) -> None:
+    (tmp_path / "scan.png").write_bytes(fx.png_bytes())
+    error = bad(tmp_path / "scan.png", ocr=False)
+    assert error.code == "needs_ocr" and "ocr extra" in error.message
+
+
+def test_image_that_is_not_an_image(tmp_path: Path) -> None:
+    (tmp_path / "photo.jpg").write_text("not a picture at all")
+    assert bad(tmp_path / "photo.jpg").code == "corrupt"
+
+
+# -- file names ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "name",
+    ['it\'s "quoted".md', "semi;colon; rm -rf.md", "new\nline.md", "tab\tand space .md", "ünïcödé 日本.md"],
+)
+def test_odd_file_names(tmp_path: Path, name: str) -> None:
+    path = tmp_path / name
+    path.write_text("# Heading\n\nBody.\n")
+    doc = load(path)
+    assert doc.pages[0].headings == [(0, "Heading")] and "\n" not in doc.title
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="arbitrary bytes in file names are a Linux thing")
+def test_non_utf8_file_name(tmp_path: Path) -> None:
+    raw = os.fsencode(tmp_path) + b"/caf\xe9 \xff\xfe.txt"
+    with open(raw, "wb") as f:
+        f.write(b"plain words")
+    path = Path(os.fsdecode(raw))
+    doc = load(path)
+    assert doc.pages[0].text == "plain words"
+    doc.title.encode("utf-8")  # printable, storable
+    pdf_raw = os.fsencode(tmp_path) + b"/r\xe9sum\xe9\n.pdf"
+    fx.write_pdf(Path(os.fsdecode(pdf_raw)), [["Resume text."]])
+    assert load(Path(os.fsdecode(pdf_raw))).pages[0].text == "Resume text."
+    (tmp_path / "empty\xe9.txt").write_bytes(b"")
+    bad_name = Path(os.fsdecode(os.fsencode(tmp_path) + b"/bad\n\xff.pdf"))
+    bad_name.write_bytes(b"junk")
+    error = bad(bad_name)
+    assert error.code == "corrupt"
+    error.message.encode("utf-8")
