@@ -1,0 +1,171 @@
+"""``local-rag ask QUESTION [--no-grounding] [--strict] [--doc-type T] [--chat ID | --save] [--json]``.
+
+Streams the answer, then the sources. ``--json`` prints one object instead: ``answer``, ``sources`` (``path``,
+``page_number``, ``chunk_ids``, ``cited``…), ``citations``, ``notice`` and ``timings`` in seconds
+(``retrieval_s``, ``ttft_s``, ``tokens_per_s``…). Nothing is kept unless ``--save`` (a new chat) or ``--chat ID``
+(continue that chat: its earlier questions make follow-ups work).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Any
+
+from localrag.core.errors import KnownError
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("ask", help="ask a question; the answer streams, then its sources")
+    p.add_argument("question", help="the question")
+    p.add_argument(
+        "--no-grounding",
+        dest="grounded",
+        action="store_false",
+        help="plain local chat: do not search the documents",
+    )
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="answer only from the documents; say so when nothing relevant is found",
+    )
+    p.add_argument(
+        "--doc-type",
+        action="append",
+        dest="doc_types",
+        metavar="T",
+        help="only documents of this type (pdf, markdown, text, html, docx, image); repeatable",
+    )
+    keep = p.add_mutually_exclusive_group()
+    keep.add_argument(
+        "--chat", type=int, metavar="ID", help="continue chat ID (and keep this exchange in it)"
+    )
+    keep.add_argument("--save", action="store_true", help="keep the exchange in a new chat")
+    p.add_argument("--max-tokens", type=int, default=None, help="the answer's length limit")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from localrag.core.chat.engine import ChatEngine, Done, Failed, Retrieved, Searching, Token, WarmingUp
+    from localrag.core.chat.llm import LLMProvider
+    from localrag.core.library import Library
+
+    started = time.monotonic()
+    library = Library(owner=False)
+    provider = LLMProvider(library.settings)
+    provider.start()  # the model loads while the store opens and retrieval runs
+    try:
+        library.open()
+    except KnownError as exc:  # the answer goes on, ungrounded, and says why
+        if not args.json:
+            print(f"local-rag: {exc.message}", file=sys.stderr)
+    engine = ChatEngine(library, provider)
+    out: dict[str, Any] = {"question": args.question, "grounded": args.grounded, "strict": args.strict}
+    code = 0
+    streamed = False
+    try:
+        for event in engine.ask(
+            args.chat,
+            args.question,
+            grounded=args.grounded,
+            strict=args.strict,
+            doc_types=args.doc_types,
+            max_tokens=args.max_tokens,
+            persist=bool(args.chat or args.save),
+        ):
+            if isinstance(event, Token):
+                if not args.json:
+                    sys.stdout.write(event.text)
+                    sys.stdout.flush()
+                    streamed = True
+            elif isinstance(event, Searching | WarmingUp) and not args.json:
+                label = "Searching your documents…" if isinstance(event, Searching) else "Warming up…"
+                print(label, file=sys.stderr, flush=True)
+            elif isinstance(event, Retrieved):
+                out["sources"] = [s.to_dict() for s in event.sources]
+                if event.notice:
+                    out["notice"] = event.notice
+            elif isinstance(event, Done):
+                out.update(_done(event))
+                if not args.json:
+                    if streamed:
+                        print()
+                    _print_sources(event)
+            elif isinstance(event, Failed):
+                out["error"] = event.message
+                code = 1
+                if not args.json:
+                    print(f"local-rag: {event.message}", file=sys.stderr)
+                    _print_retrieved(out.get("sources", []))
+    finally:
+        library.close()
+    out.setdefault("timings", {})["wall_s"] = round(time.monotonic() - started, 3)
+    out["model"] = provider.state.model
+    out["load_s"] = round(provider.state.load_s, 3)
+    if args.json:
+        print(json.dumps(out, ensure_ascii=False, indent=2))
+    return code
+
+
+def _done(event: Any) -> dict[str, Any]:
+    return {
+        "answer": event.answer,
+        "sources": [_source_json(s) for s in event.sources],
+        "citations": {"cited": event.citations.cited, "invalid": event.citations.invalid},
+        "chunk_ids": event.chunk_ids,
+        "notice": event.notice,
+        "cancelled": event.cancelled,
+        "chat_id": event.chat_id,
+        "message_id": event.message_id,
+        "timings": event.timings,
+    }
+
+
+def _source_json(s: Any) -> dict[str, Any]:
+    d = s.to_dict()
+    d.pop("text", None)
+    return d
+
+
+def _where(s: Any) -> str:
+    where = s.title or s.file_name
+    if s.doc_type == "pdf" or s.page_number > 1:
+        where += f", p. {s.page_number}"
+    if s.heading_path and s.heading_path != s.title:
+        where += f" — {s.heading_path}"
+    return where
+
+
+def _print_sources(event: Any) -> None:
+    if event.notice:
+        print(f"\nNote: {event.notice}")
+    if event.citations.invalid:
+        numbers = ", ".join(f"[{n}]" for n in event.citations.invalid)
+        print(f"(not a source: {numbers})")
+    if event.sources:
+        print("\nSources:" if event.citations.cited else "\nSources (not cited by the answer):")
+        for s in event.sources:
+            mark = "" if s.cited or not event.citations.cited else "  (not cited)"
+            score = f" · score {s.score:.2f}" if s.score is not None else ""
+            print(f"[{s.number}] {_where(s)}{score}{mark}")
+            print(f"    {s.path}")
+    t = event.timings
+    parts = []
+    if "retrieval_s" in t:
+        parts.append(f"retrieval {t['retrieval_s']:.2f} s")
+    if "ttft_s" in t:
+        parts.append(f"first token {t['ttft_s']:.2f} s")
+    if t.get("tokens_per_s"):
+        parts.append(f"{t['tokens_per_s']:.0f} tokens/s")
+    if event.chat_id is not None:
+        parts.append(f"chat {event.chat_id}")
+    if parts:
+        print("(" + " · ".join(parts) + ")", file=sys.stderr)
+
+
+def _print_retrieved(sources: list[dict[str, Any]]) -> None:
+    for s in sources:
+        print(f"[{s['number']}] {s['title']}, p. {s['page_number']}\n    {s['path']}")

@@ -1,0 +1,199 @@
+"""Citations in an answer: ``[1]``, ``[1, 3]``, ``[2-4]`` checked against the sources the model was given.
+
+The check is strict whatever the model: a number that names no source given with the question is invalid and is
+never shown as a link. ``Source`` is what a message keeps of each source (stored as JSON with the message).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+# A bracket holding numbers separated by commas/semicolons, or ranges with a hyphen or en dash, optionally
+# written "[Source 2]" or "[source 1, 3]" (small models do).
+_BRACKET = re.compile(
+    r"\[\s*(?:sources?\s*)?(\d{1,4}(?:\s*(?:[,;]|[-–]|and)\s*\d{1,4})*)\s*\]", re.IGNORECASE
+)
+_ITEM = re.compile(r"(\d{1,4})\s*(?:[-–]\s*(\d{1,4}))?")
+# A range wider than this is not a citation anyone meant ("[1-2000]"); its numbers count as invalid.
+MAX_RANGE = 20
+EXCERPT_CHARS = 1200
+
+
+@dataclass
+class Source:
+    """One numbered source given to the model (``number`` is its ``[n]``), as kept with the message.
+
+    ``score`` is what the sources list shows: the cosine similarity when there is one, else the fused score.
+    ``text`` is the passage (cut to ``EXCERPT_CHARS``); ``char_start``/``char_end`` locate it in the document.
+    """
+
+    number: int
+    doc_id: int
+    title: str
+    path: str
+    doc_type: str
+    page_number: int
+    heading_path: str
+    chunk_ids: list[int]
+    score: float | None = None
+    char_start: int = 0
+    char_end: int = 0
+    text: str = ""
+    cited: bool = False
+
+    @classmethod
+    def from_result(cls, number: int, r: Any) -> Source:
+        """From a retrieval ``Result`` (or a packed source)."""
+        scores = getattr(r, "scores", {}) or {}
+        score = scores.get("vector")
+        if score is None:
+            score = scores.get("fused", getattr(r, "similarity", None))
+        text = str(getattr(r, "text", "") or "")
+        return cls(
+            number=number,
+            doc_id=int(r.doc_id),
+            title=str(r.title or ""),
+            path=str(r.path or ""),
+            doc_type=str(r.doc_type or ""),
+            page_number=int(r.page_number or 1),
+            heading_path=str(r.heading_path or ""),
+            chunk_ids=[int(c) for c in r.chunk_ids],
+            score=None if score is None else round(float(score), 4),
+            char_start=int(getattr(r, "char_start", 0) or 0),
+            char_end=int(getattr(r, "char_end", 0) or 0),
+            text=text[:EXCERPT_CHARS],
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Source:
+        known = {f: data[f] for f in cls.__dataclass_fields__ if f in data}
+        known.setdefault("number", 0)
+        for name in ("doc_id", "title", "path", "doc_type", "heading_path"):
+            known.setdefault(name, 0 if name == "doc_id" else "")
+        known.setdefault("page_number", 1)
+        known["chunk_ids"] = [int(c) for c in known.get("chunk_ids") or []]
+        return cls(**known)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @property
+    def file_name(self) -> str:
+        return self.path.replace("\\", "/").rsplit("/", 1)[-1] or self.title
+
+
+@dataclass
+class CitationMark:
+    """One bracket in the answer: where it is and which numbers it names."""
+
+    start: int
+    end: int
+    text: str
+    valid: list[int] = field(default_factory=list)  # numbers that name a given source, in order written
+    invalid: list[int] = field(default_factory=list)
+
+
+@dataclass
+class CitationCheck:
+    """The citations of one answer against its ``n_sources`` sources.
+
+    Attributes:
+        marks: every bracket that looks like a citation, in order.
+        cited: the valid source numbers, in order of first citation.
+        invalid: numbers that name no given source (shown as plain text, never as links).
+    """
+
+    n_sources: int
+    marks: list[CitationMark] = field(default_factory=list)
+    cited: list[int] = field(default_factory=list)
+    invalid: list[int] = field(default_factory=list)
+
+    def is_valid(self, number: int) -> bool:
+        return 1 <= number <= self.n_sources
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "cited": list(self.cited),
+            "invalid": list(self.invalid),
+            "marks": [asdict(m) for m in self.marks],
+        }
+
+
+def _numbers(group: str) -> list[int]:
+    numbers: list[int] = []
+    for part in re.split(r"\s*(?:[,;]|and)\s*", group):
+        m = _ITEM.fullmatch(part.strip())
+        if not m:
+            continue
+        lo = int(m.group(1))
+        hi = int(m.group(2)) if m.group(2) else lo
+        if hi < lo or hi - lo > MAX_RANGE:
+            numbers.extend([lo, hi] if hi != lo else [lo])
+        else:
+            numbers.extend(range(lo, hi + 1))
+    return numbers
+
+
+def check_citations(answer: str, n_sources: int) -> CitationCheck:
+    """Find the citations in ``answer`` and check each number against ``n_sources`` sources."""
+    check = CitationCheck(n_sources=n_sources)
+    for m in _BRACKET.finditer(answer):
+        mark = CitationMark(m.start(), m.end(), m.group(0))
+        for n in _numbers(m.group(1)):
+            (mark.valid if check.is_valid(n) else mark.invalid).append(n)
+        for n in mark.valid:
+            if n not in check.cited:
+                check.cited.append(n)
+        for n in mark.invalid:
+            if n not in check.invalid:
+                check.invalid.append(n)
+        check.marks.append(mark)
+    return check
+
+
+def apply_citations(sources: list[Source], check: CitationCheck) -> list[int]:
+    """Mark the cited sources (``Source.cited``) and return the chunk ids of the cited ones, in citation
+    order without repeats."""
+    chunk_ids: list[int] = []
+    for s in sources:
+        s.cited = s.number in check.cited
+    by_number = {s.number: s for s in sources}
+    for n in check.cited:
+        for cid in by_number[n].chunk_ids if n in by_number else []:
+            if cid not in chunk_ids:
+                chunk_ids.append(cid)
+    return chunk_ids
+
+
+def segments(answer: str, check: CitationCheck) -> list[tuple[str, int | None]]:
+    """The answer cut into text pieces and links: ``(text, None)`` is plain text, ``(text, n)`` links to source
+    ``n``. Invalid numbers stay plain text. For views that build their own rich text."""
+    out: list[tuple[str, int | None]] = []
+    pos = 0
+    for mark in check.marks:
+        if mark.start > pos:
+            out.append((answer[pos : mark.start], None))
+        if len(mark.valid) == 1 and not mark.invalid:
+            out.append((mark.text, mark.valid[0]))
+        else:
+            body = mark.text
+            cursor = 0
+            for m in re.finditer(r"\d{1,4}", body):
+                n = int(m.group(0))
+                if m.start() > cursor:
+                    out.append((body[cursor : m.start()], None))
+                out.append((m.group(0), n if n in mark.valid else None))
+                cursor = m.end()
+            if cursor < len(body):
+                out.append((body[cursor:], None))
+        pos = mark.end
+    if pos < len(answer):
+        out.append((answer[pos:], None))
+    return out
+
+
+def strip_citations(text: str) -> str:
+    """``text`` without citation brackets (earlier answers in a prompt: their numbers meant other sources)."""
+    return re.sub(r"[ \t]*" + _BRACKET.pattern, "", text, flags=re.IGNORECASE)

@@ -1,0 +1,588 @@
+"""Grounded chat: a question → retrieval → a budgeted prompt → a streamed answer → checked citations → history.
+
+``ChatEngine.ask`` is a generator of typed events, in this order::
+
+    Searching(query)                 grounded questions only: retrieval starts ("Searching your documents…")
+    WarmingUp()                      only if the model is still loading: the question waits for it
+    Retrieved(query, response, packed, prompt, sources, notice)   grounded questions only
+    Prompt                           plain questions only: the exact prompt (for the developer pane)
+    Token(text) …                    the answer, piece by piece, in order
+    Done(chat_id, message_id, answer, citations, sources, chunk_ids, timings, notice, cancelled)
+or  Failed(message, known)           instead of the tokens and Done: the model is missing (after Retrieved, so
+                                     the sources still show: retrieval-only), or a bug (``known`` False)
+
+What the GUI does: host the engine on one QThread (the generation worker), iterate ``ask`` there and re-emit each
+event as a signal (queued connections deliver them in order on the main thread); Esc calls ``cancel.cancel()``
+on the token passed to ``ask`` — the answer stops within a token (or within one graph node while the prompt is
+being processed) and ends with ``Done(cancelled=True)``, keeping what was generated. At start-up call
+``warm_up()`` on that thread (or a worker): it loads the embedding model and the LLM and evaluates the fixed
+system prompt, so the first question only pays for its own tokens. A question asked before that just waits
+(``WarmingUp``) on the worker thread; the window never blocks. Nothing here imports Qt.
+
+Failures: the store down (``response.reason == "error"``) → the answer is ungrounded and ``notice`` says so
+(strict mode answers only that it cannot search); the LLM cannot load → ``Failed(known=True)`` after
+``Retrieved``, and ``retrieve_only`` keeps search working.
+
+Timings (seconds, in ``Done.timings`` and stored with the answer): ``retrieval_s``, ``wait_s`` (waiting for the
+model to load), ``prompt_s`` (prompt processing until the first token), ``ttft_s`` (question to first token,
+without ``wait_s``), ``tokens``, ``tokens_per_s``, ``prompt_tokens``, ``cached_tokens`` (reused from the
+previous prompt's KV cache), ``total_s``.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import psycopg
+
+from localrag.core.chat import history as hist
+from localrag.core.chat import prompts
+from localrag.core.chat.citations import CitationCheck, Source, apply_citations, check_citations
+from localrag.core.chat.llm import LLMProvider, LocalLLM
+from localrag.core.chat.prompts import GROUNDED, NOT_FOUND, PLAIN, STRICT, Prompt, Turn
+from localrag.core.errors import KnownError, ModelMissing, StoreUnavailable
+from localrag.core.progress import Cancelled, CancelToken
+
+if TYPE_CHECKING:
+    from localrag.core.library import Library
+    from localrag.core.retrieve import PackedContext, Result, RetrievalResponse
+
+log = logging.getLogger("localrag.chat")
+
+# Earlier messages loaded for the prompt (the budget trims further).
+HISTORY_MESSAGES = 12
+# Passages given to the model must reach this cosine similarity (a BM25 match lowers the bar): below it a
+# passage is noise to a small model. Strict mode asks for more. Measured in docs/benchmarks.md, "Chat".
+MIN_SIMILARITY = 0.25
+MIN_SIMILARITY_KEYWORD = 0.15
+STRICT_MIN_SIMILARITY = 0.30
+STRICT_MIN_SIMILARITY_KEYWORD = 0.20
+
+STORE_DOWN_NOTICE = "Your documents could not be searched ({why}), so this answer is not based on them."
+MISMATCH_NOTICE = (
+    "Your documents were indexed with another embedding model; re-embed them to search them. "
+    "This answer is not based on them."
+)
+NOTHING_FOUND_NOTICE = "Nothing relevant was found in your documents; this answer is from the model alone."
+STRICT_STORE_DOWN = "I cannot search your documents right now ({why}), so I have no answer from them."
+NOT_SAVED_NOTICE = "This answer could not be saved to the chat history ({why})."
+
+
+# -- events --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Searching:
+    query: str  # what is searched: the question, with the earlier question for a follow-up
+
+
+@dataclass(frozen=True)
+class WarmingUp:
+    what: str = "language model"
+
+
+@dataclass(frozen=True)
+class Retrieved:
+    """What retrieval found and what goes into the prompt. ``packed.sources[i - 1]`` is source ``[i]``."""
+
+    query: str
+    response: RetrievalResponse
+    packed: PackedContext | None
+    prompt: Prompt | None = None
+    sources: list[Source] = field(default_factory=list)
+    notice: str = ""
+
+
+@dataclass(frozen=True)
+class Token:
+    text: str
+
+
+@dataclass(frozen=True)
+class Done:
+    """The answer is complete (or was stopped: ``cancelled``). ``message_id`` is ``None`` when not saved."""
+
+    chat_id: int | None
+    message_id: int | None
+    answer: str
+    citations: CitationCheck
+    sources: list[Source]
+    chunk_ids: list[int]
+    timings: dict[str, Any]
+    notice: str = ""
+    cancelled: bool = False
+    question_id: int | None = None
+
+
+@dataclass(frozen=True)
+class Failed:
+    message: str
+    known: bool = True
+
+
+ChatEvent = Searching | WarmingUp | Retrieved | Prompt | Token | Done | Failed
+
+
+# -- follow-up questions -------------------------------------------------------------------------------------
+
+_ANAPHORA = {
+    "it",
+    "its",
+    "this",
+    "that",
+    "these",
+    "those",
+    "they",
+    "them",
+    "their",
+    "there",
+    "he",
+    "she",
+    "his",
+    "her",
+    "same",
+    "one",
+    "ones",
+    "also",
+    "else",
+    "former",
+    "latter",
+    "above",
+}
+_LEADS = (
+    "and ",
+    "and?",
+    "but ",
+    "or ",
+    "so ",
+    "also",
+    "what about",
+    "how about",
+    "then ",
+    "same ",
+    "why?",
+    "how?",
+    "when?",
+    "where?",
+)
+# A question this short (in words) is taken as a follow-up.
+SHORT_FOLLOW_UP_WORDS = 4
+
+
+def is_follow_up(question: str) -> bool:
+    """Whether ``question`` leans on the one before: very short, opening with "and"/"what about", or with a
+    pronoun that points back ("it", "that", "there")."""
+    q = question.strip().lower()
+    words = re.findall(r"[a-z0-9']+", q)
+    return len(words) <= SHORT_FOLLOW_UP_WORDS or q.startswith(_LEADS) or any(w in _ANAPHORA for w in words)
+
+
+def follow_up_query(question: str, earlier: Sequence[str]) -> str:
+    """What to search for: a follow-up is searched together with the previous question of the chat ("and on
+    Windows?" after "How do I install it on Linux?"), so both the vector and the keyword leg see the topic."""
+    if earlier and is_follow_up(question):
+        return f"{earlier[-1].strip()} {question.strip()}"
+    return question
+
+
+def relevant(results: Sequence[Result], strict: bool = False) -> list[Result]:
+    """The passages worth giving to the model (see ``MIN_SIMILARITY``)."""
+    floor, keyword_floor = (
+        (STRICT_MIN_SIMILARITY, STRICT_MIN_SIMILARITY_KEYWORD)
+        if strict
+        else (MIN_SIMILARITY, MIN_SIMILARITY_KEYWORD)
+    )
+    keep = []
+    for r in results:
+        vector = r.scores.get("vector") if r.scores else r.similarity
+        if (
+            vector is None
+            or vector >= floor
+            or (r.scores.get("bm25_rank") is not None and vector >= keyword_floor)
+        ):  # keyword mode: a BM25 match is all the evidence there is
+            keep.append(r)
+    return keep
+
+
+# -- the engine ----------------------------------------------------------------------------------------------
+
+
+class ChatEngine:
+    """Answers questions from the library's documents with the local LLM, and keeps the chats.
+
+    Args:
+        library: the facade (store, embedding model, settings).
+        llm: an ``LLMProvider`` (loading in the background or not yet), a loaded ``LocalLLM``, or ``None`` when
+            the model could not be loaded (questions then fail after retrieval; ``retrieve_only`` works).
+            Default: a provider for ``library.settings``.
+    """
+
+    def __init__(
+        self,
+        library: Library,
+        llm: LLMProvider | LocalLLM | None = ...,
+        *,  # type: ignore[assignment]
+        llm_error: str = "",
+    ) -> None:
+        self.library = library
+        self.settings = library.settings
+        self.llm_error = llm_error
+        if llm is ...:
+            llm = LLMProvider(library.settings)
+        if isinstance(llm, LocalLLM):
+            provider = LLMProvider(library.settings, loader=lambda _s, m=llm: m)
+            provider.load()
+            llm = provider
+        self.provider: LLMProvider | None = llm
+
+    # -- warm-up -------------------------------------------------------------------------------------------
+
+    def warm_up(self, cancel: CancelToken | None = None) -> dict[str, float]:
+        """Load the embedding model and the LLM and evaluate the grounded system prompt; blocking, for a worker
+        thread. Returns seconds per step. A model that fails to load is reported by ``provider.state``."""
+        timings: dict[str, float] = {}
+        t = time.monotonic()
+        try:
+            self.library.embed_query("warm up")
+        except KnownError as exc:
+            log.warning("embedding model warm-up failed: %s", exc.message)
+        timings["embedder_s"] = time.monotonic() - t
+        if self.provider is None:
+            return timings
+        t = time.monotonic()
+        try:
+            llm = self.provider.get(cancel)
+        except (ModelMissing, Cancelled):
+            return timings
+        timings["llm_load_s"] = time.monotonic() - t
+        timings["prime_s"] = llm.prime(llm.render(prompts.prefix_messages(GROUNDED)))
+        return timings
+
+    @property
+    def llm_ready(self) -> bool:
+        return self.provider is not None and self.provider.ready
+
+    # -- retrieval -----------------------------------------------------------------------------------------
+
+    def retrieve_only(
+        self,
+        question: str,
+        *,
+        chat_id: int | None = None,
+        doc_ids: Sequence[int] | None = None,
+        doc_types: Sequence[str] | None = None,
+        cancel: CancelToken | None = None,
+    ) -> Retrieved:
+        """Search without answering (no model, or the developer pane); a follow-up in ``chat_id`` is searched
+        with the chat's previous question. Packs with the model's tokenizer when loaded, else an estimate."""
+        from localrag.core.retrieve import pack_context, retrieve
+
+        earlier = self._earlier_questions(chat_id)
+        query = follow_up_query(question, earlier)
+        resp = retrieve(self.library, query, doc_ids=doc_ids, doc_types=doc_types, cancel=cancel)
+        llm = self.provider.llm if self.provider is not None else None
+        results = relevant(resp.results)
+        packed = pack_context(
+            results,
+            budget_tokens=self.settings.context_tokens,
+            count_tokens=llm.count_tokens if llm is not None else None,
+        )
+        sources = [Source.from_result(i, r) for i, r in enumerate(packed.sources, 1)]
+        return Retrieved(query, resp, packed, None, sources, _notice_for(resp, results, strict=False))
+
+    # -- asking --------------------------------------------------------------------------------------------
+
+    def ask(
+        self,
+        chat_id: int | None,
+        question: str,
+        *,
+        grounded: bool = True,
+        strict: bool = False,
+        doc_ids: Sequence[int] | None = None,
+        doc_types: Sequence[str] | None = None,
+        cancel: CancelToken | None = None,
+        max_tokens: int | None = None,
+        persist: bool = True,
+    ) -> Iterator[ChatEvent]:
+        """Answer ``question`` in chat ``chat_id`` (``None``: a new chat, created when the answer is saved).
+
+        Args:
+            grounded: "Use my documents"; False is plain local chat (no retrieval, no sources).
+            strict: answer only from the documents; says so plainly when nothing relevant was found.
+            doc_ids, doc_types: limit retrieval.
+            cancel: Esc; ends the events with ``Done(cancelled=True)``.
+            max_tokens: the answer's length limit (default ``Settings.max_tokens``).
+            persist: save the question and answer (the CLI passes False unless asked to keep them).
+        """
+        run = _Run(
+            self,
+            chat_id,
+            question.strip(),
+            grounded,
+            strict,
+            doc_ids,
+            doc_types,
+            cancel or CancelToken(),
+            max_tokens or self.settings.max_tokens,
+            persist,
+        )
+        try:
+            yield from run.events()
+        except Cancelled:
+            yield run.finish(cancelled=True)
+        except KnownError as exc:
+            yield Failed(exc.message, known=True)
+        except Exception as exc:  # a bug: logged with its traceback, a short line for the user
+            log.exception("answering failed")
+            yield Failed(f"{type(exc).__name__}: {exc}", known=False)
+
+    # -- helpers -------------------------------------------------------------------------------------------
+
+    def _earlier_questions(self, chat_id: int | None) -> list[str]:
+        if chat_id is None:
+            return []
+        try:
+            with self.library.connect() as conn:
+                return hist.recent_questions(conn, chat_id, 2)
+        except (StoreUnavailable, psycopg.Error) as exc:
+            log.warning("cannot read chat %s: %s", chat_id, exc)
+            return []
+
+
+def _notice_for(resp: RetrievalResponse, results: Sequence[Result], *, strict: bool) -> str:
+    from localrag.core.retrieve import ERROR, MODEL_MISMATCH
+
+    if resp.reason == ERROR:
+        return STORE_DOWN_NOTICE.format(why=resp.error or "the database is not reachable")
+    if resp.reason == MODEL_MISMATCH:
+        return MISMATCH_NOTICE
+    if not results and not strict:
+        return NOTHING_FOUND_NOTICE
+    return ""
+
+
+class _Run:
+    """One question being answered (the state ``ChatEngine.ask`` threads through its steps)."""
+
+    def __init__(
+        self,
+        engine: ChatEngine,
+        chat_id: int | None,
+        question: str,
+        grounded: bool,
+        strict: bool,
+        doc_ids: Sequence[int] | None,
+        doc_types: Sequence[str] | None,
+        cancel: CancelToken,
+        max_tokens: int,
+        persist: bool,
+    ) -> None:
+        self.engine = engine
+        self.library = engine.library
+        self.settings = engine.settings
+        self.chat_id = chat_id
+        self.question = question
+        self.grounded = grounded
+        self.strict = strict and grounded
+        self.doc_ids, self.doc_types = doc_ids, doc_types
+        self.cancel = cancel
+        self.max_tokens = max_tokens
+        self.persist = persist
+        self.started = time.monotonic()
+        self.timings: dict[str, Any] = {}
+        self.notices: list[str] = []
+        self.answer = ""
+        self.prompt: Prompt | None = None
+        self.history: list[Turn] = []
+        self.earlier: list[str] = []
+        self.store_ok = True
+
+    def events(self) -> Iterator[ChatEvent]:
+        if not self.question:
+            yield Failed("Type a question first.", known=True)
+            return
+        self._load_history()
+        mode = PLAIN
+        results: list[Result] = []
+        resp = None
+        if self.grounded:
+            query = follow_up_query(self.question, self.earlier)
+            yield Searching(query)
+            resp, results = self._retrieve(query)
+            mode = STRICT if self.strict else GROUNDED
+            if resp.reason is not None or not results:
+                notice = _notice_for(resp, results, strict=self.strict)
+                if self.strict:  # nothing to answer from: say so plainly, without the model
+                    why = resp.error or "the database is not reachable"
+                    text = STRICT_STORE_DOWN.format(why=why) if resp.reason else NOT_FOUND
+                    yield Retrieved(query, resp, None, None, [], notice)
+                    yield from self._fixed_answer(text, notice)
+                    return
+                self.notices.append(notice)
+                mode = PLAIN
+        llm = yield from self._model(resp, results)
+        if llm is None:
+            return
+        self.prompt = prompts.build_prompt(
+            llm,
+            self.question,
+            mode=mode,
+            results=results,
+            history=self.history,
+            max_tokens=self.max_tokens,
+            context_tokens=self.settings.context_tokens,
+        )
+        sources = self._sources()
+        if resp is not None:
+            yield Retrieved(resp.query, resp, self.prompt.packed, self.prompt, sources, self.notice)
+        else:
+            yield self.prompt
+        self.cancel.raise_if_cancelled()
+        before_first = time.monotonic()
+        pieces: list[str] = []
+        for piece in llm.stream(
+            self.prompt.tokens,
+            max_tokens=self.max_tokens,
+            temperature=self.settings.temperature,
+            stop=prompts.STOP,
+            cancel=self.cancel,
+        ):
+            if not pieces:
+                self.timings["ttft_s"] = time.monotonic() - self.started - self.timings.get("wait_s", 0.0)
+            pieces.append(piece)
+            yield Token(piece)
+        stats = llm.last_stats
+        self.answer = "".join(pieces).strip()
+        self.timings.update(
+            prompt_s=stats.prompt_s if stats.tokens else time.monotonic() - before_first,
+            prompt_tokens=stats.prompt_tokens,
+            cached_tokens=stats.cached_tokens,
+            tokens=stats.tokens,
+            tokens_per_s=stats.tokens_per_s,
+        )
+        yield self.finish(cancelled=stats.cancelled or self.cancel.cancelled)
+
+    # -- steps ---------------------------------------------------------------------------------------------
+
+    def _load_history(self) -> None:
+        if self.chat_id is None:
+            return
+        try:
+            with self.library.connect() as conn:
+                if hist.get_chat(conn, self.chat_id) is None:
+                    raise KnownError(f"There is no chat {self.chat_id}.")
+                messages = hist.load_messages(conn, self.chat_id, last=HISTORY_MESSAGES)
+        except (StoreUnavailable, psycopg.Error) as exc:
+            self.store_ok = False
+            log.warning("cannot read chat %s: %s", self.chat_id, exc)
+            return
+        self.history = [Turn(m.role, m.content) for m in messages if m.role in ("user", "assistant")]
+        self.earlier = [m.content for m in messages if m.role == "user"][-2:]
+
+    def _retrieve(self, query: str) -> tuple[RetrievalResponse, list[Result]]:
+        from localrag.core.retrieve import retrieve
+
+        t = time.monotonic()
+        resp = retrieve(
+            self.library, query, doc_ids=self.doc_ids, doc_types=self.doc_types, cancel=self.cancel
+        )
+        self.timings["retrieval_s"] = time.monotonic() - t
+        return resp, relevant(resp.results, self.strict) if resp.reason is None else []
+
+    def _model(self, resp: RetrievalResponse | None, results: list[Result]) -> Iterator[ChatEvent]:
+        """The loaded model, waiting for it if needed (``return``s it through ``yield from``); ``None`` after
+        yielding ``Failed`` when there is none."""
+        provider = self.engine.provider
+        t = time.monotonic()
+        try:
+            if provider is None:
+                raise ModelMissing(self.engine.llm_error or "The language model is not loaded.")
+            if not provider.ready and not provider.failed:
+                yield WarmingUp()
+            llm = provider.get(self.cancel)
+        except ModelMissing as exc:
+            if resp is not None:  # retrieval only: the sources still show
+                from localrag.core.retrieve import pack_context
+
+                packed = pack_context(results, budget_tokens=self.settings.context_tokens)
+                sources = [Source.from_result(i, r) for i, r in enumerate(packed.sources, 1)]
+                yield Retrieved(resp.query, resp, packed, None, sources, self.notice)
+            yield Failed(f"{exc.message} Search still works: the passages found are listed.", known=True)
+            return None
+        finally:
+            self.timings["wait_s"] = time.monotonic() - t
+        return llm
+
+    def _sources(self) -> list[Source]:
+        assert self.prompt is not None
+        return [Source.from_result(i, r) for i, r in enumerate(self.prompt.sources, 1)]
+
+    @property
+    def notice(self) -> str:
+        return " ".join(n for n in self.notices if n)
+
+    def _fixed_answer(self, text: str, notice: str) -> Iterator[ChatEvent]:
+        self.notices.append(notice)
+        self.answer = text
+        yield Token(text)
+        yield self.finish(cancelled=False)
+
+    def finish(self, *, cancelled: bool) -> Done:
+        """Check the citations, save the exchange, and build ``Done``."""
+        sources = self._sources() if self.prompt is not None else []
+        check = check_citations(self.answer, len(sources))
+        chunk_ids = apply_citations(sources, check)
+        self.timings["total_s"] = time.monotonic() - self.started
+        timings: dict[str, Any] = {
+            k: round(v, 4) if isinstance(v, float) else v for k, v in self.timings.items()
+        }
+        question_id = message_id = None
+        if self.persist and self.answer and self.store_ok:
+            question_id, message_id = self._save(sources, chunk_ids, timings, cancelled)
+        return Done(
+            self.chat_id,
+            message_id,
+            self.answer,
+            check,
+            sources,
+            chunk_ids,
+            timings,
+            self.notice,
+            cancelled,
+            question_id,
+        )
+
+    def _save(
+        self, sources: list[Source], chunk_ids: list[int], timings: dict[str, Any], cancelled: bool
+    ) -> tuple[int | None, int | None]:
+        stored = dict(timings)
+        if self.notice:
+            stored["notice"] = self.notice
+        if cancelled:
+            stored["cancelled"] = True
+        try:
+            with self.library.connect() as conn:
+                if self.chat_id is None:
+                    self.chat_id = hist.create_chat(conn, hist.title_from(self.question)).id
+                return hist.add_exchange(
+                    conn,
+                    self.chat_id,
+                    self.question,
+                    self.answer,
+                    grounded=self.grounded,
+                    strict=self.strict,
+                    chunk_ids=chunk_ids,
+                    sources=sources,
+                    timings=stored,
+                )
+        except (StoreUnavailable, psycopg.Error) as exc:
+            why = exc.message if isinstance(exc, KnownError) else str(exc).strip().splitlines()[0]
+            log.warning("cannot save the answer: %s", why)
+            self.notices.append(NOT_SAVED_NOTICE.format(why="the database is not reachable"))
+            return None, None

@@ -1,0 +1,78 @@
+"""Citations: [n], [n, m], [n-m] parsed and checked against the sources given; invalid ones never link."""
+
+from __future__ import annotations
+
+from localrag.core.chat.citations import (
+    Source,
+    apply_citations,
+    check_citations,
+    segments,
+    strip_citations,
+)
+
+
+def _sources(n: int) -> list[Source]:
+    return [
+        Source(
+            number=i,
+            doc_id=i,
+            title=f"Doc {i}",
+            path=f"/d/{i}.md",
+            doc_type="markdown",
+            page_number=i,
+            heading_path="",
+            chunk_ids=[10 * i, 10 * i + 1],
+        )
+        for i in range(1, n + 1)
+    ]
+
+
+def test_single_lists_and_ranges():
+    check = check_citations("A [1]. B [2, 3]. C [1-3]. D [Source 2]. E [3; 1].", 3)
+    assert check.cited == [1, 2, 3]
+    assert check.invalid == []
+    assert [m.valid for m in check.marks] == [[1], [2, 3], [1, 2, 3], [2], [3, 1]]
+
+
+def test_numbers_that_name_no_source_are_invalid_and_not_linked():
+    answer = "Paris [1]. Lima [4]. Both [1, 9]. Nothing [0]."
+    check = check_citations(answer, 2)
+    assert check.cited == [1]
+    assert check.invalid == [4, 9, 0]
+    links = [(text, n) for text, n in segments(answer, check) if n is not None]
+    assert links == [("[1]", 1), ("1", 1)]
+    assert "".join(text for text, _ in segments(answer, check)) == answer
+
+
+def test_no_sources_means_every_citation_is_invalid():
+    check = check_citations("The capital of Peru is Lima [1].", 0)
+    assert check.cited == [] and check.invalid == [1]
+
+
+def test_absurd_ranges_do_not_expand():
+    check = check_citations("See [1-5000].", 3)
+    assert check.cited == [1] and check.invalid == [5000]
+
+
+def test_cited_sources_give_their_chunk_ids_in_citation_order():
+    sources = _sources(3)
+    check = check_citations("First [3]. Then [1]. Again [3].", 3)
+    assert apply_citations(sources, check) == [30, 31, 10, 11]
+    assert [s.cited for s in sources] == [True, False, True]
+
+
+def test_an_answer_without_citations_cites_nothing():
+    sources = _sources(2)
+    check = check_citations("No brackets here, and [a] is not a citation.", 2)
+    assert apply_citations(sources, check) == []
+    assert not any(s.cited for s in sources)
+
+
+def test_source_round_trips_through_json():
+    s = _sources(1)[0]
+    assert Source.from_dict(s.to_dict()) == s
+    assert Source.from_dict({"title": "x"}).chunk_ids == []
+
+
+def test_strip_citations_for_history():
+    assert strip_citations("Paris is in France [1]. It is big [2, 3].") == "Paris is in France. It is big."

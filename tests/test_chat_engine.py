@@ -1,0 +1,276 @@
+"""The chat engine end to end: real documents, real store, real GGUF. Events in order, the toggle, strict mode,
+citations, follow-ups, history, and the failures (the LLM cannot load, the store is down)."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from localrag.core.chat import history
+from localrag.core.chat.citations import check_citations
+from localrag.core.chat.engine import (
+    NOT_FOUND,
+    ChatEngine,
+    Done,
+    Failed,
+    Retrieved,
+    Searching,
+    Token,
+    WarmingUp,
+    follow_up_query,
+    is_follow_up,
+)
+from localrag.core.chat.llm import LLMProvider, LocalLLM, load_llm
+from localrag.core.chat.prompts import Prompt
+from localrag.core.config import Settings
+from localrag.core.errors import StoreUnavailable
+from localrag.core.progress import CancelToken
+from localrag.core.retrieve import retrieve
+
+DOCS = {
+    "install.md": (
+        "# Installing Local RAG\n\n## Linux\n\nOn Linux, install Local RAG with pip: run `pip install local-rag` in "
+        "a terminal. The app needs Python 3.10 or newer. Start it with the command `local-rag`.\n\n## Windows\n\n"
+        "On Windows, download the installer LocalRAG-Setup.exe and double-click it. The installer puts a shortcut "
+        "in the Start menu.\n"
+    ),
+    "backup.md": (
+        "# Backups\n\nLocal RAG keeps its database in the data folder. To back up your library, quit the app and "
+        "copy the whole data folder to another disk.\n\nTo restore a backup, quit the app, replace the data folder "
+        "with the copy, and start the app again.\n\nThe default backup interval recommended by the team is once a "
+        "week.\n"
+    ),
+    "garden.txt": (
+        "Tomatoes need at least six hours of direct sunlight every day. Water them deeply twice a week rather than "
+        "a little every day.\n\nBasil grows well next to tomatoes. Pinch off the flower buds of basil to keep the "
+        "leaves tender.\n\nCompost made from kitchen scraps feeds the soil. Turn the compost pile every two weeks "
+        "so it gets air.\n"
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def corpus(library, tmp_path_factory):
+    """The three documents above, ingested through the real pipeline into an emptied store."""
+    from localrag.core.ingest.pipeline import Ingestor
+
+    with library.connect() as conn:
+        conn.execute(
+            "TRUNCATE documents, document_chunks, chunk_embeddings, bm25_postings, bm25_terms, chats, messages "
+            "RESTART IDENTITY CASCADE"
+        )
+        conn.execute("UPDATE bm25_stats SET n_chunks = 0, total_len = 0")
+        conn.commit()
+    folder = tmp_path_factory.mktemp("chatdocs")
+    for name, text in DOCS.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    ingestor = Ingestor(library)
+    try:
+        ingestor.enqueue([folder])
+        summary = ingestor.run()
+    finally:
+        ingestor.close()
+    assert summary.ready == len(DOCS)
+    return library
+
+
+@pytest.fixture(scope="module")
+def llm(home) -> LocalLLM:
+    return load_llm(Settings(n_ctx=2048))
+
+
+@pytest.fixture()
+def engine(corpus, llm) -> ChatEngine:
+    return ChatEngine(corpus, llm)
+
+
+def _run(engine: ChatEngine, *args, **kw) -> list:
+    kw.setdefault("max_tokens", 24)
+    return list(engine.ask(*args, **kw))
+
+
+def _kinds(events: list) -> list[str]:
+    out: list[str] = []
+    for e in events:
+        name = type(e).__name__
+        if not (name == "Token" and out and out[-1] == "Token"):
+            out.append(name)
+    return out
+
+
+def test_grounded_answer_streams_events_in_order(engine):
+    events = _run(engine, None, "How do I install Local RAG on Windows?")
+    assert _kinds(events) == ["Searching", "Retrieved", "Token", "Done"]
+    retrieved, done = events[1], events[-1]
+    assert retrieved.sources and retrieved.sources[0].title == "Installing Local RAG"
+    assert retrieved.prompt.prompt_tokens <= 2048 - 24
+    tokens = [e.text for e in events if isinstance(e, Token)]
+    assert "".join(tokens).strip() == done.answer
+    assert done.chat_id is not None and done.message_id is not None
+    assert done.timings["ttft_s"] > 0 and done.timings["retrieval_s"] > 0 and done.timings["tokens"] > 0
+
+
+def test_citations_map_to_the_sources_given(engine):
+    done = _run(engine, None, "How do I back up my library?", persist=False)[-1]
+    check = check_citations(done.answer, len(done.sources))
+    assert done.citations.cited == check.cited and done.citations.invalid == check.invalid
+    # Whatever the model wrote, only real sources are cited, and the message keeps exactly their chunks.
+    assert all(1 <= n <= len(done.sources) for n in done.citations.cited)
+    expected = [c for n in done.citations.cited for c in done.sources[n - 1].chunk_ids]
+    assert done.chunk_ids == list(dict.fromkeys(expected))
+    assert [s.cited for s in done.sources] == [s.number in done.citations.cited for s in done.sources]
+    assert [s.number for s in done.sources] == list(range(1, len(done.sources) + 1))
+
+
+def test_toggle_off_is_plain_chat_without_context(engine):
+    events = _run(engine, None, "How do I back up my library?", grounded=False, persist=False)
+    assert _kinds(events) == ["Prompt", "Token", "Done"]
+    prompt: Prompt = events[0]
+    text = " ".join(m["content"] for m in prompt.messages)
+    assert "data folder" not in text and "Sources" not in text and prompt.sources == []
+    done = events[-1]
+    assert done.sources == [] and done.chunk_ids == [] and "retrieval_s" not in done.timings
+
+
+def test_strict_mode_with_nothing_relevant_says_so(engine):
+    events = _run(engine, None, "What is the capital of Peru?", strict=True)
+    assert _kinds(events) == ["Searching", "Retrieved", "Token", "Done"]
+    done = events[-1]
+    assert done.answer == NOT_FOUND and done.sources == [] and done.chunk_ids == []
+    with engine.library.connect() as conn:
+        stored = history.load_messages(conn, done.chat_id)
+    assert [m.content for m in stored] == ["What is the capital of Peru?", NOT_FOUND] and stored[1].strict
+
+
+def test_follow_up_retrieves_from_the_earlier_topic(engine):
+    first = _run(engine, None, "How do I back up my library?")[-1]
+    follow = "How often should I do it?"
+    alone = retrieve(engine.library, follow)
+    assert alone.results[0].title != "Backups"  # on its own the question lands elsewhere
+    events = _run(engine, first.chat_id, follow)
+    searching = next(e for e in events if isinstance(e, Searching))
+    assert searching.query.startswith("How do I back up my library?")
+    retrieved = next(e for e in events if isinstance(e, Retrieved))
+    assert retrieved.sources[0].title == "Backups"
+    assert events[-1].chat_id == first.chat_id
+    # The earlier exchange is in the prompt, before the new sources.
+    contents = [m["content"] for m in retrieved.prompt.messages]
+    assert "How do I back up my library?" in contents
+
+
+def test_follow_up_detection():
+    assert is_follow_up("and on Windows?") and is_follow_up("What about it?") and is_follow_up("Why?")
+    assert not is_follow_up("How much sunlight do tomatoes need each day in summer?")
+    assert follow_up_query("and on Windows?", ["How do I install it on Linux?"]).startswith(
+        "How do I install"
+    )
+    assert follow_up_query("and on Windows?", []) == "and on Windows?"
+
+
+def test_cancel_keeps_what_was_generated(engine):
+    cancel = CancelToken()
+    events = []
+    for event in engine.ask(None, "Tell me everything about backups.", cancel=cancel, max_tokens=200):
+        events.append(event)
+        if sum(isinstance(e, Token) for e in events) == 3:
+            cancel.cancel()
+    done = events[-1]
+    assert isinstance(done, Done) and done.cancelled
+    assert sum(isinstance(e, Token) for e in events) == 3
+    with engine.library.connect() as conn:
+        stored = history.load_messages(conn, done.chat_id)
+    assert stored[-1].cancelled and stored[-1].content == done.answer
+
+
+def test_a_question_before_warm_up_waits_for_the_model(corpus):
+    gate = threading.Event()
+
+    def slow_load(settings):
+        gate.wait(30)
+        return load_llm(settings)
+
+    provider = LLMProvider(Settings(n_ctx=2048), loader=slow_load)
+    provider.start()
+    engine = ChatEngine(corpus, provider)
+    events = []
+    for event in engine.ask(None, "How much sun do tomatoes need?", max_tokens=8, persist=False):
+        events.append(event)
+        if isinstance(event, WarmingUp):
+            gate.set()
+    assert _kinds(events) == ["Searching", "WarmingUp", "Retrieved", "Token", "Done"]
+    assert events[-1].timings["wait_s"] > 0
+
+
+def test_warm_up_primes_the_system_prompt(corpus):
+    engine = ChatEngine(corpus, LLMProvider(Settings(n_ctx=2048)))
+    timings = engine.warm_up()
+    assert engine.llm_ready and timings["prime_s"] > 0
+    done = _run(engine, None, "How much sun do tomatoes need?", persist=False, max_tokens=4)[-1]
+    assert done.timings["cached_tokens"] > 100  # the system prompt and the worked example
+
+
+def test_llm_load_failure_leaves_retrieval_working(corpus, tmp_path):
+    bad = tmp_path / "broken.gguf"
+    bad.write_bytes(b"GGUF" + b"\0" * 4096)
+    engine = ChatEngine(corpus, LLMProvider(Settings(gguf_path=str(bad), n_ctx=2048)))
+    events = list(engine.ask(None, "How do I install Local RAG on Windows?"))
+    assert [type(e) for e in events if not isinstance(e, WarmingUp)] == [Searching, Retrieved, Failed]
+    assert events[-1].known and "broken.gguf" in events[-1].message
+    assert events[-2].sources[0].title == "Installing Local RAG"
+    only = engine.retrieve_only("How do I install Local RAG on Windows?")
+    assert only.sources[0].title == "Installing Local RAG" and only.response.reason is None
+    assert engine.warm_up()["embedder_s"] >= 0  # warm-up survives the failure too
+
+
+def test_store_down_answers_ungrounded_and_says_so(llm, home):
+    from localrag.core.library import Library
+
+    library = Library(Settings(database_url="postgresql://nobody:x@127.0.0.1:9/none?connect_timeout=1"))
+    with pytest.raises(StoreUnavailable):
+        library.open()  # as the CLI and the window do: the failure is shown, chat goes on
+    engine = ChatEngine(library, llm)
+    events = _run(engine, None, "How do I back up my library?")
+    retrieved = next(e for e in events if isinstance(e, Retrieved))
+    assert retrieved.response.reason == "error" and retrieved.sources == []
+    done = events[-1]
+    assert isinstance(done, Done) and done.answer
+    assert "could not be searched" in done.notice and "could not be saved" in done.notice
+    assert done.message_id is None and done.sources == []
+    strict = _run(engine, None, "How do I back up my library?", strict=True)[-1]
+    assert strict.answer.startswith("I cannot search your documents")
+
+
+def test_empty_question_fails_plainly(engine):
+    assert _kinds(list(engine.ask(None, "   "))) == ["Failed"]
+
+
+def test_cli_ask_json(corpus, home):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "localrag",
+            "ask",
+            "How do I install Local RAG on Windows?",
+            "--json",
+            "--max-tokens",
+            "16",
+        ],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "LOCALRAG_N_CTX": "2048"},
+    )
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["answer"] and data["sources"][0]["path"].endswith("install.md")
+    assert {"path", "page_number", "chunk_ids"} <= set(data["sources"][0])
+    assert {"retrieval_s", "ttft_s", "tokens_per_s"} <= set(data["timings"])
+    assert data["chat_id"] is None  # nothing kept without --save
