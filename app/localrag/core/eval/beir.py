@@ -265,10 +265,12 @@ def bulk_load(
     model: str,
     dimension: int,
     *,
-    doc_type: str = "text",
+    index_bm25: bool = True,
+    maintenance_work_mem: str = "1GB",
 ) -> None:
-    """Write ready documents (``(path, title, sha256)``), their chunks and vectors with COPY, then BM25-index
-    them and build the model's HNSW index. Document ids are 1..len(docs), chunk ids 1..len(chunks)."""
+    """Write ready documents (``(path, title, sha256, doc_type)``), their chunks and vectors with COPY, then
+    BM25-index them (unless the caller does) and build the model's HNSW index. Document ids are 1..len(docs),
+    chunk ids 1..len(chunks)."""
     counts = np.bincount([c.doc for c in chunks], minlength=len(docs))
     now = dt.datetime.now(dt.timezone.utc)
     with conn.transaction():
@@ -279,7 +281,7 @@ def bulk_load(
             "COPY documents (id, path, title, doc_type, sha256, status, pages, chunks_total, chunks_embedded, "
             "created_at, indexed_at) FROM STDIN"
         ) as copy:
-            for i, (path, title, sha) in enumerate(docs):
+            for i, (path, title, sha, doc_type) in enumerate(docs):
                 copy.write_row((i + 1, path, title, doc_type, sha, "ready", 1, int(counts[i]), int(counts[i]),
                                 now, now))
         with conn.cursor().copy(
@@ -297,9 +299,12 @@ def bulk_load(
                 copy.write_row((j + 1, model, vectors[j]))
         conn.execute("SELECT setval('documents_id_seq', greatest(1, %s))", (len(docs),))
         conn.execute("SELECT setval('document_chunks_id_seq', greatest(1, %s))", (len(chunks),))
-    bm25.index_documents(conn, range(1, len(docs) + 1))
+    if index_bm25:
+        bm25.index_documents(conn, range(1, len(docs) + 1))
     conn.commit()
-    conn.execute("SET maintenance_work_mem = '1GB'")
+    if not re.fullmatch(r"\d+[kMG]B", maintenance_work_mem):
+        raise ValueError(f"not a memory size: {maintenance_work_mem}")
+    conn.execute(f"SET maintenance_work_mem = '{maintenance_work_mem}'")
     models.register_model(conn, model, dimension)
     conn.commit()
     conn.autocommit = True
@@ -355,7 +360,7 @@ class EvalSession:
         conninfo = self._stack.enter_context(throwaway_store())
         self.conn = self._stack.enter_context(db.connect(conninfo))
         self._say(f"loading {len(ds.corpus)} documents, {len(self.chunks)} chunks")
-        docs = [(f"{ds.name}/{_id}", title or _id, hashlib.sha256(f"{_id}\x00{text}".encode()).hexdigest())
+        docs = [(f"{ds.name}/{_id}", title or _id, hashlib.sha256(f"{_id}\x00{text}".encode()).hexdigest(), "text")
                 for _id, title, text in ds.corpus]
         bulk_load(self.conn, docs, self.chunks, vectors, emb.name, emb.dimension)
         self.handle = StoreHandle(conninfo, emb, self.settings)

@@ -207,10 +207,10 @@ def search(
         "  FROM unnest(to_tsvector('english', %(query)s))),"
         " st AS (SELECT n_chunks::float8 AS n, greatest(total_len::float8 / greatest(n_chunks, 1), 1.0) AS avgdl"
         "  FROM bm25_stats WHERE id = 1),"
-        " qt AS (SELECT q.term, q.qtf * ln(1.0 + (st.n - t.df + 0.5) / (t.df + 0.5)) AS w"
+        " qt AS (SELECT q.term, q.qtf * ln(1.0 + (st.n - t.df + 0.5) / (t.df::float8 + 0.5)) AS w"
         "  FROM q JOIN bm25_terms t ON t.term = q.term CROSS JOIN st)"
         " SELECT p.chunk_id, sum(qt.w * p.tf * (%(k1)s + 1.0)"
-        "  / (p.tf + %(k1)s * (1.0 - %(b)s + %(b)s * c.lexeme_count / st.avgdl))) AS score"
+        "  / (p.tf + %(k1)s * (1.0 - %(b)s + %(b)s * c.lexeme_count::float8 / st.avgdl))) AS score"
         " FROM qt JOIN bm25_postings p ON p.term = qt.term JOIN document_chunks c ON c.id = p.chunk_id"
         f"{join} CROSS JOIN st"
         " GROUP BY p.chunk_id ORDER BY score DESC, p.chunk_id LIMIT %(n)s",

@@ -32,8 +32,10 @@ def search(
     dim = int(dimension)
     params.update(q=np.asarray(query_vector, dtype=np.float32), model=model, n=int(n))
     expr = f"e.embedding::vector({dim}) <=> %(q)s::vector({dim})"
-    conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(max(int(ef_search), int(n))),))
-    conn.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)")
+    conn.execute(
+        "SELECT set_config('hnsw.ef_search', %s, true), set_config('hnsw.iterative_scan', 'relaxed_order', true)",
+        (str(max(int(ef_search), int(n))),),
+    )
     rows = conn.execute(
         "WITH hits AS MATERIALIZED ("  # noqa: S608 - the dimension is an int, the filter SQL our own
         f" SELECT e.chunk_id, {expr} AS dist FROM chunk_embeddings e"

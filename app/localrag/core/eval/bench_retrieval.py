@@ -1,0 +1,362 @@
+"""``local-rag bench retrieval --chunks N``: the retrieval hot path at N chunks, HNSW recall, and under ingest.
+
+The store is a throw-away embedded PostgreSQL filled from a BEIR corpus (SciFact by default):
+
+- its real chunks with their real vectors (the same chunking and cached vectors as ``local-rag eval``);
+- beyond those, synthetic chunks: each joins the first half of one real chunk's sentences to the second half of
+  another's, and its vector is the normalised length-weighted mean of the two real vectors. The text is real
+  prose (so BM25 postings and term statistics are computed by PostgreSQL exactly as for documents), the vectors
+  lie where real ones lie; they are not what the model would give for that text, which does not matter for
+  latency or for HNSW recall against an exact scan of the same vectors.
+
+Measured: the hot path ``retrieve(k=8, hybrid)`` with a fresh query each time (embed + vector + BM25 + fuse +
+fetch + merge) over a held connection, p50/p95; the same with a type filter; recall@10 of the vector leg against
+exact nearest neighbours computed in numpy; and the hot path again while an ingest runs through one shared
+``EmbeddingService`` (queries ahead of queued batches, as in the app) and writes documents with BM25 indexing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import platform
+import re
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import psutil
+
+from localrag.core.config import Settings
+from localrag.core.embed.onnx_embedder import OnnxEmbedder, load_embedder
+from localrag.core.embed.service import EmbeddingService
+from localrag.core.errors import KnownError
+from localrag.core.eval import beir, metrics
+from localrag.core.progress import Progress
+from localrag.core.retrieve import bm25, vector
+from localrag.core.retrieve.filters import Filters
+from localrag.core.retrieve.retriever import Tuning, retrieve
+from localrag.core.store import db
+
+CHUNKS_PER_DOC = 25
+CHUNKS_PER_PAGE = 5
+DOC_TYPES = ("pdf",) * 7 + ("markdown",) * 2 + ("text",)
+INGEST_BATCH = 64  # the ingestion pipeline's chunks per embedding batch
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("retrieval", help="hot-path latency, HNSW recall@10 and latency during an ingest")
+    p.add_argument("--chunks", type=int, default=20_000, help="chunks in the throw-away store (default 20000)")
+    p.add_argument("--queries", type=int, default=200, help="queries per measurement (default 200)")
+    p.add_argument("--corpus", type=Path, default=None,
+                   help="a BEIR folder giving texts and queries (default: LOCALRAG_BENCH_CORPUS, "
+                        "else ../shared/datasets/scifact next to the source tree)")
+    p.add_argument("--no-ingest", action="store_true", help="skip the measurement during an ingest")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    cache = Path(os.environ["LOCALRAG_EVAL_CACHE"]) if os.environ.get("LOCALRAG_EVAL_CACHE") else None
+    report = bench(args.chunks, queries=args.queries, corpus=args.corpus, with_ingest=not args.no_ingest,
+                   cache_dir=cache, progress=_progress)
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return 0
+    hot, rec = report["hot_path_ms"], report["hnsw_recall@10"]
+    print(f"{report['chunks']} chunks ({report['synthetic_chunks']} synthetic), {report['documents']} documents; "
+          f"{report['machine']['cpu']} × {report['machine']['cores']}")
+    print(f"hot path (embed + search + fuse + merge), k=8 hybrid: p50 {hot['p50']} ms, p95 {hot['p95']} ms")
+    for stage, v in report["stages_ms"].items():
+        print(f"  {stage:8} p50 {v['p50']:7.2f}  p95 {v['p95']:7.2f}")
+    f = report["filtered_ms"]
+    print(f"filtered (doc type markdown): p50 {f['p50']} ms, p95 {f['p95']} ms")
+    print(f"HNSW recall@10 vs exact (ef_search {report['ef_search']}): {rec}")
+    if "while_ingesting" in report:
+        w = report["while_ingesting"]
+        print(f"while ingesting ({w['ingest_chunks_per_s']} chunks/s): p50 {w['hot_path_ms']['p50']} ms, "
+              f"p95 {w['hot_path_ms']['p95']} ms (embed p95 {w['stages_ms']['embed']['p95']} ms)")
+    return 0
+
+
+def default_corpus() -> Path:
+    env = os.environ.get("LOCALRAG_BENCH_CORPUS")
+    if env:
+        return Path(env)
+    here = Path(__file__).resolve()
+    for parent in here.parents:
+        candidate = parent.parent / "shared" / "datasets" / "scifact"
+        if (candidate / "corpus.jsonl").exists():
+            return candidate
+    raise KnownError("No corpus to benchmark with: pass --corpus DIR (a BEIR folder such as SciFact).")
+
+
+def machine() -> dict[str, Any]:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {"cpu": cpu, "cores": os.cpu_count(), "memory_gb": round(psutil.virtual_memory().total / 2**30, 1),
+            "load_average": [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None}
+
+
+# -- the corpus ------------------------------------------------------------------------------------------------
+
+
+def _sentences(text: str) -> list[str]:
+    return [s for s in re.split(r"(?<=[.!?])\s+", text) if s]
+
+
+def synthesize(
+    base: Sequence[beir.ChunkRow], vectors: np.ndarray, n: int, seed: int = 0
+) -> tuple[list[beir.ChunkRow], np.ndarray, int]:
+    """``n`` chunks laid out in documents of 25 chunks (5 a page): the real ones first, then synthetic ones.
+
+    Returns the chunks, their vectors and how many are real.
+    """
+    rng = np.random.default_rng(seed)
+    real = min(n, len(base))
+    texts = [c.text for c in base[:real]]
+    out_vecs = np.empty((n, vectors.shape[1]), dtype=np.float32)
+    out_vecs[:real] = vectors[:real]
+    if n > real:
+        split = [_sentences(c.text) for c in base]
+        pairs = rng.integers(0, len(base), size=(n - real, 2))
+        for j, (a, b) in enumerate(pairs):
+            sa, sb = split[a], split[b]
+            head, tail = sa[: max(1, (len(sa) + 1) // 2)], sb[len(sb) // 2 :] or sb
+            ta, tb = " ".join(head), " ".join(tail)
+            texts.append(ta + " " + tb)
+            v = len(ta) * vectors[a] + len(tb) * vectors[b]
+            out_vecs[real + j] = v / max(float(np.linalg.norm(v)), 1e-12)
+    chunks = []
+    for j, text in enumerate(texts):
+        index = j % CHUNKS_PER_DOC
+        chunks.append(beir.ChunkRow(j // CHUNKS_PER_DOC, index, index // CHUNKS_PER_PAGE + 1, "", text,
+                                    len(text) // 4, 0, len(text), hashlib.sha256(text.encode()).hexdigest()))
+    return chunks, out_vecs, real
+
+
+# -- the benchmark ---------------------------------------------------------------------------------------------
+
+
+def bench(
+    n_chunks: int,
+    *,
+    queries: int = 200,
+    corpus: Path | None = None,
+    with_ingest: bool = True,
+    cache_dir: Path | None = None,
+    settings: Settings | None = None,
+    embedder: OnnxEmbedder | None = None,
+    progress: beir.ProgressFn | None = None,
+) -> dict[str, Any]:
+    settings = settings or Settings.load()
+    embedder = embedder or load_embedder(settings.embedding_model_dir or None)
+    folder = corpus or default_corpus()
+    ds = beir.load_dataset(folder, "test")
+    query_texts = list(ds.queries.values())
+    try:
+        query_texts += list(beir.load_dataset(folder, "train").queries.values())
+    except KnownError:
+        pass
+    query_texts = list(dict.fromkeys(query_texts))
+    say = (lambda label: progress(Progress(label))) if progress else (lambda label: None)
+    say(f"chunking {len(ds.corpus)} documents")
+    base = beir.chunk_corpus(ds, embedder, settings)
+    base_vecs = beir.embed_cached(embedder, [c.text for c in base], cache_dir, progress)
+    chunks, vecs, real = synthesize(base, base_vecs, n_chunks)
+    n_docs = (len(chunks) + CHUNKS_PER_DOC - 1) // CHUNKS_PER_DOC
+    docs = [(f"/bench/doc{d}.{_ext(DOC_TYPES[d % len(DOC_TYPES)])}", f"Document {d}",
+             hashlib.sha256(f"bench-{d}".encode()).hexdigest(), DOC_TYPES[d % len(DOC_TYPES)])
+            for d in range(n_docs)]
+    tuning = Tuning.from_settings(settings)
+    report: dict[str, Any] = {
+        "chunks": len(chunks), "real_chunks": real, "synthetic_chunks": len(chunks) - real, "documents": n_docs,
+        "corpus": ds.name, "model": embedder.name, "ef_search": tuning.ef_search, "depth": tuning.depth,
+        "queries": queries, "machine": machine(),
+    }
+    with beir.throwaway_store() as conninfo, db.connect(conninfo) as conn:
+        t = time.monotonic()
+        say(f"loading {len(chunks)} chunks")
+        _load(conn, docs, chunks, vecs, embedder, progress)
+        report["load_s"] = round(time.monotonic() - t, 1)
+        sizes = conn.execute(
+            "SELECT pg_size_pretty(pg_database_size(current_database())), "
+            "pg_size_pretty(pg_total_relation_size('bm25_postings'))"
+        ).fetchone()
+        report["database_size"], report["postings_size"] = sizes
+        conn.commit()
+
+        handle = beir.StoreHandle(conninfo, embedder, settings)
+        rng = np.random.default_rng(1)
+        order = rng.permutation(len(query_texts))
+        pools = [[query_texts[i] for i in order[s::3]] for s in range(3)]
+        for text in pools[2][:20]:  # warm the caches
+            retrieve(handle, text, k=settings.k, conn=conn, tuning=tuning)
+            conn.commit()
+        say(f"hot path: {queries} queries")
+        hot = _measure(handle, conn, pools[0][:queries], tuning, settings.k)
+        report["hot_path_ms"], report["stages_ms"] = hot["total"], hot["stages"]
+        say("filtered queries")
+        filt = _measure(beir.StoreHandle(conninfo, embedder, settings), conn, pools[1][:queries], tuning,
+                        settings.k, doc_types=["markdown"])
+        report["filtered_ms"] = filt["total"]
+        say("HNSW recall against exact search")
+        report["hnsw_recall@10"] = _recall(handle, conn, vecs, pools[0][:queries], tuning, embedder)
+        if with_ingest:
+            say("hot path during an ingest")
+            texts = pools[2][20 : 20 + queries] or pools[0][:queries]
+            report["while_ingesting"] = _during_ingest(conninfo, conn, embedder, settings, tuning, base, texts,
+                                                       n_docs)
+    report["machine"]["load_average_after"] = machine()["load_average"]
+    return report
+
+
+def _ext(doc_type: str) -> str:
+    return {"pdf": "pdf", "markdown": "md", "text": "txt"}[doc_type]
+
+
+def _load(conn: Any, docs: list, chunks: list, vecs: np.ndarray, embedder: OnnxEmbedder,
+          progress: beir.ProgressFn | None) -> None:
+    # Postings are built in slices of documents so that progress shows and temp tables stay small.
+    beir.bulk_load(conn, docs, chunks, vecs, embedder.name, embedder.dimension, index_bm25=False,
+                   maintenance_work_mem="4GB" if len(chunks) > 200_000 else "1GB")
+    step = 2000
+    report = Progress("BM25 postings", 0, len(docs), "documents")
+    for start in range(0, len(docs), step):
+        bm25.index_documents(conn, range(start + 1, min(len(docs), start + step) + 1))
+        conn.commit()
+        report.done = min(len(docs), start + step)
+        if progress:
+            progress(report)
+    conn.autocommit = True
+    try:
+        for table in ("documents", "document_chunks", "chunk_embeddings", "bm25_postings", "bm25_terms"):
+            conn.execute(f"VACUUM ANALYZE {table}")
+    finally:
+        conn.autocommit = False
+
+
+def _measure(handle: beir.StoreHandle, conn: Any, texts: Sequence[str], tuning: Tuning, k: int,
+             **filters: Any) -> dict[str, Any]:
+    totals: list[float] = []
+    stages: dict[str, list[float]] = {"embed": [], "vector": [], "bm25": [], "fuse+fetch+merge": []}
+    for text in texts:
+        t = time.perf_counter()
+        resp = retrieve(handle, text, k=k, conn=conn, tuning=tuning, **filters)
+        totals.append((time.perf_counter() - t) * 1000)
+        conn.commit()
+        if resp.reason:
+            raise KnownError(f"retrieval failed during the benchmark: {resp.error or resp.reason}")
+        tm = resp.timings
+        for stage in ("embed", "vector", "bm25"):
+            stages[stage].append(tm.get(stage, 0.0))
+        stages["fuse+fetch+merge"].append(tm.get("fuse", 0) + tm.get("fetch", 0) + tm.get("merge", 0))
+    return {"total": metrics.percentiles(totals), "stages": {s: metrics.percentiles(v) for s, v in stages.items()}}
+
+
+def _recall(handle: beir.StoreHandle, conn: Any, vecs: np.ndarray, texts: Sequence[str], tuning: Tuning,
+            embedder: OnnxEmbedder) -> float:
+    hits = 0
+    for text in texts:
+        q = handle.embed_query(text)
+        exact = np.argpartition(-(vecs @ q), 10)[:10] + 1  # chunk ids are row numbers + 1
+        with conn.transaction():
+            got = vector.search(conn, q, model=embedder.name, dimension=embedder.dimension, n=tuning.depth,
+                                filters=Filters(), ef_search=tuning.ef_search)
+        conn.commit()
+        hits += len(set(exact.tolist()) & {cid for cid, _ in got[:10]})
+    return round(hits / (10 * max(1, len(texts))), 4)
+
+
+def _during_ingest(conninfo: str, conn: Any, embedder: OnnxEmbedder, settings: Settings, tuning: Tuning,
+                   base: Sequence[beir.ChunkRow], texts: Sequence[str], first_doc: int) -> dict[str, Any]:
+    """Queries through the one embedding service while another thread ingests through it, as the app does."""
+    service = EmbeddingService(lambda: embedder)
+    worker = threading.Thread(target=service.run, name="embedding", daemon=True)
+    worker.start()
+    stop = threading.Event()
+    ingested = [0]
+    errors: list[BaseException] = []
+
+    def ingest() -> None:
+        try:
+            with db.connect(conninfo) as c:
+                doc = first_doc
+                pos = 0
+                while not stop.is_set():
+                    batch = [base[(pos + i) % len(base)] for i in range(INGEST_BATCH)]
+                    pos += INGEST_BATCH
+                    vectors = service.embed_batch([b.text for b in batch])
+                    doc += 1
+                    _write_doc(c, doc, batch, vectors, embedder.name)
+                    ingested[0] += len(batch)
+        except BaseException as exc:  # reported by the caller
+            errors.append(exc)
+
+    class _ServiceHandle(beir.StoreHandle):
+        def embed_query(self, text: str) -> np.ndarray:
+            return service.embed_query(text)
+
+    writer = threading.Thread(target=ingest, name="ingest", daemon=True)
+    writer.start()
+    try:
+        time.sleep(2.0)  # let the ingest get going
+        started, before = time.monotonic(), ingested[0]
+        result = _measure(_ServiceHandle(conninfo, embedder, settings), conn, texts, tuning, settings.k)
+        rate = (ingested[0] - before) / max(1e-6, time.monotonic() - started)
+    finally:
+        stop.set()
+        writer.join(120)
+        service.stop()
+        worker.join(60)
+    if errors:
+        raise errors[0]
+    return {"hot_path_ms": result["total"], "stages_ms": result["stages"],
+            "ingest_chunks_per_s": round(rate, 1), "ingest_batch": INGEST_BATCH}
+
+
+def _write_doc(conn: Any, doc: int, batch: Sequence[beir.ChunkRow], vectors: np.ndarray, model: str) -> None:
+    with conn.transaction():
+        doc_id = conn.execute(
+            "INSERT INTO documents (path, title, doc_type, sha256, status) VALUES (%s, %s, 'pdf', %s, 'embedding') "
+            "RETURNING id", (f"/bench/ingest{doc}.pdf", f"Ingested {doc}",
+                             hashlib.sha256(f"ingest-{doc}-{time.time_ns()}".encode()).hexdigest()),
+        ).fetchone()[0]
+        with conn.cursor().copy(
+            "COPY document_chunks (doc_id, chunk_index, page_number, heading_path, text, token_count, char_start, "
+            "char_end, text_hash) FROM STDIN"
+        ) as copy:
+            for i, b in enumerate(batch):
+                copy.write_row((doc_id, i, i // CHUNKS_PER_PAGE + 1, b.heading_path, b.text, b.token_count,
+                                b.char_start, b.char_end, b.text_hash))
+        ids = [r[0] for r in conn.execute("SELECT id FROM document_chunks WHERE doc_id = %s ORDER BY chunk_index",
+                                          (doc_id,))]
+        with conn.cursor().copy(
+            "COPY chunk_embeddings (chunk_id, embedding_model, embedding) FROM STDIN WITH (FORMAT BINARY)"
+        ) as copy:
+            copy.set_types(["int8", "text", "vector"])
+            for cid, v in zip(ids, vectors):
+                copy.write_row((cid, model, v))
+    with conn.transaction():
+        bm25.index_document(conn, doc_id)
+        conn.execute("UPDATE documents SET status = 'ready', indexed_at = now() WHERE id = %s", (doc_id,))
+
+
+def _progress(p: Progress) -> None:
+    if p.total:
+        print(f"\r{p.label}: {p.done}/{p.total} {p.unit}", end="\n" if p.done >= p.total else "",
+              file=sys.stderr, flush=True)
+    else:
+        print(p.label, file=sys.stderr, flush=True)
