@@ -14,12 +14,16 @@ from typing import Any
 
 from localrag.core.library import Library
 from localrag.gui.qt import QtCore, QtGui, QtWidgets, Signal
-from localrag.gui.workers import run_op
+from localrag.gui.chat_worker import run_for
 
 log = logging.getLogger("localrag.gui.devpane")
 
 STAGES = ("embed", "vector", "bm25", "fuse", "fetch", "merge", "pack")
-COLUMNS = ("#", "Chunks", "Document", "Page", "Heading", "Vector", "V rank", "BM25", "B rank", "Fused", "Floor")
+COLUMNS = ("#", "Chunks", "Document", "Page", "Heading", "Vector", "V rank", "BM25", "B rank", "Fused", "Floor",
+           "Prompt")
+# What became of a passage on its way into the prompt (the "Prompt" column).
+_PROMPT_HELP = ("[n]: in the prompt as source n · budget: dropped by the context budget · window: dropped to fit "
+                "the model's context window · below bar: under the chat's relevance bar · –: no prompt was built")
 _NUMERIC = {5, 7, 9}
 
 
@@ -63,15 +67,15 @@ def result_row(result: Any) -> list[str]:
 class DevPane(QtWidgets.QWidget):
     """Retrieval and prompt details for developers; meant for a dock widget.
 
-    Feed it from the chat panel: ``chat_panel.retrieval_done.connect(dev_pane.show_retrieval)`` and
-    ``chat_panel.prompt_ready.connect(dev_pane.show_prompt)`` (or ``chat_panel.generation_finished`` → ``show_done``).
+    Feed it from the chat panel: ``retrieval_done`` → ``show_retrieval``, ``prompt_ready`` → ``show_prompt``,
+    ``answer_done`` → ``show_done``.
 
     Public:
         show_retrieval(event): an object with ``query``, ``response`` (a ``RetrievalResponse``) and optionally
             ``packed`` (a ``PackedContext``); the engine's ``Retrieved`` event qualifies.
-        show_prompt(prompt): the exact prompt (``messages``/``text``, ``prompt_tokens``, ``context_tokens``,
-            ``budget``, ``dropped``) or a plain string.
-        show_done(event): the answer's timings (first token, tokens/s) from the engine's ``Done`` event.
+        show_prompt(view): the exact prompt (the worker's ``PromptView``, an engine ``Prompt`` or a string) with
+            its token counts and what the budget dropped.
+        show_done(event): the answer's timings (first token, prompt processing, tokens/s) from ``Done``.
         run_retrieval(query): run the retrieval-only box (off the UI thread).
         set_scope(doc_ids, doc_types): the filters the retrieval-only box uses (the chat's document scope).
         table: the results table (rows in retrieval order; ``result_row`` gives each row's cells).
@@ -197,6 +201,7 @@ class DevPane(QtWidgets.QWidget):
         layout.addWidget(self.tabs, 1)
         self._results: list[Any] = []
         self._generation: dict[str, Any] = {}
+        self._prompt_fate: dict[tuple[int, ...], str] | None = None
 
     # -- input ---------------------------------------------------------------------------------------------
 
@@ -223,6 +228,7 @@ class DevPane(QtWidgets.QWidget):
 
         def done(response: Any) -> None:
             self._finish_run()
+            self._prompt_fate = None
             self._show(query, response, None)
             self.prompt_info.setText("Retrieval only: no prompt was built.")
             self.prompt_view.clear()
@@ -233,7 +239,7 @@ class DevPane(QtWidgets.QWidget):
             self.status_label.setText(f"Retrieval failed: {message}")
             self.retrieval_failed.emit(message)
 
-        run_op(work, done, failed)
+        run_for(self, work, done, failed)
         return True
 
     def _finish_run(self) -> None:
@@ -244,9 +250,27 @@ class DevPane(QtWidgets.QWidget):
     # -- output --------------------------------------------------------------------------------------------
 
     def show_retrieval(self, event: Any) -> None:
-        """Show a question's retrieval: ``event.response`` and, when given, ``event.packed``."""
+        """Show a question's retrieval: ``event.response`` and, when given, ``event.packed`` and
+        ``event.sources`` (the numbered sources of the prompt)."""
         self._generation = {}
-        self._show(_get(event, "query", ""), _get(event, "response"), _get(event, "packed"))
+        response = _get(event, "response")
+        query = _get(event, "query") or _get(response, "query") or ""
+        self._prompt_fate = self._fates(_get(event, "packed"), _get(event, "sources"))
+        self._show(query, response, _get(event, "packed"))
+
+    @staticmethod
+    def _fates(packed: Any, sources: Any) -> dict[tuple[int, ...], str] | None:
+        if packed is None and not sources:
+            return None
+        fate: dict[tuple[int, ...], str] = {}
+        for item in _get(packed, "dropped") or []:
+            result = item[0] if isinstance(item, tuple) else item
+            fate[tuple(_get(result, "chunk_ids") or [])] = "budget"
+        for result in _get(packed, "sources") or []:
+            fate[tuple(_get(result, "chunk_ids") or [])] = "window"
+        for i, source in enumerate(sources or [], 1):
+            fate[tuple(_get(source, "chunk_ids") or [])] = f"[{_get(source, 'number') or i}]"
+        return fate
 
     def _show(self, query: str, response: Any, packed: Any) -> None:
         self.response, self.packed = response, packed
@@ -283,7 +307,10 @@ class DevPane(QtWidgets.QWidget):
         self.table.setRowCount(len(results))
         muted = self.palette().color(QtGui.QPalette.Disabled, QtGui.QPalette.Text)
         for row, result in enumerate(results):
-            cells = [str(row + 1), *result_row(result)]
+            fate = "–"
+            if self._prompt_fate is not None:
+                fate = self._prompt_fate.get(tuple(_get(result, "chunk_ids") or []), "below bar")
+            cells = [str(row + 1), *result_row(result), fate]
             passed = _get(result, "passed_floor")
             for col, text in enumerate(cells):
                 item = QtWidgets.QTableWidgetItem(text)
@@ -295,6 +322,8 @@ class DevPane(QtWidgets.QWidget):
                     item.setToolTip(_get(result, "path") or "")
                 if col == 4:
                     item.setToolTip(text)
+                if col == len(COLUMNS) - 1:
+                    item.setToolTip(_PROMPT_HELP)
                 self.table.setItem(row, col, item)
         self.table.resizeColumnsToContents()
         self.table.setColumnWidth(2, min(self.table.columnWidth(2), 200))
@@ -318,9 +347,11 @@ class DevPane(QtWidgets.QWidget):
             value = timings[stage]
             if isinstance(value, (int, float)):
                 parts.append(f"{escape(str(stage))} <b>{value:.1f}</b> ms")
-        for name, value in self._generation.items():
-            parts.append(f"{escape(name)} <b>{value}</b>")
-        self.timings_label.setText(" · ".join(parts))
+        line = " · ".join(parts)
+        if self._generation:
+            answer = " · ".join(f"{escape(k)} <b>{escape(v)}</b>" for k, v in self._generation.items())
+            line = (f"Retrieval: {line}<br>" if line else "") + f"Answer: {answer}"
+        self.timings_label.setText(line)
 
     def _render_budget(self, packed: Any) -> None:
         used, budget = _get(packed, "used_tokens"), _get(packed, "budget")
@@ -340,36 +371,70 @@ class DevPane(QtWidgets.QWidget):
         self.prompt_info.setText(text)
         self._budget_html = text
 
-    def show_prompt(self, prompt: Any) -> None:
-        """Show the exact prompt sent to the model and its token counts."""
-        if isinstance(prompt, str):
-            self.prompt_view.setPlainText(prompt)
+    def show_prompt(self, view: Any) -> None:
+        """Show the exact prompt sent to the model and its token accounting.
+
+        ``view`` is the worker's ``PromptView`` (``prompt`` and ``rendered``), an engine ``Prompt``, or a string.
+        """
+        if isinstance(view, str):
+            self.prompt_view.setPlainText(view)
             return
-        text = _get(prompt, "text")
-        messages = _get(prompt, "messages")
-        if not text and messages:
-            text = "\n\n".join(f"<|{_get(m, 'role')}|>\n{_get(m, 'content')}" for m in messages)
-        self.prompt_view.setPlainText(text or "")
-        counts = []
-        for name, label in (("prompt_tokens", "prompt"), ("context_tokens", "context"), ("budget", "budget"),
-                            ("history_tokens", "history"), ("max_tokens", "answer limit")):
-            value = _get(prompt, name)
-            if value is not None:
-                counts.append(f"{label} <b>{value}</b>")
-        dropped = _get(prompt, "dropped")
-        info = getattr(self, "_budget_html", "")
-        line = "Tokens: " + ", ".join(counts) if counts else ""
-        if dropped and not info:
-            line += f"; dropped: {escape(str(dropped))}"
-        self.prompt_info.setText("<br>".join(p for p in (line, info) if p))
+        prompt = _get(view, "prompt", view)
+        rendered = _get(view, "rendered") or _get(prompt, "text") or ""
+        self.prompt_view.setPlainText(rendered)
+        lines = []
+        total, budget = _get(prompt, "prompt_tokens"), _get(prompt, "budget")
+        if total is not None:
+            mode = _get(prompt, "mode")
+            lines.append(f"Prompt <b>{total}</b> tokens" + (f" of {budget} allowed" if budget else "")
+                         + (f" · answer limit {_get(prompt, 'max_tokens')}" if _get(prompt, "max_tokens") else "")
+                         + (f" · mode {escape(str(mode))}" if mode else ""))
+        packed = _get(prompt, "packed")
+        context = _get(prompt, "context_tokens")
+        parts = []
+        if packed is not None:
+            parts.append(f"sources <b>{_get(packed, 'used_tokens')}</b> of {_get(packed, 'budget')} tokens "
+                         f"({len(_get(packed, 'sources') or [])} sources)")
+        elif context:
+            parts.append(f"sources <b>{context}</b> tokens")
+        history = _get(prompt, "history_tokens")
+        if history is not None:
+            parts.append(f"history <b>{history}</b> tokens ({_get(prompt, 'history_turns', 0)} messages)")
+        if parts:
+            lines.append(" · ".join(parts))
+        dropped = []
+        for item in _get(prompt, "dropped") or []:
+            result, why = item if isinstance(item, tuple) else (item, "")
+            title = _get(result, "title") or _get(result, "path") or "?"
+            dropped.append(f"{escape(str(title))} p.{_get(result, 'page_number')}" + (f" ({why})" if why else ""))
+        if dropped:
+            lines.append(f"Dropped by the budget: {len(dropped)} passage(s): {'; '.join(dropped)}")
+        if _get(prompt, "sources_dropped"):
+            lines.append(f"Sources dropped to fit the context window: {_get(prompt, 'sources_dropped')}")
+        if _get(prompt, "history_dropped"):
+            lines.append(f"Earlier messages left out: {_get(prompt, 'history_dropped')}")
+        if _get(prompt, "question_cut"):
+            lines.append("The question itself was shortened to fit.")
+        if not dropped and not _get(prompt, "sources_dropped") and not _get(prompt, "history_dropped"):
+            lines.append("Nothing was dropped.")
+        self.prompt_info.setText("<br>".join(lines))
 
     def show_done(self, event: Any) -> None:
-        """Add the generation's timings (time to first token, tokens per second) from a ``Done`` event."""
+        """Add the answer's timings (time to first token, prompt processing, tokens per second) from ``Done``."""
         timings = dict(_get(event, "timings") or {})
-        generation = {}
+        names = {"retrieval_s": "retrieval", "wait_s": "model wait", "prompt_s": "prompt eval",
+                 "ttft_s": "first token", "total_s": "total", "prompt_tokens": "prompt tokens",
+                 "cached_tokens": "cached", "tokens": "generated", "tokens_per_s": "tok/s"}
+        generation: dict[str, str] = {}
         for key, value in timings.items():
-            if key in STAGES or not isinstance(value, (int, float)):
+            if not isinstance(value, (int, float)) or isinstance(value, bool):
                 continue
-            generation[key] = f"{value:.1f}" + ("" if "per_s" in key or "tokens" in key else " ms")
+            name = names.get(key, key)
+            if key.endswith("_per_s"):
+                generation[name] = f"{value:.1f}"
+            elif key.endswith("_s"):
+                generation[name] = f"{value * 1000:.0f} ms" if value < 1 else f"{value:.2f} s"
+            else:
+                generation[name] = str(value)
         self._generation = generation
         self._render_timings()

@@ -20,7 +20,7 @@ import numpy as np
 
 from localrag.core.library import Library
 from localrag.gui.qt import QtCore, QtGui, QtWidgets, Signal
-from localrag.gui.workers import run_op
+from localrag.gui.chat_worker import run_for
 
 log = logging.getLogger("localrag.gui.sources")
 
@@ -51,6 +51,7 @@ class SourceRef:
     chunk_ids: list[int] = field(default_factory=list)
     score: float | None = None
     number: int | None = None  # the [n] of the citation, when known
+    cited: bool = False  # the answer cites it
 
     @classmethod
     def from_any(cls, source: Any, number: int | None = None) -> SourceRef:
@@ -77,6 +78,7 @@ class SourceRef:
             chunk_ids=[int(c) for c in (get("chunk_ids") or [])],
             score=float(score) if score is not None else None,
             number=number if number is not None else get("number"),
+            cited=bool(get("cited", False)),
         )
 
 
@@ -265,6 +267,7 @@ def passage_context(library: Library, ref: SourceRef, context_chunks: int = CONT
 
 
 _KEEP_BREAK_AFTER = frozenset(".:;!?")
+_SHORT_LINE = 45
 _KEEP_BREAK_BEFORE = re.compile(r"\n(?=\s*(?:[-*•◦▪‣–]|\d+[.)]|[A-Z][A-Z0-9 ]{2,}$))", re.M)
 
 
@@ -278,6 +281,11 @@ def reflow(text: str) -> str:
         before = text[i - 1] if i > 0 else "\n"
         after = text[i + 1] if i + 1 < len(text) else "\n"
         if before in _KEEP_BREAK_AFTER or before == "\n" or after == "\n":
+            continue
+        line_start = text.rfind("\n", 0, i) + 1
+        if i - line_start < _SHORT_LINE:  # a heading or the last line of a paragraph
+            continue
+        if ". ." in text[line_start:i] or "..." in text[line_start:i]:  # a table of contents line
             continue
         out[i] = " "
     return "".join(out)
@@ -412,13 +420,14 @@ class SourceViewer(QtWidgets.QDialog):
         else:
             self.splitter.setSizes([640, 440])
         self._show_passage(Passage(self.ref.text, 0, len(self.ref.text)))
-        run_op(lambda: load_source_view(self.library, self.ref), self._on_loaded, self._on_failed)
+        run_for(self, lambda: load_source_view(self.library, self.ref), self._on_loaded, self._on_failed)
 
     def _header_html(self) -> str:
         from html import escape
 
         ref = self.ref
-        parts = [f"<b>{escape(ref.title or Path(ref.path).name)}</b>", f"page {ref.page_number}"]
+        tag = f"[{ref.number}] " if ref.number else ""
+        parts = [f"<b>{tag}{escape(ref.title or Path(ref.path).name)}</b>", f"page {ref.page_number}"]
         if ref.heading_path:
             parts.append(escape(ref.heading_path.replace(" > ", " › ")))
         if ref.score is not None:

@@ -1,0 +1,320 @@
+"""The generation worker: one language model for the process, questions answered one at a time on a QThread.
+
+``ChatWorker`` owns the thread and the ``ChatEngine`` with its model. The UI calls ``warm_up()`` once (the models
+load on the worker thread) and ``ask(request)`` per question; the worker iterates ``ChatEngine.ask`` and turns its
+events into signals, which Qt delivers on the main thread in the order they were emitted. Esc calls ``cancel()``;
+the window calls ``shutdown()`` before it closes the Library.
+
+A question asked while the models are still loading waits in the queue behind the load (the worker says so with
+``waiting``). When the model cannot be loaded the engine still searches: ``retrieved`` brings the sources, then
+``failed`` says why there is no answer.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from localrag.core.errors import KnownError
+from localrag.core.library import Library
+from localrag.core.progress import CancelToken
+from localrag.gui.qt import QObject, QThread, Signal
+
+log = logging.getLogger("localrag.gui.chat")
+
+# Model states (``ChatWorker.model_state``).
+IDLE, LOADING, READY, FAILED = "idle", "loading", "ready", "failed"
+
+
+@dataclass
+class AskRequest:
+    """One question and how to answer it.
+
+    Attributes:
+        chat_id: the chat to add to, or ``None`` for a new chat (the engine creates it).
+        grounded: use the documents ("Use my documents"); ``False`` is plain local chat.
+        strict: answer only from the documents, and say so plainly when nothing relevant was found.
+        doc_ids, doc_types: limit retrieval to these documents / types (``None``: all).
+        max_tokens: the answer's length limit (``None``: the settings' ``max_tokens``).
+        cancel: set by ``ChatWorker.cancel`` (Esc).
+    """
+
+    question: str
+    chat_id: int | None = None
+    grounded: bool = True
+    strict: bool = False
+    doc_ids: list[int] | None = None
+    doc_types: list[str] | None = None
+    max_tokens: int | None = None
+    cancel: CancelToken = field(default_factory=CancelToken)
+
+
+class _Thread(QThread):
+    def __init__(self, target: Callable[[], None], parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._target = target
+        self.setObjectName("generation")
+
+    def run(self) -> None:
+        self._target()
+
+
+_LOAD, _STOP = "load", "stop"
+
+
+class _Life:
+    """Whether a QObject still exists (its Python wrapper outlives it)."""
+
+    def __init__(self, owner: QObject) -> None:
+        self.alive = True
+        owner.destroyed.connect(self._died)
+
+    def _died(self, *_: object) -> None:
+        self.alive = False
+
+
+def run_for(owner: QObject, fn: Callable[[], Any], on_done: Callable[[Any], None] | None = None,
+            on_failed: Callable[[str, bool], None] | None = None) -> None:
+    """``run_op`` for a widget: the callbacks are dropped once ``owner`` has been destroyed."""
+    from localrag.gui.workers import run_op
+
+    life: _Life | None = getattr(owner, "_localrag_life", None)
+    if life is None:
+        life = _Life(owner)
+        owner._localrag_life = life  # type: ignore[attr-defined]
+
+    def guard(callback: Callable[..., None] | None) -> Callable[..., None] | None:
+        if callback is None:
+            return None
+        return lambda *args: callback(*args) if life.alive else None
+
+    run_op(fn, guard(on_done), guard(on_failed))
+
+
+@dataclass
+class PromptView:
+    """The exact prompt of one answer: the engine's ``Prompt`` (messages, tokens, budget accounting) and
+    ``rendered``, the prompt text exactly as the model reads it (chat template and special tokens included)."""
+
+    prompt: Any
+    rendered: str
+
+
+class ChatWorker(QObject):
+    """Answers questions on its own QThread with the process's one language model.
+
+    Args:
+        library: the facade (retrieval and chat history go through it).
+        loader: loads the model from the settings, on the worker thread (default: ``core.chat.llm.load_llm``).
+
+    Public:
+        warm_up(): start the thread; load the embedding model and the language model there.
+        ask(request) -> bool: queue a question (False while another one is in hand).
+        cancel(): stop the answer in hand (Esc); the engine keeps and saves what was generated.
+        shutdown(timeout_ms=None) -> bool: cancel, end the thread and wait for it.
+        model_state: ``"idle" | "loading" | "ready" | "failed"``; ``model_error`` says why it failed.
+        busy: a question is queued or in hand.
+        engine: the ``ChatEngine`` (built on the worker thread at warm-up).
+
+    Signals:
+        model_loading(): the model started loading.
+        model_ready(): the model is loaded.
+        model_failed(str): the model cannot be loaded (questions then get their sources only).
+        waiting(): a question is waiting for the model to finish loading.
+        searching(): retrieval started.
+        retrieved(object): the engine's ``Retrieved`` event (``query``, ``response``, ``packed``, ``sources``,
+            ``notice``; see ``core.chat.engine``).
+        prompt(object): a ``PromptView``: the exact prompt sent to the model.
+        token(str): the next piece of the answer, in order.
+        done(object): the engine's ``Done`` event (chat id, message id, answer, citations, sources, timings,
+            notice, cancelled).
+        failed(str, bool): the answer failed; the message says why, the flag whether it is a known
+            (environment) problem rather than a bug.
+        request_finished(): the question is over (always, after ``done`` or ``failed``).
+    """
+
+    model_loading = Signal()
+    model_ready = Signal()
+    model_failed = Signal(str)
+    waiting = Signal()
+    searching = Signal()
+    retrieved = Signal(object)
+    prompt = Signal(object)
+    token = Signal(str)
+    done = Signal(object)
+    failed = Signal(str, bool)
+    request_finished = Signal()
+
+    def __init__(self, library: Library, *, loader: Callable[[Any], Any] | None = None,
+                 parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.library = library
+        self._loader = loader
+        self._queue: queue.Queue[Any] = queue.Queue()
+        self._thread: _Thread | None = None
+        self._lock = threading.Lock()
+        self._current: AskRequest | None = None
+        self._pending = 0
+        self._warm_cancel = CancelToken()
+        self.engine: Any = None
+        self.model_state = IDLE
+        self.model_error = ""
+
+    # -- main thread ----------------------------------------------------------------------------------------
+
+    @property
+    def busy(self) -> bool:
+        with self._lock:
+            return self._pending > 0
+
+    def _ensure_thread(self) -> None:
+        if self._thread is None:
+            self._thread = _Thread(self._loop, self)
+            self._thread.start()
+
+    def warm_up(self) -> None:
+        """Load the models in the background (once); questions asked meanwhile wait for them."""
+        if self.model_state != IDLE:
+            return
+        self.model_state = LOADING
+        self._ensure_thread()
+        self._queue.put(_LOAD)
+        self.model_loading.emit()
+
+    def ask(self, request: AskRequest) -> bool:
+        """Queue ``request``; returns False (and does nothing) while another question is in hand."""
+        with self._lock:
+            if self._pending:
+                return False
+            self._pending = 1
+            self._current = request
+        if self.model_state == IDLE:
+            self.warm_up()
+        if self.model_state == LOADING:
+            self.waiting.emit()
+        self._ensure_thread()
+        self._queue.put(request)
+        return True
+
+    def cancel(self) -> None:
+        """Stop the question in hand (Esc). Safe to call when nothing runs."""
+        with self._lock:
+            if self._current is not None:
+                self._current.cancel.cancel()
+
+    def shutdown(self, timeout_ms: int | None = None) -> bool:
+        """Cancel the question in hand, end the thread and wait for it; True if it ended in time.
+
+        Call it before the Library closes: a QThread destroyed while running aborts the process.
+        """
+        self.cancel()
+        self._warm_cancel.cancel()
+        thread = self._thread
+        if thread is None:
+            return True
+        self._queue.put(_STOP)
+        ended = thread.wait() if timeout_ms is None else thread.wait(timeout_ms)
+        if not ended:
+            log.error("the generation thread did not stop in time")
+            return False
+        self._thread = None
+        self.engine = None
+        return True
+
+    # -- worker thread --------------------------------------------------------------------------------------
+
+    def _loop(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item == _STOP:
+                break  # anything still queued is dropped: the window is closing
+            if item == _LOAD:
+                self._warm_up()
+            elif isinstance(item, AskRequest):
+                try:
+                    if self.engine is None:
+                        self._warm_up()
+                    self._answer(item)
+                finally:
+                    with self._lock:
+                        self._pending = 0
+                        self._current = None
+                    self.request_finished.emit()
+
+    def _on_provider(self, state: Any) -> None:
+        """The model's load state changed (called on the thread that changed it)."""
+        if state.status == "ready" and self.model_state != READY:
+            self.model_state = READY
+            self.model_ready.emit()
+        elif state.status == "failed" and self.model_state != FAILED:
+            self.model_error = state.error
+            self.model_state = FAILED
+            self.model_failed.emit(state.error)
+
+    def _warm_up(self) -> None:
+        if self.engine is not None:
+            return
+        from localrag.core.chat.engine import ChatEngine
+        from localrag.core.chat.llm import LLMProvider
+
+        settings = self.library.settings
+        provider = LLMProvider(settings, self._loader) if self._loader else LLMProvider(settings)
+        provider.add_listener(self._on_provider)
+        self.engine = ChatEngine(self.library, provider)
+        try:
+            timings = self.engine.warm_up(self._warm_cancel)
+            log.info("warm-up: %s", {k: round(v, 2) for k, v in timings.items()})
+        except Exception:  # the engine reports model failures itself; anything else is a bug
+            log.error("warm-up failed:\n%s", traceback.format_exc())
+        self._on_provider(provider.state)
+
+    def _answer(self, request: AskRequest) -> None:
+        from localrag.core.chat import engine as chat
+        from localrag.core.chat.prompts import Prompt
+
+        if request.cancel.cancelled:
+            return
+        try:
+            events = self.engine.ask(
+                request.chat_id, request.question, grounded=request.grounded, strict=request.strict,
+                doc_ids=request.doc_ids, doc_types=request.doc_types, cancel=request.cancel,
+                max_tokens=request.max_tokens,
+            )
+            for event in events:
+                if isinstance(event, chat.Token):
+                    self.token.emit(event.text)
+                elif isinstance(event, chat.Searching):
+                    self.searching.emit()
+                elif isinstance(event, chat.WarmingUp):
+                    self.waiting.emit()
+                elif isinstance(event, chat.Retrieved):
+                    self.retrieved.emit(event)
+                    if event.prompt is not None:
+                        self.prompt.emit(self._prompt_view(event.prompt))
+                elif isinstance(event, Prompt):
+                    self.prompt.emit(self._prompt_view(event))
+                elif isinstance(event, chat.Done):
+                    self.done.emit(event)
+                elif isinstance(event, chat.Failed):
+                    self.failed.emit(event.message, event.known)
+        except KnownError as exc:
+            self.failed.emit(exc.message, True)
+        except Exception as exc:  # a bug: the traceback goes to the log, a short line to the user
+            log.error("answering failed:\n%s", traceback.format_exc())
+            self.failed.emit(f"{type(exc).__name__}: {exc}", False)
+
+    def _prompt_view(self, prompt: Any) -> PromptView:
+        """The prompt with its exact text, detokenized with the special tokens (on this thread: the model's)."""
+        llm = self.engine.provider.llm if self.engine is not None and self.engine.provider else None
+        rendered = prompt.text
+        if llm is not None:
+            try:
+                rendered = llm.llama.detokenize(list(prompt.tokens), special=True).decode("utf-8", "replace")
+            except Exception:  # an older llama-cpp-python without ``special``: the text without them
+                rendered = llm.detokenize(prompt.tokens)
+        return PromptView(prompt, rendered)

@@ -1,0 +1,705 @@
+"""The chat panel: ask, watch the answer stream in, check its citations.
+
+The transcript is a ``QTextBrowser``. Finished turns are rendered as HTML: the question, the answer with its
+citations as links (only numbers that name a real source become links), a notice when the answer is not
+grounded, and the sources list (title, page, heading, score). While an answer streams, its tokens are appended
+at the end of the document; when it is done the turn is rendered again with its links and sources.
+Clicking a citation or a source opens the ``SourceViewer``.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass, field
+from html import escape
+from typing import Any
+
+from localrag.core.library import Library
+from localrag.gui.chat_worker import FAILED, LOADING, AskRequest, ChatWorker, run_for
+from localrag.gui.qt import QtCore, QtGui, QtWidgets, Signal
+from localrag.gui.views.sources import SourceRef, SourceViewer
+
+log = logging.getLogger("localrag.gui.chat")
+
+SEARCHING = "Searching your documents…"
+WAITING = "Waiting for the model…"
+
+
+def _get(obj: Any, name: str, default: Any = None) -> Any:
+    if obj is None:
+        return default
+    return obj.get(name, default) if isinstance(obj, dict) else getattr(obj, name, default)
+
+
+@dataclass
+class Turn:
+    """One question and its answer as the transcript shows them."""
+
+    question: str
+    grounded: bool = True
+    strict: bool = False
+    answer: str = ""
+    sources: list[SourceRef] = field(default_factory=list)
+    status: str = ""  # transient: searching, waiting, answering
+    notice: str = ""  # stays with the answer: not grounded because…, nothing relevant found…
+    error: str = ""
+    message_id: int | None = None
+    pending: bool = False
+    stopped: bool = False
+
+    def valid(self, number: int) -> bool:
+        return 1 <= number <= len(self.sources)
+
+
+def link_citations(answer: str, turn_index: int, n_sources: int) -> str:
+    """The answer as HTML paragraphs whose citations (``[1]``, ``[1, 3]``, ``[2-4]``) link to their sources.
+
+    Only numbers that name one of the ``n_sources`` sources become links (checked by ``core.chat.citations``);
+    a lone ``[n]`` is one link, brackets included, for a bigger target.
+    """
+    from localrag.core.chat.citations import check_citations, segments
+
+    parts = []
+    for text, number in segments(answer, check_citations(answer, n_sources)):
+        if number is None:
+            parts.append(escape(text))
+        else:
+            parts.append(f'<a href="cite:{turn_index}:{number}" style="text-decoration:none; font-weight:600">'
+                         f"{escape(text)}</a>")
+    paragraphs = re.split(r"\n\s*\n", "".join(parts).strip())
+    return "".join(f"<p>{p.replace(chr(10), '<br>')}</p>" for p in paragraphs if p)
+
+
+def _text_html(text: str) -> str:
+    paragraphs = re.split(r"\n\s*\n", text.strip())
+    return "".join(f"<p>{escape(p).replace(chr(10), '<br>')}</p>" for p in paragraphs if p)
+
+
+def _source_line(number: int, ref: SourceRef, turn_index: int, muted: str) -> str:
+    """One row of a sources list; a source the answer cites is in bold."""
+    title = escape(ref.title or ref.path.rsplit("/", 1)[-1] or "Untitled")
+    bits = []
+    if ref.doc_type == "pdf" or ref.page_number > 1:
+        bits.append(f"p.&nbsp;{ref.page_number}")
+    if ref.heading_path and ref.heading_path != ref.title:
+        bits.append(escape(ref.heading_path.replace(" > ", " › ")))
+    if ref.score is not None:
+        bits.append(f"score {ref.score:.2f}")
+    detail = f" <span style='color:{muted}'>· {' · '.join(bits)}</span>" if bits else ""
+    href = f"src:{turn_index}:{number}"
+    weight = "font-weight:600; " if ref.cited else ""
+    return (f"<tr><td style='padding:1px 6px 1px 0'><a href='{href}' style='{weight}'>[{number}]</a></td>"
+            f"<td style='padding:1px 0'><a href='{href}' style='{weight}'>{title}</a>{detail}</td></tr>")
+
+
+class ChatPanel(QtWidgets.QWidget):
+    """Questions and streamed, cited answers; hosts the generation worker.
+
+    Args:
+        library: the facade.
+        worker: a ``ChatWorker`` to use instead of the panel's own (the panel then does not own it).
+
+    Start-up and shutdown (the main window calls these):
+        warm_up(): load the language model in the background, once the store is open; a question asked
+            before that waits and shows "Waiting for the model…".
+        shutdown(): stop generating and wait for the worker thread (before ``Library.close``).
+
+    Public:
+        set_scope(doc_ids, doc_types): limit retrieval to these documents / types (``None``: all).
+        ask(question) -> bool: send a question as if typed (False when empty or while answering).
+        stop(): stop the answer in hand (Esc).
+        new_chat(): an empty chat (created in the store by its first question); Ctrl+N.
+        open_chat(chat_id): show a kept chat with its messages and sources (loaded in the background).
+        forget_chat(chat_id): the chat was deleted elsewhere; clear the view if it was shown.
+        open_source(turn_index, number): open the viewer on source ``number`` of a turn.
+        chat_id: the chat shown (None for a new one); turns: the ``Turn`` list; generating: an answer runs.
+        new_chat_action (Ctrl+N) and stop_action (Esc): QActions the window may also put in its menus.
+        question, transcript, use_documents, strict, send_button, stop_button: the widgets.
+
+    Signals:
+        generation_started(): a question was sent.
+        generation_finished(): its answer ended (done, failed or stopped).
+        retrieval_done(object): the engine's ``Retrieved`` event of the last question (for the dev pane).
+        prompt_ready(object): the exact prompt of the last question, when the engine reports it.
+        answer_done(object): the engine's ``Done`` event (timings for the dev pane).
+        token_received(str): one streamed piece of the answer.
+        sources_changed(object): the list of ``SourceRef`` of the last answer.
+        chat_changed(int): a chat was created or changed by a question (the chats list refreshes).
+        chat_opened(object): the chat shown changed (its id, or None for a new chat).
+        model_state_changed(str): ``"loading" | "ready" | "failed"``, with ``model_error`` when failed.
+        source_opened(object): a ``SourceViewer`` was opened.
+        history_loaded(int): a kept chat's messages are shown.
+    """
+
+    generation_started = Signal()
+    generation_finished = Signal()
+    retrieval_done = Signal(object)
+    prompt_ready = Signal(object)
+    answer_done = Signal(object)
+    token_received = Signal(str)
+    sources_changed = Signal(object)
+    chat_changed = Signal(int)
+    chat_opened = Signal(object)
+    model_state_changed = Signal(str)
+    source_opened = Signal(object)
+    history_loaded = Signal(int)
+
+    def __init__(self, library: Library, parent: QtWidgets.QWidget | None = None, *,
+                 worker: ChatWorker | None = None) -> None:
+        super().__init__(parent)
+        self.library = library
+        self.setObjectName("chat-panel")
+        self.setAccessibleName("Chat")
+        self.chat_id: int | None = None
+        self.turns: list[Turn] = []
+        self.doc_ids: list[int] | None = None
+        self.doc_types: list[str] | None = None
+        self.generating = False
+        self.warmed = False
+        self._held: AskRequest | None = None  # asked before warm_up
+        self._request: AskRequest | None = None
+        self._after_request: list[Any] = []
+        self._load_seq = 0
+        self.viewers: list[SourceViewer] = []
+
+        self.owns_worker = worker is None
+        self.worker = worker or ChatWorker(library, parent=self)
+        w = self.worker
+        w.waiting.connect(self._on_waiting)
+        w.searching.connect(self._on_searching)
+        w.retrieved.connect(self._on_retrieved)
+        w.prompt.connect(self.prompt_ready)
+        w.token.connect(self._on_token)
+        w.done.connect(self._on_done)
+        w.failed.connect(self._on_failed)
+        w.request_finished.connect(self._on_request_finished)
+        w.model_loading.connect(lambda: self.model_state_changed.emit(LOADING))
+        w.model_ready.connect(self._on_model_ready)
+        w.model_failed.connect(self._on_model_failed)
+
+        self._build()
+        self._render()
+
+    # -- layout --------------------------------------------------------------------------------------------
+
+    def _build(self) -> None:
+        self.title_label = QtWidgets.QLabel("New chat", self)
+        self.title_label.setProperty("role", "heading")
+        self.title_label.setAccessibleName("Chat title")
+        self.scope_label = QtWidgets.QLabel("", self)
+        self.scope_label.setProperty("role", "muted")
+        head = QtWidgets.QHBoxLayout()
+        head.setContentsMargins(0, 0, 0, 0)
+        head.addWidget(self.title_label, 1)
+        head.addWidget(self.scope_label)
+
+        self.transcript = QtWidgets.QTextBrowser(self)
+        self.transcript.setAccessibleName("Conversation")
+        self.transcript.setOpenLinks(False)
+        self.transcript.setOpenExternalLinks(False)
+        self.transcript.anchorClicked.connect(self._on_anchor)
+        self.transcript.document().setDocumentMargin(10)
+
+        self.question = QtWidgets.QPlainTextEdit(self)
+        self.question.setPlaceholderText("Ask about your documents…  (Ctrl+Enter to send)")
+        self.question.setAccessibleName("Question")
+        self.question.setTabChangesFocus(True)
+        self.question.setFixedHeight(78)
+        self.question.installEventFilter(self)
+
+        self.use_documents = QtWidgets.QCheckBox("Use my documents", self)
+        self.use_documents.setChecked(True)
+        self.use_documents.setAccessibleName("Use my documents")
+        self.use_documents.setToolTip("Answer from your documents, with citations. Off: plain local chat.")
+        self.strict = QtWidgets.QCheckBox("Strict", self)
+        self.strict.setAccessibleName("Strict: answer only from my documents")
+        self.strict.setToolTip("Answer only from your documents, and say so when nothing relevant is found.")
+        self.use_documents.toggled.connect(self.strict.setEnabled)
+        self.status_label = QtWidgets.QLabel("", self)
+        self.status_label.setProperty("role", "muted")
+        self.status_label.setAccessibleName("Chat status")
+        self.stop_button = QtWidgets.QPushButton("Stop", self)
+        self.stop_button.setAccessibleName("Stop generating")
+        self.stop_button.setToolTip("Stop generating (Esc)")
+        self.stop_button.clicked.connect(self.stop)
+        self.stop_button.setEnabled(False)
+        self.send_button = QtWidgets.QPushButton("Send", self)
+        self.send_button.setAccessibleName("Send question")
+        self.send_button.setToolTip("Send (Ctrl+Enter)")
+        self.send_button.setDefault(True)
+        self.send_button.clicked.connect(self.send)
+        row = QtWidgets.QHBoxLayout()
+        row.setContentsMargins(0, 0, 0, 0)
+        row.addWidget(self.use_documents)
+        row.addWidget(self.strict)
+        row.addSpacing(8)
+        row.addWidget(self.status_label, 1)
+        row.addWidget(self.stop_button)
+        row.addWidget(self.send_button)
+
+        layout = QtWidgets.QVBoxLayout(self)
+        layout.setContentsMargins(6, 6, 6, 6)
+        layout.addLayout(head)
+        layout.addWidget(self.transcript, 1)
+        layout.addWidget(self.question)
+        layout.addLayout(row)
+
+        self.new_chat_action = QtGui.QAction("&New chat", self)
+        self.new_chat_action.setShortcut(QtGui.QKeySequence("Ctrl+N"))
+        self.new_chat_action.setShortcutContext(QtCore.Qt.WindowShortcut)
+        self.new_chat_action.triggered.connect(self.new_chat)
+        self.stop_action = QtGui.QAction("&Stop generating", self)
+        self.stop_action.setShortcut(QtGui.QKeySequence(QtCore.Qt.Key_Escape))
+        self.stop_action.setShortcutContext(QtCore.Qt.WindowShortcut)
+        self.stop_action.triggered.connect(self.stop)
+        self.stop_action.setEnabled(False)
+        self.addAction(self.new_chat_action)
+        self.addAction(self.stop_action)
+        self._update_scope_label()
+
+    def eventFilter(self, obj: QtCore.QObject, event: QtCore.QEvent) -> bool:  # noqa: N802 (Qt override)
+        if obj is self.question and event.type() == QtCore.QEvent.KeyPress:
+            key = event.key()  # type: ignore[attr-defined]
+            mods = event.modifiers()  # type: ignore[attr-defined]
+            if key in (QtCore.Qt.Key_Return, QtCore.Qt.Key_Enter) and mods & QtCore.Qt.ControlModifier:
+                self.send()
+                return True
+        return super().eventFilter(obj, event)
+
+    def changeEvent(self, event: QtCore.QEvent) -> None:  # noqa: N802 (Qt override)
+        super().changeEvent(event)
+        if event.type() == QtCore.QEvent.PaletteChange and hasattr(self, "transcript"):
+            self._render()  # the transcript's colours follow the light/dark scheme
+
+    # -- start-up and shutdown -----------------------------------------------------------------------------
+
+    def warm_up(self) -> None:
+        """Load the language model in the background; a question held until now is sent."""
+        self.warmed = True
+        self.worker.warm_up()
+        held, self._held = self._held, None
+        if held is not None:
+            self._submit(held)
+
+    def shutdown(self, timeout_ms: int | None = None) -> bool:
+        """Stop generating and wait for the worker thread; True if it ended in time."""
+        for viewer in list(self.viewers):
+            viewer.close()
+        if self.owns_worker:
+            return self.worker.shutdown(timeout_ms)
+        self.worker.cancel()
+        return True
+
+    @property
+    def model_error(self) -> str:
+        return self.worker.model_error
+
+    def _on_model_ready(self) -> None:
+        self.model_state_changed.emit("ready")
+
+    def _on_model_failed(self, message: str) -> None:
+        self.model_state_changed.emit(FAILED)
+        if not self.generating:
+            self.status_label.setText("No language model: answers show sources only.")
+            self.status_label.setToolTip(message)
+
+    # -- scope ---------------------------------------------------------------------------------------------
+
+    def set_scope(self, doc_ids: list[int] | None, doc_types: list[str] | None) -> None:
+        """Limit retrieval to these documents and/or types; ``None`` or empty means all documents."""
+        self.doc_ids = [int(d) for d in doc_ids] if doc_ids else None
+        self.doc_types = [str(t) for t in doc_types] if doc_types else None
+        self._update_scope_label()
+
+    def _update_scope_label(self) -> None:
+        bits = []
+        if self.doc_ids:
+            n = len(self.doc_ids)
+            bits.append(f"{n} selected document{'s' if n != 1 else ''}")
+        if self.doc_types:
+            bits.append(", ".join(t.upper() if t == "pdf" else t for t in self.doc_types))
+        self.scope_label.setText("Scope: " + " · ".join(bits) if bits else "Scope: all documents")
+        self.scope_label.setToolTip("Questions search these documents (select documents to narrow it)")
+
+    # -- asking --------------------------------------------------------------------------------------------
+
+    def send(self) -> bool:
+        """Send what is typed in the question box."""
+        if self.ask(self.question.toPlainText()):
+            self.question.clear()
+            return True
+        return False
+
+    def ask(self, question: str) -> bool:
+        """Ask ``question`` in the chat shown; False when it is empty or an answer is still running."""
+        question = question.strip()
+        if not question or self.generating:
+            return False
+        grounded = self.use_documents.isChecked()
+        request = AskRequest(
+            question=question, chat_id=self.chat_id, grounded=grounded,
+            strict=grounded and self.strict.isChecked(),
+            doc_ids=self.doc_ids if grounded else None, doc_types=self.doc_types if grounded else None,
+        )
+        turn = Turn(question, grounded=request.grounded, strict=request.strict, pending=True,
+                    status=SEARCHING if grounded else "Thinking…")
+        self.turns.append(turn)
+        self._set_generating(True)
+        self._request = request
+        if not self.warmed:
+            self._held = request
+            turn.status = WAITING
+            self._render(scroll_to_end=True)
+            self.generation_started.emit()
+            return True
+        self._render(scroll_to_end=True)
+        self.generation_started.emit()
+        self._submit(request)
+        return True
+
+    def _submit(self, request: AskRequest) -> None:
+        if not self.worker.ask(request):  # cannot happen while the panel tracks ``generating``
+            self._finish_turn(error="Another answer is still running.")
+
+    def stop(self) -> None:
+        """Stop the answer in hand (Esc); what was generated so far stays."""
+        if not self.generating:
+            return
+        turn = self._pending_turn()
+        if self._held is not None:  # never reached the worker
+            self._held = None
+            if turn is not None:
+                turn.stopped = True
+                turn.status = ""
+            self._finish_request()
+            return
+        if self._request is not None:
+            self._request.cancel.cancel()
+        self.worker.cancel()
+        if turn is not None:
+            turn.stopped = True
+            turn.status = "Stopping…"
+            self.status_label.setText("Stopping…")
+
+    def _set_generating(self, on: bool) -> None:
+        self.generating = on
+        self.send_button.setEnabled(not on)
+        self.stop_button.setEnabled(on)
+        self.stop_action.setEnabled(on)
+        if on:
+            self.status_label.setText("")
+
+    def _pending_turn(self) -> Turn | None:
+        return self.turns[-1] if self.turns and self.turns[-1].pending else None
+
+    # -- worker events (main thread) -----------------------------------------------------------------------
+
+    def _on_waiting(self) -> None:
+        turn = self._pending_turn()
+        if turn is not None and not turn.answer:
+            turn.status = WAITING
+            self._render_pending()
+
+    def _on_searching(self) -> None:
+        turn = self._pending_turn()
+        if turn is not None:
+            turn.status = SEARCHING
+            self._render_pending()
+
+    def _on_retrieved(self, event: Any) -> None:
+        turn = self._pending_turn()
+        if turn is None:
+            return
+        turn.sources = [SourceRef.from_any(s, i + 1) for i, s in enumerate(_get(event, "sources") or [])]
+        turn.notice = str(_get(event, "notice") or "")
+        n = len(turn.sources)
+        if turn.grounded and n:
+            turn.status = f"Answering from {n} source{'s' if n != 1 else ''}…"
+        else:
+            turn.status = "Answering…"
+        self._render_pending()
+        self.retrieval_done.emit(event)
+        self.sources_changed.emit(list(turn.sources))
+
+    def _on_token(self, text: str) -> None:
+        turn = self._pending_turn()
+        if turn is None:
+            return
+        first = not turn.answer
+        turn.answer += text
+        if first or turn.status in (SEARCHING, WAITING):
+            self._render_pending()
+        else:
+            self._append_stream(text)
+        self.token_received.emit(text)
+
+    def _on_done(self, event: Any) -> None:
+        turn = self._pending_turn()
+        if turn is None:
+            return
+        turn.answer = str(event.answer)
+        turn.sources = [SourceRef.from_any(s, i + 1) for i, s in enumerate(event.sources)]
+        turn.notice = event.notice
+        turn.stopped = turn.stopped or event.cancelled
+        turn.message_id = event.message_id
+        self.sources_changed.emit(list(turn.sources))
+        chat_id = event.chat_id
+        if chat_id is not None and chat_id != self.chat_id:
+            self.chat_id = int(chat_id)
+            self.chat_opened.emit(self.chat_id)
+        self.answer_done.emit(event)
+        if self.chat_id is not None:
+            self.chat_changed.emit(self.chat_id)
+            self._refresh_title()
+
+    def _on_failed(self, message: str, known: bool) -> None:
+        turn = self._pending_turn()
+        if turn is None:
+            return
+        turn.error = message if known else f"Something went wrong: {message}"
+
+    def _on_request_finished(self) -> None:
+        if self._request is not None:  # not a question of another panel sharing the worker
+            self._finish_request()
+
+    def _finish_turn(self, error: str = "") -> None:
+        turn = self._pending_turn()
+        if turn is not None and error:
+            turn.error = error
+        self._finish_request()
+
+    def _finish_request(self) -> None:
+        turn = self._pending_turn()
+        if turn is not None:
+            turn.pending = False
+            turn.status = ""
+        self._request = None
+        self._set_generating(False)
+        if self.worker.model_state == FAILED:
+            self.status_label.setText("No language model: answers show sources only.")
+            self.status_label.setToolTip(self.worker.model_error)
+        self._render(scroll_to_end=True)
+        self.generation_finished.emit()
+        callbacks, self._after_request = self._after_request, []
+        for callback in callbacks:
+            callback()
+
+    # -- chats ---------------------------------------------------------------------------------------------
+
+    def _when_idle(self, callback: Any) -> None:
+        if self.generating:
+            self._after_request = [callback]
+            self.stop()
+        else:
+            callback()
+
+    def new_chat(self) -> None:
+        """Show an empty chat; it is created in the store by its first question."""
+
+        def go() -> None:
+            self._load_seq += 1
+            self.chat_id = None
+            self.turns = []
+            self.title_label.setText("New chat")
+            self._render()
+            self.chat_opened.emit(None)
+            self.question.setFocus()
+
+        self._when_idle(go)
+
+    def forget_chat(self, chat_id: int) -> None:
+        """The chat was deleted: clear the view if it showed it."""
+        if chat_id == self.chat_id:
+            self.new_chat()
+
+    def open_chat(self, chat_id: int) -> None:
+        """Show a kept chat: its messages, sources and title are loaded in the background."""
+        if chat_id == self.chat_id and not self.generating and self.turns:
+            return
+        self._when_idle(lambda: self._load_chat(int(chat_id)))
+
+    def _load_chat(self, chat_id: int) -> None:
+        from localrag.core.chat import history
+
+        self._load_seq += 1
+        seq = self._load_seq
+        self.chat_id = chat_id
+        self.turns = []
+        self._render()
+        self.status_label.setText("Loading the chat…")
+
+        def work() -> tuple[Any, list[Any]]:
+            with self.library.connect() as conn:
+                return history.get_chat(conn, chat_id), list(history.load_messages(conn, chat_id))
+
+        def done(result: tuple[Any, list[Any]]) -> None:
+            if seq != self._load_seq:
+                return
+            chat, messages = result
+            self.turns = turns_from_messages(messages)
+            self.title_label.setText(str(_get(chat, "title") or "Chat"))
+            self.status_label.setText("")
+            self._render(scroll_to_end=True)
+            self.chat_opened.emit(chat_id)
+            self.history_loaded.emit(chat_id)
+
+        def failed(message: str, _known: bool) -> None:
+            if seq == self._load_seq:
+                self.status_label.setText(f"The chat cannot be loaded: {message}")
+
+        run_for(self, work, done, failed)
+
+    def _refresh_title(self) -> None:
+        from localrag.core.chat import history
+
+        chat_id = self.chat_id
+        if chat_id is None:
+            return
+
+        def work() -> Any:
+            with self.library.connect() as conn:
+                return history.get_chat(conn, chat_id)
+
+        def done(chat: Any) -> None:
+            if chat is not None and chat_id == self.chat_id:
+                self.title_label.setText(str(_get(chat, "title") or "Chat"))
+
+        run_for(self, work, done, lambda *_: None)
+
+    # -- sources -------------------------------------------------------------------------------------------
+
+    def _on_anchor(self, url: QtCore.QUrl) -> None:
+        kind, _, rest = url.toString().partition(":")
+        if kind in ("cite", "src"):
+            turn_index, _, number = rest.partition(":")
+            try:
+                self.open_source(int(turn_index), int(number))
+            except ValueError:
+                pass
+
+    def open_source(self, turn_index: int, number: int) -> SourceViewer | None:
+        """Open the viewer on source ``number`` (1-based) of turn ``turn_index``; None if there is no such."""
+        if not 0 <= turn_index < len(self.turns):
+            return None
+        turn = self.turns[turn_index]
+        if not turn.valid(number):
+            return None
+        viewer = SourceViewer(self.library, turn.sources[number - 1], self.window(), number=number)
+        viewer.setWindowFlag(QtCore.Qt.Window, True)
+        self.viewers.append(viewer)
+        viewer.destroyed.connect(lambda *_: self.viewers.remove(viewer) if viewer in self.viewers else None)
+        viewer.show()
+        self.source_opened.emit(viewer)
+        return viewer
+
+    # -- rendering -----------------------------------------------------------------------------------------
+
+    def _colors(self) -> dict[str, str]:
+        pal = self.palette()
+        dark = pal.color(QtGui.QPalette.Window).lightness() < 128
+        try:
+            from localrag.gui import theme
+
+            c = theme.colors()
+            muted, warning, error = c.muted, c.warning, c.error
+        except Exception:  # the theme module is optional for the panel
+            muted, warning, error = "#6b7280", "#b45309", "#c53030"
+        return {
+            "muted": muted, "warning": warning, "error": error,
+            "you_bg": "#26324a" if dark else "#eef3fc",
+            "text": pal.color(QtGui.QPalette.Text).name(),
+        }
+
+    def _turn_html(self, index: int, turn: Turn, c: dict[str, str], *, streaming: bool = False) -> str:
+        mode = "plain chat" if not turn.grounded else ("documents · strict" if turn.strict else "documents")
+        parts = [
+            f"<table width='100%' cellspacing='0' cellpadding='8' style='margin-top:12px; "
+            f"background-color:{c['you_bg']}'><tr><td>"
+            f"<b>You</b> <span style='color:{c['muted']}'>· {mode}</span>"
+            f"{_text_html(turn.question)}</td></tr></table>",
+            "<p style='margin-top:10px; margin-bottom:2px'><b>Local RAG</b></p>",
+        ]
+        if turn.status:
+            parts.append(f"<p style='color:{c['muted']}'><i>{escape(turn.status)}</i></p>")
+        if streaming:
+            return "".join(parts)
+        if turn.answer:
+            parts.append(link_citations(turn.answer, index, len(turn.sources)))
+        if turn.error:
+            parts.append(f"<p style='color:{c['error']}'>{escape(turn.error)}</p>")
+        if turn.stopped and not turn.pending:
+            parts.append(f"<p style='color:{c['muted']}'><i>Stopped.</i></p>")
+        if turn.notice:
+            parts.append(f"<p style='color:{c['warning']}'>{escape(turn.notice)}</p>")
+        if turn.sources and not turn.pending:
+            cited = sum(1 for s in turn.sources if s.cited)
+            note = f" · {cited} cited" if cited else (" · none cited in the answer" if turn.answer else "")
+            parts.append(f"<p style='margin-top:8px; margin-bottom:2px; color:{c['muted']}'><b>Sources</b>{note}</p>"
+                         "<table cellspacing='0' cellpadding='0'>")
+            parts.extend(_source_line(i + 1, ref, index, c["muted"]) for i, ref in enumerate(turn.sources))
+            parts.append("</table>")
+        return "".join(parts)
+
+    def _render(self, *, scroll_to_end: bool = False) -> None:
+        """Render every turn; a pending answer is left as plain text at the end for tokens to append to."""
+        bar = self.transcript.verticalScrollBar()
+        at_end = bar.value() >= bar.maximum() - 4
+        old = bar.value()
+        c = self._colors()
+        if not self.turns:
+            muted = c["muted"]
+            body = (f"<div style='color:{muted}; margin-top:40px' align='center'>"
+                    "<p style='font-size:13pt'>Ask a question about your documents.</p>"
+                    "<p>Answers cite their sources as [1], [2]… — click one to see the page.<br>"
+                    "Ctrl+Enter sends · Esc stops · Ctrl+N starts a new chat</p></div>")
+            self.transcript.setHtml(body)
+            return
+        html = []
+        pending = self._pending_turn()
+        for i, turn in enumerate(self.turns):
+            html.append(self._turn_html(i, turn, c, streaming=turn is pending))
+        self.transcript.setHtml("".join(html))
+        if pending is not None and pending.answer:
+            self._append_stream(pending.answer, paragraph=True)
+        if scroll_to_end or at_end:
+            bar.setValue(bar.maximum())
+        else:
+            bar.setValue(old)
+
+    def _render_pending(self) -> None:
+        self._render(scroll_to_end=True)
+
+    def _append_stream(self, text: str, *, paragraph: bool = False) -> None:
+        bar = self.transcript.verticalScrollBar()
+        at_end = bar.value() >= bar.maximum() - 4
+        cursor = QtGui.QTextCursor(self.transcript.document())
+        cursor.movePosition(QtGui.QTextCursor.End)
+        if paragraph:
+            cursor.insertBlock(QtGui.QTextBlockFormat(), QtGui.QTextCharFormat())
+        cursor.insertText(text)
+        if at_end:
+            bar.setValue(bar.maximum())
+
+
+def turns_from_messages(messages: list[Any]) -> list[Turn]:
+    """Rebuild the transcript from stored messages (user/assistant pairs, with the answer's sources)."""
+    turns: list[Turn] = []
+    for m in messages:
+        role = _get(m, "role")
+        if role == "user":
+            turns.append(Turn(str(_get(m, "content") or ""), grounded=bool(_get(m, "grounded", True)),
+                              strict=bool(_get(m, "strict", False))))
+        elif role == "assistant":
+            if not turns or turns[-1].answer or turns[-1].message_id is not None:
+                turns.append(Turn("", grounded=bool(_get(m, "grounded", True))))
+            turn = turns[-1]
+            turn.answer = str(_get(m, "content") or "")
+            turn.message_id = _get(m, "id")
+            turn.grounded = bool(_get(m, "grounded", turn.grounded))
+            turn.strict = bool(_get(m, "strict", turn.strict))
+            sources = _get(m, "sources") or []
+            turn.sources = [SourceRef.from_any(s, i + 1) for i, s in enumerate(sources)]
+            turn.notice = str(_get(m, "notice") or "")
+            turn.stopped = bool(_get(m, "cancelled", False))
+    return turns
