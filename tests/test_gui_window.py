@@ -7,6 +7,7 @@ from pathlib import Path
 
 import fixtures_docs as fx
 import pytest
+from localrag.core.ingest.pipeline import EMBED_BATCH
 
 pytestmark = pytest.mark.gui
 
@@ -230,7 +231,7 @@ def test_documents_can_be_scoped_searched_removed_and_reindexed(qtbot, window, t
 def test_a_document_can_be_cancelled_and_the_rest_still_goes_in(qtbot, window, tmp_path):
     first, big, last = tmp_path / "first.txt", tmp_path / "big.txt", tmp_path / "last.txt"
     first.write_text(TEXT)
-    big.write_text("\n\n".join(f"Section {i}. " + TEXT * 3 for i in range(70)))
+    big.write_text("\n\n".join(f"Section {i}. " + TEXT * 3 for i in range(20)))
     last.write_text(MARKDOWN)
     statuses = Statuses(window.ingest_worker)
     panel = window.documents_panel
@@ -262,6 +263,33 @@ def test_a_document_can_be_cancelled_and_the_rest_still_goes_in(qtbot, window, t
             conn.execute("SELECT count(*) FROM document_chunks WHERE doc_id = %s", (big_id,)).fetchone()[0]
             == 0
         )
+
+
+def test_cancel_all_stops_the_document_in_hand_and_the_queue(qtbot, window, tmp_path):
+    first, big, last = tmp_path / "first.txt", tmp_path / "big.txt", tmp_path / "last.txt"
+    first.write_text(TEXT)
+    big.write_text("\n\n".join(f"Part {i}. " + TEXT * 3 for i in range(EMBED_BATCH + 6)))  # two batches
+    last.write_text(MARKDOWN)
+    statuses = Statuses(window.ingest_worker)
+    panel = window.documents_panel
+    # While the first embedding batch of the second file is in hand.
+    with qtbot.waitSignal(
+        window.ingest_worker.event,
+        timeout=60000,
+        check_params_cb=lambda e: e.path.endswith("big.txt") and e.status == "embedding",
+    ):
+        window.add_paths([str(first), str(big), str(last)])
+    panel.flush()
+    assert panel.progress_row.isVisible() and panel.cancel_all_button.isVisible()
+    panel.cancel_all_button.click()
+    qtbot.waitUntil(lambda: statuses.settled(["first.txt", "big.txt", "last.txt"]), timeout=60000)
+    assert [statuses.status(n) for n in ("first.txt", "big.txt", "last.txt")] == [
+        "ready",
+        "cancelled",
+        "cancelled",
+    ]
+    panel.flush()
+    assert not panel.progress_row.isVisible()
 
 
 def test_progress_is_shown_and_repaints_are_coalesced(qtbot):
@@ -300,9 +328,10 @@ def test_progress_is_shown_and_repaints_are_coalesced(qtbot):
         pass
     assert panel.flush_count == started + 1
     row = panel.model.row_for("doc:7")
-    assert row.status_text == "Embedding 199/400 · 2 min left"
+    assert row.status_text == "Embedding 50%"
+    assert row.detail_text == "Embedding chunk 199 of 400, 2 min left"
     assert 0.25 < row.fraction < 0.75
-    assert "Indexing 1 document" in panel.progress_label.text()
+    assert panel.progress_label.text() == "Indexing 1 document · 199 of 400 chunks · 2 min left"
     assert panel.progress_bar.maximum() == 400 and panel.progress_bar.value() == 199
     panel.apply_event(
         IngestEvent(
@@ -505,3 +534,71 @@ def test_shortcuts_about_box_and_accessible_names(qtbot, window):
                     f"{type(widget).__name__} {widget.objectName()!r} in {type(widget.parent()).__name__}"
                 )
     assert not unnamed, unnamed
+
+
+def test_closing_mid_document_pauses_it_and_the_next_start_finishes_it(
+    qtbot, clean_db, saved_settings, prefs, tmp_path
+):
+    big = tmp_path / "long.txt"  # one chunk per chapter: three embedding batches
+    big.write_text("\n\n".join(f"Chapter {i}. " + TEXT * 3 for i in range(2 * EMBED_BATCH + 12)))
+    window = open_window(qtbot, tmp_path / "window.ini")
+    with qtbot.waitSignal(
+        window.ingest_worker.event,
+        timeout=60000,
+        check_params_cb=lambda e: e.status == "embedding" and e.chunks_embedded > 0,
+    ) as got:
+        window.add_paths([str(big)])
+    doc_id = got.args[0].doc_id
+    close_window(qtbot, window)  # every worker thread stops and is waited for; nothing is cancelled
+    with clean_db.connect() as conn:
+        status, embedded = conn.execute(
+            "SELECT status, chunks_embedded FROM documents WHERE id = %s", (doc_id,)
+        ).fetchone()
+    assert status == "embedding" and embedded > 0, (status, embedded, got.args[0])
+
+    again = open_window(qtbot, tmp_path / "window.ini", start=False)
+    with qtbot.waitSignal(again.documents_loaded, timeout=60000):
+        again.start()
+    assert again.documents_panel.model.row_for(f"doc:{doc_id}").status == "embedding"
+    # It carries on from the committed batches instead of starting over.
+    with qtbot.waitSignal(
+        again.ingest_worker.event,
+        timeout=90000,
+        check_params_cb=lambda e: e.doc_id == doc_id and e.chunks_embedded > embedded,
+    ) as more:
+        pass
+    assert more.args[0].status == "embedding"
+    close_window(qtbot, again)
+
+
+def test_developer_pane_shows_the_scores_retrieve_gives_for_the_chat_scope(qtbot, window, tmp_path):
+    from localrag.core.retrieve import retrieve
+    from localrag.gui.qt import QtGui
+    from localrag.gui.views.devpane import result_row
+
+    (tmp_path / "glaciers.txt").write_text(TEXT * 4)
+    (tmp_path / "owls.md").write_text(MARKDOWN)
+    (tmp_path / "tides.txt").write_text("Tides rise twice a day because the Moon pulls on the oceans. " * 6)
+    statuses = Statuses(window.ingest_worker)
+    names = ["glaciers.txt", "owls.md", "tides.txt"]
+    window.add_paths([str(tmp_path / n) for n in names])
+    qtbot.waitUntil(lambda: statuses.settled(names), timeout=60000)
+    window.documents_panel.flush()
+    scope = sorted(statuses.by_name[n].doc_id for n in ("glaciers.txt", "tides.txt"))
+    window.documents_panel.select_documents(scope)
+    qtbot.keyClick(window, "d", QtGui.Qt.KeyboardModifier.ControlModifier)
+    assert window.dev_dock.isVisible()
+
+    question = "Why does the sea level rise when ice melts?"
+    with qtbot.waitSignal(window.chat_panel.retrieval_done, timeout=60000):
+        assert window.chat_panel.ask(question)
+    with qtbot.waitSignal(window.chat_panel.generation_finished, timeout=60000):
+        window.stop_action.trigger()  # Esc: the scores are what this test is about
+
+    expected = retrieve(window.library, question, doc_ids=scope)
+    table = window.dev_pane.table
+    assert table.rowCount() == len(expected.results) > 0
+    assert {r.doc_id for r in expected.results} <= set(scope)
+    for row, result in enumerate(expected.results):
+        cells = [table.item(row, col).text() for col in range(1, len(result_row(result)) + 1)]
+        assert cells == result_row(result)

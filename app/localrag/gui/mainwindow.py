@@ -8,6 +8,7 @@ Files and folders dropped anywhere on the window are indexed; a dropped ``.gguf`
 from __future__ import annotations
 
 import logging
+import time
 from pathlib import Path
 from typing import Any
 
@@ -49,21 +50,33 @@ class _DropOverlay(QtWidgets.QWidget):
         c = theme.colors()
         p = QtGui.QPainter(self)
         p.setRenderHint(QtGui.QPainter.RenderHint.Antialiasing)
-        fill = QtGui.QColor(c.info)
-        fill.setAlpha(40)
-        p.fillRect(self.rect(), fill)
-        pen = QtGui.QPen(QtGui.QColor(c.info), 3, QtCore.Qt.PenStyle.DashLine)
-        p.setPen(pen)
-        p.drawRoundedRect(self.rect().adjusted(12, 12, -12, -12), 14, 14)
-        font = p.font()
-        font.setPointSizeF(font.pointSizeF() * 1.6)
+        veil = self.palette().color(QtGui.QPalette.ColorRole.Window)
+        veil.setAlpha(225)
+        p.fillRect(self.rect(), veil)
+        accent = QtGui.QColor(c.info)
+        p.setPen(QtGui.QPen(accent, 3, QtCore.Qt.PenStyle.DashLine))
+        tint = QtGui.QColor(accent)
+        tint.setAlpha(28)
+        p.setBrush(tint)
+        p.drawRoundedRect(QtCore.QRectF(self.rect()).adjusted(16, 16, -16, -16), 18, 18)
+        icon = self.style().standardIcon(QtWidgets.QStyle.StandardPixmap.SP_DialogOpenButton)
+        centre = self.rect().center()
+        p.drawPixmap(centre.x() - 32, centre.y() - 90, icon.pixmap(64, 64))
+        font = QtGui.QFont(self.font())
+        font.setPointSizeF(font.pointSizeF() * 1.8)
         font.setBold(True)
         p.setFont(font)
         p.setPen(self.palette().color(QtGui.QPalette.ColorRole.WindowText))
+        title = QtCore.QRect(0, centre.y() - 16, self.width(), 44)
+        p.drawText(title, QtCore.Qt.AlignmentFlag.AlignCenter, "Drop to add to your library")
+        small = QtGui.QFont(self.font())
+        small.setPointSizeF(small.pointSizeF() * 1.1)
+        p.setFont(small)
+        p.setPen(QtGui.QColor(c.muted))
         p.drawText(
-            self.rect(),
+            QtCore.QRect(0, centre.y() + 32, self.width(), 28),
             QtCore.Qt.AlignmentFlag.AlignCenter,
-            "Drop to add to your library\n(a .gguf file becomes the language model)",
+            "Files and folders are indexed on this computer · a .gguf file becomes the language model",
         )
 
 
@@ -127,15 +140,17 @@ class MainWindow(QtWidgets.QMainWindow):
         left.setChildrenCollapsible(False)
         left.addWidget(self.chats_list)
         left.addWidget(self.documents_panel)
-        left.setStretchFactor(left.count() - 1, 3)
+        left.setStretchFactor(0, 1)
+        left.setStretchFactor(1, 4)
+        left.setSizes([170, 630])
         self.left_splitter = left
         splitter = QtWidgets.QSplitter(QtCore.Qt.Orientation.Horizontal, self)
         splitter.setObjectName("main-splitter")
         splitter.setChildrenCollapsible(False)
         splitter.addWidget(left)
         splitter.addWidget(self.chat_panel)
-        splitter.setStretchFactor(0, 2)
-        splitter.setStretchFactor(1, 3)
+        splitter.setStretchFactor(0, 0)  # the documents keep their width; the chat takes what is left
+        splitter.setStretchFactor(1, 1)
         splitter.setSizes([480, 800])
         self.splitter = splitter
         central = QtWidgets.QWidget(self)
@@ -494,8 +509,8 @@ class MainWindow(QtWidgets.QMainWindow):
             docs = f"{n} document{'s' if n != 1 else ''}"
             self.banners.show_banner(
                 "reembed",
-                f"{docs} were indexed with a different embedding model. Until they are re-embedded "
-                "with the current one, they are searched by keywords only.",
+                f"{docs} {'were' if n != 1 else 'was'} indexed with a different embedding model. Re-embed "
+                f"{'them' if n != 1 else 'it'} with the current model to search by meaning again.",
                 level="warning",
                 action=f"Re-embed {docs}",
                 on_action=self.start_reembed,
@@ -775,11 +790,16 @@ class MainWindow(QtWidgets.QMainWindow):
 
     def shutdown_workers(self) -> None:
         """Stop and wait for every worker thread (a QThread destroyed while running aborts the process)."""
-        self.chat_panel.shutdown()
-        if self.reembed_worker is not None:
-            self.reembed_worker.stop()
-        if self.ingest_worker is not None:
-            self.ingest_worker.stop()
+        # Ingestion first (it pauses after the step in hand), then generation, then the embedding model.
+        steps: list[tuple[str, Any]] = []
+        for name, worker in (("re-embedding", self.reembed_worker), ("ingest", self.ingest_worker)):
+            if worker is not None:
+                steps.append((name, worker.stop))
+        steps.append(("generation", self.chat_panel.shutdown))
         if self.embedding_worker is not None:
-            self.embedding_worker.stop()
-        wait_for_ops()
+            steps.append(("embedding", self.embedding_worker.stop))
+        steps.append(("background operations", wait_for_ops))
+        for name, stop in steps:
+            started = time.monotonic()
+            stop()
+            log.info("%s worker stopped in %.2f s", name, time.monotonic() - started)

@@ -135,9 +135,48 @@ class Theme(QObject):
             self.apply(scheme == Qt.ColorScheme.Dark)
 
 
+_check_dir: QtCore.QTemporaryDir | None = None
+
+
+def _check_mark() -> str:
+    """A white check mark drawn once into a temporary PNG, for the style sheet's checked box."""
+    global _check_dir
+    if _check_dir is None:
+        _check_dir = QtCore.QTemporaryDir()
+    path = _check_dir.filePath("check.png")
+    if not QtCore.QFile.exists(path):
+        size = 28  # drawn at 2x; the box is 14 px
+        pixmap = QtGui.QPixmap(size, size)
+        pixmap.fill(Qt.GlobalColor.transparent)
+        p = QtGui.QPainter(pixmap)
+        p.setRenderHint(QtGui.QPainter.RenderHint.Antialiasing)
+        pen = QtGui.QPen(
+            QtGui.QColor("#ffffff"),
+            3.6,
+            Qt.PenStyle.SolidLine,
+            Qt.PenCapStyle.RoundCap,
+            Qt.PenJoinStyle.RoundJoin,
+        )
+        p.setPen(pen)
+        p.drawPolyline([QtCore.QPointF(6.5, 14.5), QtCore.QPointF(11.5, 19.5), QtCore.QPointF(21.5, 8.5)])
+        p.end()
+        pixmap.save(path)
+    return path.replace("\\", "/")
+
+
 def _style_sheet(c: Colors) -> str:
     border = "#3c4043" if c.dark else "#d0d4da"
+    box = "#80868b" if c.dark else "#8a9099"
+    base = "#17181a" if c.dark else "#ffffff"
+    accent = "#3b82f6" if c.dark else "#2563eb"
     return f"""
+        QCheckBox::indicator {{ width: 14px; height: 14px; border: 1px solid {box}; border-radius: 3px;
+                               background: {base}; }}
+        QCheckBox::indicator:hover {{ border-color: {accent}; }}
+        QCheckBox::indicator:checked {{ background: {accent}; border-color: {accent};
+                                       image: url({_check_mark()}); }}
+        QCheckBox::indicator:disabled {{ border-color: {border}; background: transparent; }}
+        QCheckBox::indicator:checked:disabled {{ background: {border}; image: url({_check_mark()}); }}
         QSplitter::handle {{ background: transparent; }}
         QToolTip {{ padding: 4px; }}
         QFrame#panel-header {{ border: none; }}

@@ -59,6 +59,7 @@ class _Op(QRunnable):
 
 
 _live: set[_OpSignals] = set()
+_stuck_threads: list[QThread] = []  # hung threads that must outlive their worker (see EmbeddingWorker.stop)
 
 
 def run_op(
@@ -201,18 +202,27 @@ class EmbeddingWorker(QObject):
         self.service = None
         self._thread = None
 
-    def stop(self, timeout_ms: int = 30000) -> bool:
-        """Stop the service and wait for every thread this worker started; True if all ended in time."""
+    def stop(self, retired_timeout_ms: int = 30000) -> bool:
+        """Stop the service and wait for its thread (it ends after the request in hand).
+
+        Threads of services replaced after a hang get ``retired_timeout_ms`` each; one still stuck then is kept
+        referenced for the life of the process (destroying a running QThread would abort it). Returns whether
+        every thread ended.
+        """
         self._stopping = True
         self.watchdog.stop()
+        live = self._thread
         self._retire()
-        deadline = time.monotonic() + timeout_ms / 1000
         ok = True
         for thread in self._retired:
-            left = max(0, int((deadline - time.monotonic()) * 1000))
-            if not thread.wait(left):
-                log.error("the embedding thread did not stop in time")
+            if thread is live:
+                thread.wait()
+            elif not thread.wait(retired_timeout_ms):
+                log.error("a replaced embedding thread is still stuck; leaving it to the end of the process")
+                thread.setParent(None)
+                _stuck_threads.append(thread)
                 ok = False
+        self._retired = []
         return ok
 
     # -- worker thread --------------------------------------------------------------------------------------
@@ -323,7 +333,7 @@ class IngestWorker(QObject):
         self._cancel = CancelToken()
         self._cancel_lock = threading.Lock()
         self._intake_cancel = CancelToken()
-        self._requeue: list[str] = []
+        self._unfinished: set[int] = set()  # documents reported queued or in progress
         self._last_emit: dict[int, tuple[str, float]] = {}
         self._emit_lock = threading.Lock()
         self.intake = Ingestor(library, on_event=self._on_event)
@@ -360,6 +370,9 @@ class IngestWorker(QObject):
         """Cancel the document in progress and every queued one (work already committed stays)."""
         with self._cancel_lock:
             self._cancel.cancel()
+            unfinished = list(self._unfinished)
+        for doc_id in unfinished:
+            self.runner.cancel_document(doc_id)
 
     def scan_watched(self) -> None:
         """Look for new, changed and deleted files in the watched folders (on the intake thread)."""
@@ -369,27 +382,22 @@ class IngestWorker(QObject):
         """Process unfinished documents again (after the store came back)."""
         self._wake.set()
 
-    def stop(self, timeout_ms: int = 30000) -> bool:
-        """End both threads and wait for them; True if they ended in time.
+    def stop(self) -> bool:
+        """End both threads and wait for them (the runner pauses after the step in hand).
 
-        Documents still queued or in progress are queued again, so the next start picks them up (the one in
-        hand starts over).
+        Nothing is cancelled: documents queued or in progress keep their committed work and status, and the
+        next start carries on with them.
         """
         self._stop.set()
+        self.runner.pause()
         self._intake_cancel.cancel()
-        self.cancel_all()
         self._commands.put(_Command("stop"))
         self._wake.set()
-        deadline = time.monotonic() + timeout_ms / 1000
-        ok = True
         for thread in (self._intake_thread, self._runner_thread):
-            if thread.isRunning() and not thread.wait(max(0, int((deadline - time.monotonic()) * 1000))):
-                log.error("ingest thread %s did not stop in time", thread.objectName())
-                ok = False
-        if ok:
-            self.intake.close()
-            self.runner.close()
-        return ok
+            thread.wait()
+        self.intake.close()
+        self.runner.close()
+        return True
 
     # -- worker threads -------------------------------------------------------------------------------------
 
@@ -399,9 +407,13 @@ class IngestWorker(QObject):
         A progress update (same document, same status as the last one forwarded) is dropped when the last one
         went out less than ``1 / max_rate`` seconds ago; a change of status always goes out.
         """
+        if event.doc_id is not None:
+            with self._cancel_lock:
+                if event.status in ("queued", "extracting", "embedding"):
+                    self._unfinished.add(event.doc_id)
+                else:
+                    self._unfinished.discard(event.doc_id)
         if self._stop.is_set():
-            if event.status == "cancelled" and event.path:
-                self._requeue.append(event.path)
             return
         if event.doc_id is not None:
             now = time.monotonic()
@@ -474,13 +486,10 @@ class IngestWorker(QObject):
             except Exception as exc:
                 self._report(exc, "ingest run")
                 self.runner.close()
+                if cancel.cancelled and not self._stop.is_set():
+                    self._wake.set()  # a fresh round settles the documents cancelled one by one
             finally:
                 self._set_busy(False)
-        if self._requeue:
-            try:
-                self.runner.enqueue([Path(p) for p in dict.fromkeys(self._requeue)])
-            except Exception as exc:
-                self._report(exc, "queueing unfinished documents for the next start")
 
     def _set_busy(self, busy: bool) -> None:
         if busy != self.busy:
@@ -537,9 +546,10 @@ class ReembedWorker(QObject):
     def cancel(self) -> None:
         self._cancel.cancel()
 
-    def stop(self, timeout_ms: int = 30000) -> bool:
+    def stop(self) -> bool:
+        """Cancel and wait for the thread (it ends after the embedding batch in hand)."""
         self.cancel()
-        return self._thread.wait(timeout_ms) if self._thread.isRunning() else True
+        return self._thread.wait()
 
     def _on_event(self, event: Any) -> None:
         if event.status == "ready":

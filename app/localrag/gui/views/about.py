@@ -96,6 +96,8 @@ class AboutDialog(QtWidgets.QDialog):
         self.table.setSelectionMode(QtWidgets.QAbstractItemView.SelectionMode.NoSelection)
         self.table.setShowGrid(False)
         self.table.setFocusPolicy(QtCore.Qt.FocusPolicy.NoFocus)
+        self.table.verticalHeader().setDefaultSectionSize(24)
+        self.table.setVerticalScrollBarPolicy(QtCore.Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         layout.addWidget(self.table, 1)
         self.loading = QtWidgets.QLabel("Gathering versions…", self)
         self.loading.setProperty("role", "muted")
@@ -115,6 +117,10 @@ class AboutDialog(QtWidgets.QDialog):
             self.table.setItem(i, 0, QtWidgets.QTableWidgetItem(part))
             self.table.setItem(i, 1, QtWidgets.QTableWidgetItem(version))
         self.table.resizeColumnToContents(0)
+        self.table.resizeRowsToContents()
+        rows_height = sum(self.table.rowHeight(i) for i in range(len(rows)))
+        self.table.setMinimumHeight(rows_height + self.table.horizontalHeader().height() + 6)
+        self.adjustSize()
 
     def versions_text(self) -> str:
         return "\n".join(

@@ -80,15 +80,29 @@ class DocumentRow:
 
     @property
     def status_text(self) -> str:
+        """The short status shown in the table."""
         if self.status == "failed":
             return ERROR_LABELS.get(self.error_code or "", "Failed")
         if self.status == "extracting":
-            return f"Reading p. {self.pages_done}/{self.pages}" if self.pages else "Reading…"
+            return f"Reading {self.pages_done}/{self.pages}" if self.pages else "Reading…"
         if self.status == "embedding":
-            text = (
-                f"Embedding {self.chunks_embedded}/{self.chunks_total}" if self.chunks_total else "Embedding…"
-            )
-            return text + (f" · {format_eta(self.eta_s)}" if self.eta_s is not None else "")
+            if not self.chunks_total:
+                return "Embedding…"
+            return f"Embedding {round(100 * self.chunks_embedded / self.chunks_total)}%"
+        return STATUS_LABELS.get(self.status, self.status.title())
+
+    @property
+    def detail_text(self) -> str:
+        """The long status: pages, chunks and time left, or the error."""
+        if self.status == "failed":
+            return self.error or "Failed"
+        if self.status == "extracting":
+            return f"Reading page {self.pages_done} of {self.pages}" if self.pages else "Reading"
+        if self.status == "embedding":
+            text = f"Embedding chunk {self.chunks_embedded} of {self.chunks_total}"
+            return text + (f", {format_eta(self.eta_s)}" if self.eta_s is not None else "")
+        if self.status == "ready":
+            return f"Ready: {self.pages:,} page{'s' if self.pages != 1 else ''}, {self.chunks_total:,} chunks"
         return STATUS_LABELS.get(self.status, self.status.title())
 
     @classmethod
@@ -169,10 +183,7 @@ class DocumentsModel(QtCore.QAbstractTableModel):
             if col == self.STATUS:
                 return row.status_text
         if role == QtCore.Qt.ItemDataRole.ToolTipRole:
-            lines = [row.title, row.path]
-            if row.error:
-                lines.append(row.error)
-            return "\n".join(x for x in lines if x)
+            return "\n".join(x for x in (row.title, row.path, row.detail_text) if x)
         if role == QtCore.Qt.ItemDataRole.TextAlignmentRole and col in (self.PAGES, self.CHUNKS):
             return int(QtCore.Qt.AlignmentFlag.AlignRight | QtCore.Qt.AlignmentFlag.AlignVCenter)
         if role == QtCore.Qt.ItemDataRole.ForegroundRole and col == self.STATUS:
@@ -395,7 +406,7 @@ class DocumentsPanel(QtWidgets.QWidget):
         self.table.setShowGrid(False)
         self.table.setAlternatingRowColors(True)
         self.table.setWordWrap(False)
-        self.table.setTextElideMode(QtCore.Qt.TextElideMode.ElideMiddle)
+        self.table.setTextElideMode(QtCore.Qt.TextElideMode.ElideRight)
         self.table.verticalHeader().hide()
         self.table.verticalHeader().setDefaultSectionSize(30)
         self.table.setSortingEnabled(False)
@@ -406,10 +417,10 @@ class DocumentsPanel(QtWidgets.QWidget):
         head = self.table.horizontalHeader()
         head.setSectionResizeMode(DocumentsModel.TITLE, QtWidgets.QHeaderView.ResizeMode.Stretch)
         for col, width in (
-            (DocumentsModel.TYPE, 74),
+            (DocumentsModel.TYPE, 72),
             (DocumentsModel.PAGES, 52),
             (DocumentsModel.CHUNKS, 58),
-            (DocumentsModel.STATUS, 150),
+            (DocumentsModel.STATUS, 128),
         ):
             head.setSectionResizeMode(col, QtWidgets.QHeaderView.ResizeMode.Interactive)
             self.table.setColumnWidth(col, width)
@@ -485,6 +496,7 @@ class DocumentsPanel(QtWidgets.QWidget):
         layout.addWidget(self.scope_label)
         layout.addWidget(self.summary_label)
         self._update_views()
+        self._selection_changed()
 
     def _action_button(
         self, text: str, tip: str, icon: QtWidgets.QStyle.StandardPixmap, slot: Any
@@ -578,19 +590,26 @@ class DocumentsPanel(QtWidgets.QWidget):
         ready = [r for r in rows if r.status == "ready"]
         failed = sum(1 for r in rows if r.status == "failed")
         chunks = sum(r.chunks_total for r in ready)
-        parts = [f"{len(ready):,} document{'s' if len(ready) != 1 else ''} ready", f"{chunks:,} chunks"]
+        if rows:
+            parts = [f"{len(ready):,} document{'s' if len(ready) != 1 else ''} ready", f"{chunks:,} chunks"]
+        else:
+            parts = ["No documents yet"]
         if failed:
             parts.append(f"{failed} failed")
         self.summary_label.setText(" · ".join(parts))
         active = [r for r in rows if r.status in IN_PROGRESS or r.status == "adding"]
         if active:
-            working = next((r for r in active if r.status in ("extracting", "embedding")), None)
             total_chunks = sum(r.chunks_total for r in active)
             done_chunks = sum(r.chunks_embedded for r in active)
-            text = f"Indexing {len(active)} document{'s' if len(active) != 1 else ''}"
-            if working is not None:
-                text += f" — {working.title}: {working.status_text}"
-            self.progress_label.setText(text)
+            parts = [f"Indexing {len(active)} document{'s' if len(active) != 1 else ''}"]
+            if total_chunks:
+                parts.append(f"{done_chunks:,} of {total_chunks:,} chunks")
+            etas = [r.eta_s for r in active if r.status == "embedding" and r.eta_s is not None]
+            if etas:
+                parts.append(format_eta(max(etas)))
+            self.progress_label.setText(" · ".join(parts))
+            working = [r for r in active if r.status in ("extracting", "embedding")]
+            self.progress_label.setToolTip("\n".join(f"{r.title}: {r.detail_text}" for r in working))
             if total_chunks:
                 self.progress_bar.setRange(0, total_chunks)
                 self.progress_bar.setValue(done_chunks)
