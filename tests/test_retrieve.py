@@ -245,7 +245,7 @@ def test_filtered_queries_still_return_k(clean_db, library, embedder):
         assert len(found) == 8
         conn.rollback()
     # Each leg returns only k candidates, so the HNSW scan must go on past its first ef_search neighbours.
-    tight = Tuning(depth=8, ef_search=40)
+    tight = Tuning(depth=8, ef_search=40, floor=0.0)  # random vectors: no similarity floor
     for mode in ("hybrid", "vector", "keyword"):
         resp = retrieve(library, "alpha gamma omega", k=8, mode=mode, doc_types=["markdown"], tuning=tight)
         assert resp.reason is None

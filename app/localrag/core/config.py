@@ -29,13 +29,16 @@ class Settings:
     # Chunking (word pieces of the embedding model's tokenizer).
     chunk_tokens: int = 200
     chunk_overlap: int = 32
-    # Retrieval.
+    # Retrieval (tuned on the SciFact train split; see docs/benchmarks.md).
     k: int = 8
     mode: str = "hybrid"
-    floor: float = 0.0
-    rrf_k: int = 60
+    floor: float = 0.25  # cosine similarity a vector-only candidate needs; BM25 matches always pass
+    rrf_k: int = 10
     vector_weight: float = 1.0
     bm25_weight: float = 1.0
+    retrieval_depth: int = 50  # candidates each leg brings to fusion
+    bm25_k1: float = 1.2
+    bm25_b: float = 0.75
     ef_search: int = 100
     context_tokens: int = 1200
     # Generation.

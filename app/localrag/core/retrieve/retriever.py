@@ -26,7 +26,7 @@ log = logging.getLogger("localrag.retrieve")
 
 MODES = ("hybrid", "vector", "keyword")
 # Chunks each leg contributes to fusion (at least k).
-DEFAULT_DEPTH = 100
+DEFAULT_DEPTH = 50
 # A query shorter than this many letters or digits returns nothing at once.
 MIN_QUERY_CHARS = 2
 # A retrieval that waits on a stuck store gives up rather than hang the chat.
@@ -39,8 +39,8 @@ class Tuning:
 
     k: int = 8
     mode: str = "hybrid"
-    floor: float = 0.0
-    rrf_k: float = 60.0
+    floor: float = 0.25
+    rrf_k: float = 10.0
     vector_weight: float = 1.0
     bm25_weight: float = 1.0
     ef_search: int = 100
@@ -50,7 +50,6 @@ class Tuning:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Tuning:
-        base = cls()
         return cls(
             k=int(settings.k),
             mode=str(settings.mode),
@@ -59,10 +58,9 @@ class Tuning:
             vector_weight=float(settings.vector_weight),
             bm25_weight=float(settings.bm25_weight),
             ef_search=int(settings.ef_search),
-            # Read with defaults so that a Settings without these fields still works.
-            depth=int(getattr(settings, "retrieval_depth", base.depth)),
-            bm25_k1=float(getattr(settings, "bm25_k1", base.bm25_k1)),
-            bm25_b=float(getattr(settings, "bm25_b", base.bm25_b)),
+            depth=int(settings.retrieval_depth),
+            bm25_k1=float(settings.bm25_k1),
+            bm25_b=float(settings.bm25_b),
         )
 
 
