@@ -602,3 +602,59 @@ def test_developer_pane_shows_the_scores_retrieve_gives_for_the_chat_scope(qtbot
     for row, result in enumerate(expected.results):
         cells = [table.item(row, col).text() for col in range(1, len(result_row(result)) + 1)]
         assert cells == result_row(result)
+
+
+def test_a_watched_folder_is_picked_up_and_follows_deletions(qtbot, window, tmp_path):
+    from localrag.gui.views.documents import WatchedFoldersDialog
+
+    folder = tmp_path / "inbox"
+    folder.mkdir()
+    (folder / "tides.txt").write_text("Tides rise twice a day because the Moon pulls on the oceans. " * 4)
+    dialog = WatchedFoldersDialog(window.library, window)
+    dialog.changed.connect(window._scan_watched)  # as File → Watched folders… wires it
+    qtbot.addWidget(dialog)
+    with qtbot.waitSignal(window.ingest_worker.event, timeout=60000,
+                          check_params_cb=lambda e: e.status == "ready" and e.path.endswith("tides.txt")) as got:
+        dialog.add_folder(str(folder))
+    qtbot.waitUntil(lambda: dialog.list.count() == 1, timeout=10000)
+    assert dialog.list.item(0).text() == str(folder)
+    doc_id = got.args[0].doc_id
+
+    (folder / "tides.txt").unlink()
+    with qtbot.waitSignal(window.ingest_worker.event, timeout=30000,
+                          check_params_cb=lambda e: e.status == "removed" and e.doc_id == doc_id):
+        window._scan_watched()
+    window.documents_panel.flush()
+    assert window.documents_panel.model.row_for(f"doc:{doc_id}") is None
+
+
+def test_light_and_dark_follow_the_system(qtbot, qapp):
+    from localrag.gui import theme
+    from localrag.gui.qt import Qt, QtGui
+
+    style, palette, sheet = qapp.style().name(), QtGui.QPalette(qapp.palette()), qapp.styleSheet()
+    hints = qapp.styleHints()
+    follower = theme.Theme(qapp, forced="")
+    try:
+        with qtbot.waitSignal(follower.changed, timeout=2000) as changed:
+            hints.colorSchemeChanged.emit(Qt.ColorScheme.Dark)
+        assert changed.args == [True] and theme.colors().dark
+        assert qapp.palette().color(QtGui.QPalette.ColorRole.Window).lightness() < 60
+        with qtbot.waitSignal(follower.changed, timeout=2000) as changed:
+            hints.colorSchemeChanged.emit(Qt.ColorScheme.Light)
+        assert changed.args == [False] and not theme.colors().dark
+        assert qapp.palette().color(QtGui.QPalette.ColorRole.Window).lightness() > 200
+    finally:
+        hints.colorSchemeChanged.disconnect(follower._on_system_changed)
+    forced = theme.Theme(qapp, forced="dark")  # LOCALRAG_THEME=dark
+    try:
+        assert theme.colors().dark
+        with qtbot.assertNotEmitted(forced.changed):
+            hints.colorSchemeChanged.emit(Qt.ColorScheme.Light)
+        assert theme.colors().dark
+    finally:
+        hints.colorSchemeChanged.disconnect(forced._on_system_changed)
+        forced.apply(False)
+        qapp.setStyle(style)
+        qapp.setPalette(palette)
+        qapp.setStyleSheet(sheet)
