@@ -51,6 +51,15 @@ def test_pdf_pages_text_title_and_outline_headings(tmp_path: Path) -> None:
     assert doc.warnings == [] and not any(p.needs_ocr for p in doc.pages)
 
 
+def test_pdf_heading_starts_at_its_section_number(tmp_path: Path) -> None:
+    lines = ["The end of the previous section.", "3.2", "Installing", "Body text.", "4.1 Usage", "More text."]
+    path = fx.write_pdf(
+        tmp_path / "numbered.pdf", [lines], outline=[("Installing", 0, None), ("Usage", 0, None)]
+    )
+    page = load(path).pages[0]
+    assert [page.text[offset:].split("\n", 1)[0] for offset, _ in page.headings] == ["3.2", "4.1 Usage"]
+
+
 def test_pdf_streams_pages(tmp_path: Path) -> None:
     path = fx.write_pdf(tmp_path / "long.pdf", [[f"Page {i} text."] for i in range(1, 41)])
     stream = open_document(path)

@@ -28,6 +28,9 @@ OCR_DPI = 200  # enough for body text; 300 dpi costs twice the time for little g
 OCR_MAX_SIDE = 3000  # pixels: a poster-sized page is rendered smaller
 _PDFIUM_PASSWORD_ERROR = 4
 _JUNK = re.compile("[\ufffe\uffff]")
+_NUMBERING = re.compile(
+    r"(?:(?:chapter|section|part|appendix)\s+)?(?:\d{1,3}|[A-Z])(?:\.\d{1,3})*\.?", re.IGNORECASE
+)
 
 
 @dataclass
@@ -254,16 +257,28 @@ def _outline_entries(backend: Any, path: Path) -> list[_OutlineEntry]:
     return entries
 
 
-def _find_heading(text: str, title: str, start: int) -> int | None:
-    """Where ``title`` appears in ``text`` at or after ``start``, ignoring case and spacing."""
+def _find_heading(text: str, title: str, start: int, after_heading: bool) -> int | None:
+    """Where ``title`` appears in ``text`` at or after ``start``, ignoring case and spacing; a section number
+    just before it (``3.2``, ``Chapter 4``, on its line or the line above) belongs to the heading, unless that
+    is where the previous heading (``after_heading``, at ``start``) begins."""
     at = text.find(title, start)
-    if at >= 0:
-        return at
-    words = title.split()[:12]
-    if not words:
-        return None
-    match = re.compile(r"\s*".join(re.escape(w) for w in words), re.IGNORECASE).search(text, start)
-    return match.start() if match else None
+    if at < 0:
+        words = title.split()[:12]
+        if not words:
+            return None
+        match = re.compile(r"\s*".join(re.escape(w) for w in words), re.IGNORECASE).search(text, start)
+        if match is None:
+            return None
+        at = match.start()
+    line_start = text.rfind("\n", 0, at) + 1
+    lowest = start + 1 if after_heading else start
+    if lowest <= line_start < at and _NUMBERING.fullmatch(text[line_start:at].strip()):
+        at = line_start
+    if at == line_start and line_start > 0:
+        above = text.rfind("\n", 0, line_start - 1) + 1
+        if above >= lowest and _NUMBERING.fullmatch(text[above : line_start - 1].strip()):
+            at = above
+    return at
 
 
 def _page_headings(text: str, carried: str, starting: list[_OutlineEntry]) -> list[tuple[int, str]]:
@@ -271,8 +286,8 @@ def _page_headings(text: str, carried: str, starting: list[_OutlineEntry]) -> li
     if carried:
         headings.append((0, carried))
     cursor = 0
-    for entry in starting:
-        found = _find_heading(text, entry.title, cursor)
+    for number, entry in enumerate(starting):
+        found = _find_heading(text, entry.title, cursor, after_heading=number > 0)
         offset = found if found is not None else cursor
         cursor = offset
         if headings and headings[-1][0] == offset:
