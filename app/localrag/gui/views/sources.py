@@ -249,8 +249,9 @@ def passage_context(library: Library, ref: SourceRef, context_chunks: int = CONT
             text = text[pos - start:]
             start = pos
         elif pos is not None and start > pos:  # whitespace (or an unindexed stretch) between chunks
-            pieces.append("\n")
-            length += 1
+            gap = "\n\n" if start - pos >= 2 else " "
+            pieces.append(gap)
+            length += len(gap)
         shift = length - start  # page offset -> offset in the stitched text, within this piece
         if span_start < 0 and start <= ref.char_start < end:
             span_start = ref.char_start + shift
@@ -365,8 +366,9 @@ class SourceViewer(QtWidgets.QDialog):
         self.setObjectName("source-viewer")
         title = self.ref.title or Path(self.ref.path).name or "Source"
         tag = f"[{self.ref.number}] " if self.ref.number else ""
-        self.setWindowTitle(f"{tag}{title} — page {self.ref.page_number}")
-        self.setAccessibleName(f"Source {tag}{title}, page {self.ref.page_number}")
+        page = f", page {self.ref.page_number}" if self.ref.doc_type == "pdf" or self.ref.page_number > 1 else ""
+        self.setWindowTitle(f"{tag}{title}{page.replace(',', ' —')}")
+        self.setAccessibleName(f"Source {tag}{title}{page}")
         self.resize(1100, 760)
 
         header = QtWidgets.QLabel(self)
@@ -427,7 +429,9 @@ class SourceViewer(QtWidgets.QDialog):
 
         ref = self.ref
         tag = f"[{ref.number}] " if ref.number else ""
-        parts = [f"<b>{tag}{escape(ref.title or Path(ref.path).name)}</b>", f"page {ref.page_number}"]
+        parts = [f"<b>{tag}{escape(ref.title or Path(ref.path).name)}</b>"]
+        if ref.doc_type == "pdf" or ref.page_number > 1:
+            parts.append(f"page {ref.page_number}")
         if ref.heading_path:
             parts.append(escape(ref.heading_path.replace(" > ", " › ")))
         if ref.score is not None:
