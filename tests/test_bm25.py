@@ -192,3 +192,40 @@ def test_rebuild_repairs_statistics(clean_db):
         assert bm25.stats_drift(conn)["n_chunks"] == 97
         bm25.rebuild(conn)
         assert bm25.stats_drift(conn) == {"n_chunks": 0, "total_len": 0, "terms": 0, "lengths": 0}
+
+
+def test_pruning_common_terms_keeps_the_exact_top_n(clean_db, monkeypatch):
+    """Scoring rare terms first (MaxScore) returns exactly what scoring every posting returns."""
+    import numpy as np
+
+    rng = np.random.default_rng(3)
+    vocab = [f"t{i}" for i in range(300)]
+    probs = 1.0 / np.arange(1, 301)
+    probs /= probs.sum()  # Zipf: a few terms are in most chunks
+    with clean_db.connect() as conn:
+        docs = [_add_doc(conn, [" ".join(rng.choice(vocab, 30, p=probs)) for _ in range(20)]) for _ in range(15)]
+        bm25.index_documents(conn, docs)
+        queries = [" ".join(rng.choice(vocab, 4, p=probs)) + f" t{rng.integers(50, 300)}" for _ in range(40)]
+
+        def run(min_df: int, candidates: int) -> list[list[tuple[int, float]]]:
+            monkeypatch.setattr(bm25, "PRUNE_MIN_DF", min_df)
+            monkeypatch.setattr(bm25, "PRUNE_DF_SHARE", 0.0)
+            monkeypatch.setattr(bm25, "PRUNE_CANDIDATES", candidates)
+            return [bm25.search(conn, q, n=10) for q in queries]
+
+        outcomes: list[bool] = []
+        real = bm25._search_pruned
+
+        def counted(*args, **kwargs):
+            found = real(*args, **kwargs)
+            outcomes.append(found is not None)
+            return found
+
+        exact = run(10**9, 1000)
+        monkeypatch.setattr(bm25, "_search_pruned", counted)
+        for min_df, candidates in ((40, 1000), (40, 15), (120, 1000), (120, 12)):
+            for q, got, want in zip(queries, run(min_df, candidates), exact):
+                assert [c for c, _ in got] == [c for c, _ in want], (q, min_df, candidates)
+                assert [s for _, s in got] == pytest.approx([s for _, s in want], rel=1e-9)
+        # Both ways out were taken: answers kept from the pruned scan, and fallbacks to the full one.
+        assert any(outcomes) and not all(outcomes)

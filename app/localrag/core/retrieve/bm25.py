@@ -1,7 +1,8 @@
 """BM25 inside PostgreSQL: postings of ``to_tsvector('english')`` lexemes, with the statistics kept in step.
 
 What is indexed is each chunk's heading path and text. A chunk's length is its number of lexeme occurrences
-(stop words removed), stored in ``document_chunks.lexeme_count``. The statistics follow from the postings alone:
+(stop words removed), stored in ``document_chunks.lexeme_count`` and, for scoring, in each of its postings
+(``bm25_postings.dl``). The statistics follow from the postings alone:
 
 - ``bm25_terms.df``: how many chunks hold the term (rows of ``bm25_postings`` for it);
 - ``bm25_stats.n_chunks``: how many chunks have at least one posting (a chunk with no lexeme can never match);
@@ -18,6 +19,7 @@ Scoring is Lucene's BM25: ``idf = ln(1 + (N - df + 0.5) / (df + 0.5))`` and
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -81,7 +83,10 @@ def index_documents(conn: psycopg.Connection[Any], doc_ids: Iterable[int]) -> in
             "UPDATE document_chunks c SET lexeme_count = s.len "
             "FROM (SELECT chunk_id, sum(tf) AS len FROM bm25_new GROUP BY chunk_id) s WHERE c.id = s.chunk_id"
         )
-        conn.execute("INSERT INTO bm25_postings (term, chunk_id, tf) SELECT term, chunk_id, tf FROM bm25_new")
+        conn.execute(
+            "INSERT INTO bm25_postings (term, chunk_id, tf, dl) "
+            "SELECT term, chunk_id, tf, sum(tf) OVER (PARTITION BY chunk_id) FROM bm25_new"
+        )
         # Upserts in term order: two documents indexed at once lock shared terms in the same order.
         conn.execute(
             "INSERT INTO bm25_terms AS t (term, df) "
@@ -168,6 +173,8 @@ def stats_drift(conn: psycopg.Connection[Any]) -> dict[str, int]:
         " (SELECT count(*) FROM document_chunks c WHERE c.lexeme_count <>"
         "  coalesce((SELECT sum(tf) FROM bm25_postings p WHERE p.chunk_id = c.id), 0)"
         "  AND EXISTS (SELECT 1 FROM bm25_postings p WHERE p.chunk_id = c.id))"
+        " + (SELECT count(*) FROM bm25_postings p JOIN document_chunks c ON c.id = p.chunk_id"
+        "  WHERE p.dl <> c.lexeme_count)"
     ).fetchone()
     assert row is not None
     return {"n_chunks": int(row[0]), "total_len": int(row[1]), "terms": int(row[2]), "lengths": int(row[3])}
@@ -193,27 +200,88 @@ def search(
 ) -> list[tuple[int, float]]:
     """The ``n`` best chunks by BM25 as ``(chunk_id, score)``, best first; empty if the query has no lexeme.
 
-    Postings exist only for ready documents, so an unfiltered query reads nothing but the postings and the
-    chunk lengths; a filtered one also joins the documents.
+    Postings exist only for ready documents and carry their chunk's length in the primary key, so an
+    unfiltered query is an index-only scan of the postings; a filtered one also joins chunks and documents.
+
+    In a large library a query term found in a good share of all chunks ("cell", "use") has many postings
+    and little weight. An unfiltered query then scores its rare terms first, adds the common terms' part
+    for the best ``PRUNE_CANDIDATES`` chunks only, and keeps that answer when no other chunk could reach the
+    top ``n`` (the common terms can add at most ``weight * (k1 + 1)`` each: MaxScore). Otherwise, and for
+    filtered queries, every posting of every term is scored. Either way the result is exact.
     """
-    params: dict[str, Any] = {"query": query, "n": int(n), "k1": float(k1), "b": float(b)}
+    rows = conn.execute(
+        "SELECT q.term, q.qtf, t.df, s.n_chunks, s.total_len FROM (SELECT lexeme AS term,"
+        " coalesce(array_length(positions, 1), 1) AS qtf FROM unnest(to_tsvector('english', %s))) q"
+        " JOIN bm25_terms t ON t.term = q.term CROSS JOIN bm25_stats s WHERE s.id = 1 ORDER BY t.df",
+        (query,),
+    ).fetchall()
+    if not rows:
+        return []
+    n_chunks, total_len = float(rows[0][3]), float(rows[0][4])
+    avgdl = max(total_len / max(n_chunks, 1.0), 1.0)
+    weights = {term: qtf * math.log(1.0 + (n_chunks - df + 0.5) / (df + 0.5)) for term, qtf, df, _, _ in rows}
+    common_df = max(PRUNE_MIN_DF, PRUNE_DF_SHARE * n_chunks)
+    common = [term for term, _, df, _, _ in rows if df > common_df]
+    params = {"n": int(n), "k1": float(k1), "b": float(b), "avgdl": avgdl}
+    filtered = filters is not None and filters.active
+    if common and len(common) < len(rows) and not filtered:
+        rare = [t for t in weights if t not in common]
+        found = _search_pruned(conn, rare, common, weights, params)
+        if found is not None:
+            return found
     join = ""
-    if filters is not None and filters.active:
+    if filtered:
+        assert filters is not None
         where, fparams = filters.sql("d")
         params.update(fparams)
-        join = f" JOIN documents d ON d.id = c.doc_id AND {where}"
-    rows = conn.execute(
-        "WITH q AS (SELECT lexeme AS term, coalesce(array_length(positions, 1), 1) AS qtf"  # noqa: S608
-        "  FROM unnest(to_tsvector('english', %(query)s))),"
-        " st AS (SELECT n_chunks::float8 AS n, greatest(total_len::float8 / greatest(n_chunks, 1), 1.0) AS avgdl"
-        "  FROM bm25_stats WHERE id = 1),"
-        " qt AS (SELECT q.term, q.qtf * ln(1.0 + (st.n - t.df + 0.5) / (t.df::float8 + 0.5)) AS w"
-        "  FROM q JOIN bm25_terms t ON t.term = q.term CROSS JOIN st)"
-        " SELECT p.chunk_id, sum(qt.w * p.tf * (%(k1)s + 1.0)"
-        "  / (p.tf + %(k1)s * (1.0 - %(b)s + %(b)s * c.lexeme_count::float8 / st.avgdl))) AS score"
-        " FROM qt JOIN bm25_postings p ON p.term = qt.term JOIN document_chunks c ON c.id = p.chunk_id"
-        f"{join} CROSS JOIN st"
+        join = f" JOIN document_chunks c ON c.id = p.chunk_id JOIN documents d ON d.id = c.doc_id AND {where}"
+    params.update(terms=list(weights), weights=list(weights.values()))
+    found = conn.execute(
+        f"SELECT p.chunk_id, sum({_TERM_SCORE}) AS score"  # noqa: S608 - the filter SQL is our own
+        f" FROM unnest(%(terms)s::text[], %(weights)s::float8[]) qt(term, w)"
+        f" JOIN bm25_postings p ON p.term = qt.term{join}"
         " GROUP BY p.chunk_id ORDER BY score DESC, p.chunk_id LIMIT %(n)s",
         params,
     ).fetchall()
-    return [(int(cid), float(score)) for cid, score in rows]
+    return [(int(cid), float(score)) for cid, score in found]
+
+
+# One posting's contribution, from the term weight ``qt.w`` (query tf × idf) and the posting ``p``.
+_TERM_SCORE = "qt.w * p.tf * (%(k1)s + 1.0) / (p.tf + %(k1)s * (1.0 - %(b)s + %(b)s * p.dl / %(avgdl)s))"
+# A term in more than this many chunks (and this share of them) counts as common.
+PRUNE_MIN_DF = 5000
+PRUNE_DF_SHARE = 0.02
+PRUNE_CANDIDATES = 1000
+
+
+def _search_pruned(
+    conn: psycopg.Connection[Any],
+    rare: list[str],
+    common: list[str],
+    weights: dict[str, float],
+    params: dict[str, Any],
+) -> list[tuple[int, float]] | None:
+    """The exact top n from the best chunks by their rare terms, or None when that cannot be guaranteed."""
+    params = dict(params, rare=rare, rare_w=[weights[t] for t in rare], common=common,
+                  common_w=[weights[t] for t in common], m=PRUNE_CANDIDATES)
+    rows = conn.execute(
+        "WITH best AS ("  # noqa: S608 - constant SQL
+        f" SELECT p.chunk_id, sum({_TERM_SCORE}) AS s"
+        " FROM unnest(%(rare)s::text[], %(rare_w)s::float8[]) qt(term, w)"
+        " JOIN bm25_postings p ON p.term = qt.term GROUP BY p.chunk_id ORDER BY s DESC LIMIT %(m)s)"
+        " SELECT b.chunk_id, b.s + coalesce((SELECT sum(" + _TERM_SCORE + ")"
+        "  FROM unnest(%(common)s::text[], %(common_w)s::float8[]) qt(term, w)"
+        "  JOIN bm25_postings p ON p.term = qt.term AND p.chunk_id = b.chunk_id), 0) AS score, b.s"
+        " FROM best b",
+        params,
+    ).fetchall()
+    n = params["n"]
+    if len(rows) < n:
+        return None  # chunks holding only common terms would make up the rest
+    ranked = sorted(((int(cid), float(score)) for cid, score, _ in rows), key=lambda r: (-r[1], r[0]))[:n]
+    least_rare = min(float(r[2]) for r in rows) if len(rows) >= PRUNE_CANDIDATES else 0.0
+    common_bound = sum(weights[t] for t in common) * (params["k1"] + 1.0)
+    # A chunk left out holds at most the least rare-term score kept (or none) plus every common term.
+    if ranked[-1][1] < least_rare + common_bound:
+        return None
+    return ranked
