@@ -23,6 +23,15 @@ from localrag.core.library import Library
 
 
 def peak_rss_mb() -> float:
+    """This process's peak resident memory. On Linux from VmHWM: ru_maxrss survives exec, so a process
+    started by a large one would report its parent's peak."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
     kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return kb / 1024 if sys.platform != "darwin" else kb / 2**20
 
