@@ -11,7 +11,6 @@ from __future__ import annotations
 import ctypes
 import logging
 import re
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from localrag.core.library import Library
+from localrag.core.pdfium_lock import PDFIUM_LOCK
 from localrag.gui.qt import QtCore, QtGui, QtWidgets, Signal
 from localrag.gui.chat_worker import run_for
 
@@ -30,7 +30,6 @@ HIGHLIGHT = QtGui.QColor(255, 214, 0, 110)
 HIGHLIGHT_EDGE = QtGui.QColor(214, 160, 0)
 
 # pdfium is not thread-safe: no two pdfium calls may run at once, even on different documents.
-PDFIUM_LOCK = threading.RLock()
 
 _CONTROL = re.compile(r"[\x00-\x08\x0e-\x1a\x1c-\x1f\x7f\ufffe\uffff]")
 

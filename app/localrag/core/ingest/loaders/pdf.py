@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from localrag.core.errors import BadDocument
+from localrag.core.pdfium_lock import PDFIUM_LOCK
 from localrag.core.ingest.loaders import image as image_loader
 from localrag.core.ingest.loaders._common import clean_title, display_name, read_head, strip_controls
 from localrag.core.ingest.types import LoadedDocument, Page
@@ -63,16 +64,22 @@ class _Pdfium:
     def __init__(self, file: BinaryIO) -> None:
         import pypdfium2 as pdfium
 
-        self.pdf = pdfium.PdfDocument(file, autoclose=True)
-        self.page_count = len(self.pdf)
+        with PDFIUM_LOCK:
+            self.pdf = pdfium.PdfDocument(file, autoclose=True)
+            self.page_count = len(self.pdf)
 
     def title(self) -> str:
         try:
-            return self.pdf.get_metadata_value("Title") or ""
+            with PDFIUM_LOCK:
+                return self.pdf.get_metadata_value("Title") or ""
         except Exception:
             return ""
 
     def outline(self) -> list[tuple[int, str, int | None]]:
+        with PDFIUM_LOCK:
+            return self._outline()
+
+    def _outline(self) -> list[tuple[int, str, int | None]]:
         from pypdfium2 import raw
 
         entries: list[tuple[int, str, int | None]] = []
@@ -95,6 +102,10 @@ class _Pdfium:
 
     def page(self, index: int, want_image: bool) -> tuple[str, bool, Any]:
         """The page's text, whether it shows images, and (when asked and textless) a rendering for OCR."""
+        with PDFIUM_LOCK:
+            return self._page(index, want_image)
+
+    def _page(self, index: int, want_image: bool) -> tuple[str, bool, Any]:
         from pypdfium2 import raw
 
         page = self.pdf[index]
@@ -120,7 +131,8 @@ class _Pdfium:
             page.close()
 
     def close(self) -> None:
-        self.pdf.close()
+        with PDFIUM_LOCK:
+            self.pdf.close()
 
 
 class _Pypdf:
