@@ -46,4 +46,22 @@ def run_gui(argv: list[str]) -> int:
     window = MainWindow(Library(Settings.load()))
     window.show()
     window.start()
+    _close_on_signals(window)
     return app.exec()  # type: ignore[attr-defined]
+
+
+def _close_on_signals(window: object) -> None:
+    """Ctrl+C or a TERM signal closes the window the normal way (workers, then PostgreSQL)."""
+    import signal
+
+    from localrag.gui.qt import QTimer
+
+    def close(*_: object) -> None:
+        QTimer.singleShot(0, window.close)  # type: ignore[attr-defined]
+
+    signal.signal(signal.SIGINT, close)
+    signal.signal(signal.SIGTERM, close)
+    # Python runs signal handlers only between bytecodes; a timer lets it in while Qt waits for events.
+    tick = QTimer(window)  # type: ignore[arg-type]
+    tick.timeout.connect(lambda: None)
+    tick.start(300)

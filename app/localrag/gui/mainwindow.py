@@ -580,7 +580,7 @@ class MainWindow(QtWidgets.QMainWindow):
 
     def add_paths(self, paths: list[str]) -> None:
         """Index these files and folders (a ``.gguf`` becomes the language model). Returns at once."""
-        models = [p for p in paths if p.lower().endswith(".gguf") and Path(p).is_file()]
+        models = [p for p in paths if p.lower().endswith(".gguf")]
         docs = [p for p in paths if p not in models]
         if models:
             self.set_gguf(models[-1])
@@ -667,6 +667,7 @@ class MainWindow(QtWidgets.QMainWindow):
     def open_settings(self) -> SettingsDialog:
         dialog = SettingsDialog(self.library.settings, self)
         dialog.applied.connect(self._on_settings_applied)
+        dialog.save_failed.connect(lambda msg: self.statusBar().showMessage(f"Settings not saved: {msg}"))
         dialog.open()
         return dialog
 

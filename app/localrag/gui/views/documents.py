@@ -521,10 +521,9 @@ class DocumentsPanel(QtWidgets.QWidget):
 
     def add_placeholders(self, paths: list[str]) -> None:
         """Show dropped files at once, before the ingest worker has recorded them."""
-        for p in paths:
+        for p in paths:  # no file system access here: a folder shows by its name until it is walked
             path = Path(p)
-            name = path.name + ("/" if path.is_dir() else "")
-            row = DocumentRow(None, str(path.absolute()), name, status="adding")
+            row = DocumentRow(None, str(path.absolute()), path.name or str(path), status="adding")
             self.model.upsert(row)
         self._update_views()
 

@@ -104,10 +104,13 @@ class SettingsDialog(QtWidgets.QDialog):
         settings_path: where to save (default: ``settings.json`` in the data folder).
 
     Signals:
-        applied(list): the names of the settings that changed (``"data_folder"`` for the data folder).
+        applied(list): the settings were saved; the names of those that changed (``"data_folder"`` for the
+            data folder).
+        save_failed(str): they could not be saved (the message says why); they stay in force until exit.
     """
 
     applied = Signal(list)
+    save_failed = Signal(str)
 
     def __init__(
         self,
@@ -243,7 +246,8 @@ class SettingsDialog(QtWidgets.QDialog):
             lambda: self.load(Settings(), "")
         )
         layout.addWidget(self.buttons)
-        self.load(settings, data_folder_choice())
+        self._initial_folder = data_folder_choice()
+        self.load(settings, self._initial_folder)
 
     def _spin(
         self, name: str, lo: int, hi: int, tip: str, *, step: int = 1, suffix: str = ""
@@ -316,6 +320,9 @@ class SettingsDialog(QtWidgets.QDialog):
         )
 
     def accept(self) -> None:
+        """Apply the fields to the settings in force and save them off the UI thread; then ``applied``."""
+        from localrag.gui.workers import run_op
+
         new = self.values()
         changed = [
             f.name
@@ -324,10 +331,22 @@ class SettingsDialog(QtWidgets.QDialog):
         ]
         for name in changed:
             setattr(self.settings, name, getattr(new, name))
-        self.settings.save(self.settings_path)
         folder = self.data_folder.text()
-        if folder != data_folder_choice():
-            save_data_folder_choice(folder)
+        folder_changed = folder != self._initial_folder
+        if folder_changed:
             changed.append("data_folder")
+        snapshot = dataclasses.replace(self.settings)
+        path = self.settings_path
+
+        def save() -> None:
+            snapshot.save(path)
+            if folder_changed:
+                save_data_folder_choice(folder)
+
         super().accept()
-        self.applied.emit(changed)
+        run_op(
+            save,
+            lambda _r: self.applied.emit(changed),
+            lambda msg, _k: self.save_failed.emit(msg),
+            parent=self,
+        )
