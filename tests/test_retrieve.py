@@ -320,3 +320,20 @@ def test_a_long_query_is_cut_to_the_model_not_refused(corpus, library):
 def test_unknown_mode_is_a_bug(library):
     with pytest.raises(ValueError):
         retrieve(library, "anything", mode="fuzzy")
+
+
+def test_search_command_prints_json(corpus, capsys):
+    import json
+
+    from localrag.cli import run_cli
+
+    assert run_cli(["search", "How do I install it on Linux?", "--k", "3", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["mode"] == "hybrid" and out["reason"] is None
+    top = out["results"][0]
+    assert top["path"] == "/docs/install-guide.pdf" and top["file_name"] == "install-guide.pdf"
+    assert top["page_number"] == 1 and top["chunk_ids"] and top["text"]
+    assert {"vector", "bm25", "vector_rank", "bm25_rank", "fused"} <= set(top["scores"])
+    assert run_cli(["search", "E4711", "--mode", "keyword", "--doc-type", "text"]) == 0
+    printed = capsys.readouterr().out
+    assert printed.startswith("1. errors.txt") and "bm25" in printed

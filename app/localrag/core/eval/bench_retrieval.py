@@ -58,6 +58,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="a BEIR folder giving texts and queries (default: LOCALRAG_BENCH_CORPUS, "
                         "else ../shared/datasets/scifact next to the source tree)")
     p.add_argument("--no-ingest", action="store_true", help="skip the measurement during an ingest")
+    p.add_argument("--ingest-queries", type=int, default=50,
+                   help="queries measured during the ingest (default 50; each may wait for an embedding batch)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)
 
@@ -65,7 +67,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     cache = Path(os.environ["LOCALRAG_EVAL_CACHE"]) if os.environ.get("LOCALRAG_EVAL_CACHE") else None
     report = bench(args.chunks, queries=args.queries, corpus=args.corpus, with_ingest=not args.no_ingest,
-                   cache_dir=cache, progress=_progress)
+                   ingest_queries=args.ingest_queries, cache_dir=cache, progress=_progress)
     if args.json:
         print(json.dumps(report, indent=2))
         return 0
@@ -156,6 +158,7 @@ def bench(
     queries: int = 200,
     corpus: Path | None = None,
     with_ingest: bool = True,
+    ingest_queries: int = 50,
     cache_dir: Path | None = None,
     settings: Settings | None = None,
     embedder: OnnxEmbedder | None = None,
@@ -191,6 +194,7 @@ def bench(
         say(f"loading {len(chunks)} chunks")
         _load(conn, docs, chunks, vecs, embedder, progress)
         report["load_s"] = round(time.monotonic() - t, 1)
+        say(f"  loaded and indexed in {report['load_s']} s")
         sizes = conn.execute(
             "SELECT pg_size_pretty(pg_database_size(current_database())), "
             "pg_size_pretty(pg_total_relation_size('bm25_postings'))"
@@ -208,15 +212,18 @@ def bench(
         say(f"hot path: {queries} queries")
         hot = _measure(handle, conn, pools[0][:queries], tuning, settings.k)
         report["hot_path_ms"], report["stages_ms"] = hot["total"], hot["stages"]
+        say(f"  hot path ms {hot['total']}, stages {hot['stages']}")
         say("filtered queries")
         filt = _measure(beir.StoreHandle(conninfo, embedder, settings), conn, pools[1][:queries], tuning,
                         settings.k, doc_types=["markdown"])
         report["filtered_ms"] = filt["total"]
+        say(f"  filtered ms {filt['total']}")
         say("HNSW recall against exact search")
         report["hnsw_recall@10"] = _recall(handle, conn, vecs, pools[0][:queries], tuning, embedder)
+        say(f"  recall@10 {report['hnsw_recall@10']}")
         if with_ingest:
             say("hot path during an ingest")
-            texts = pools[2][20 : 20 + queries] or pools[0][:queries]
+            texts = pools[2][20 : 20 + ingest_queries] or pools[0][:ingest_queries]
             report["while_ingesting"] = _during_ingest(conninfo, conn, embedder, settings, tuning, base, texts,
                                                        n_docs)
     report["machine"]["load_average_after"] = machine()["load_average"]
