@@ -1,4 +1,4 @@
-"""Start-up and shutdown of the window: QApplication, then the main window; on exit workers, then PostgreSQL."""
+"""Start-up and shutdown: QApplication, then the main window; on exit the workers, then PostgreSQL."""
 
 from __future__ import annotations
 
