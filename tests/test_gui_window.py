@@ -18,6 +18,11 @@ TEXT = (
 MARKDOWN = "# Owls\n\n## Hunting\n\nOwls hunt at night and locate prey by sound. " * 3
 
 
+def sections(n: int) -> str:
+    """Markdown with ``n`` short headed sections: one small chunk each, so embedding batches are cheap."""
+    return "\n\n".join(f"# Chapter {i}\n\nGlaciers hold fresh water, part {i}." for i in range(n))
+
+
 @pytest.fixture()
 def saved_settings(home):
     """The session's settings.json as it was: tests that save settings put it back."""
@@ -269,9 +274,9 @@ def test_a_document_can_be_cancelled_and_the_rest_still_goes_in(qtbot, window, t
 
 
 def test_cancel_all_stops_the_document_in_hand_and_the_queue(qtbot, window, tmp_path):
-    first, big, last = tmp_path / "first.txt", tmp_path / "big.txt", tmp_path / "last.txt"
+    first, big, last = tmp_path / "first.txt", tmp_path / "big.md", tmp_path / "last.txt"
     first.write_text(TEXT)
-    big.write_text("\n\n".join(f"Part {i}. " + TEXT * 3 for i in range(EMBED_BATCH + 6)))  # two batches
+    big.write_text(sections(2 * EMBED_BATCH + 6))  # three embedding batches
     last.write_text(MARKDOWN)
     statuses = Statuses(window.ingest_worker)
     panel = window.documents_panel
@@ -279,14 +284,14 @@ def test_cancel_all_stops_the_document_in_hand_and_the_queue(qtbot, window, tmp_
     with qtbot.waitSignal(
         window.ingest_worker.event,
         timeout=60000,
-        check_params_cb=lambda e: e.path.endswith("big.txt") and e.status == "embedding",
+        check_params_cb=lambda e: e.path.endswith("big.md") and e.status == "embedding",
     ):
         window.add_paths([str(first), str(big), str(last)])
     panel.flush()
     assert panel.progress_row.isVisible() and panel.cancel_all_button.isVisible()
     panel.cancel_all_button.click()
-    qtbot.waitUntil(lambda: statuses.settled(["first.txt", "big.txt", "last.txt"]), timeout=60000)
-    assert [statuses.status(n) for n in ("first.txt", "big.txt", "last.txt")] == [
+    qtbot.waitUntil(lambda: statuses.settled(["first.txt", "big.md", "last.txt"]), timeout=60000)
+    assert [statuses.status(n) for n in ("first.txt", "big.md", "last.txt")] == [
         "ready",
         "cancelled",
         "cancelled",
@@ -542,38 +547,41 @@ def test_shortcuts_about_box_and_accessible_names(qtbot, window):
 def test_closing_mid_document_pauses_it_and_the_next_start_finishes_it(
     qtbot, clean_db, saved_settings, prefs, tmp_path
 ):
-    big = tmp_path / "long.txt"  # one chunk per chapter: three embedding batches
-    big.write_text("\n\n".join(f"Chapter {i}. " + TEXT * 3 for i in range(2 * EMBED_BATCH + 12)))
+    big = tmp_path / "long.md"  # three embedding batches
+    big.write_text(sections(2 * EMBED_BATCH + 12))
     window = open_window(qtbot, tmp_path / "window.ini")
     qtbot.waitUntil(lambda: window.chat_panel.worker.model_state != "loading", timeout=120000)
     with qtbot.waitSignal(
         window.ingest_worker.event,
         timeout=60000,
-        check_params_cb=lambda e: e.status == "embedding" and e.chunks_embedded > 0,
+        check_params_cb=lambda e: e.status == "embedding" and e.path.endswith("long.md"),
     ) as got:
         window.add_paths([str(big)])
-    doc_id = got.args[0].doc_id
-    # Closed while the second batch is embedded: every worker thread stops and is waited for, nothing is
-    # cancelled, and the document pauses after that batch.
+    doc_id, total = got.args[0].doc_id, got.args[0].chunks_total
+    assert total > EMBED_BATCH
+    # Closed while the first batch is embedded: every worker thread stops and is waited for, and nothing is
+    # cancelled: the document pauses with its committed work.
     close_window(qtbot, window)
     with clean_db.connect() as conn:
         status, embedded = conn.execute(
             "SELECT status, chunks_embedded FROM documents WHERE id = %s", (doc_id,)
         ).fetchone()
-    assert status == "embedding" and embedded > 0, (status, embedded, got.args[0])
+    assert status == "embedding" and embedded < total, (status, embedded, total)
 
+    def state() -> tuple[str, int, int]:
+        with clean_db.connect() as conn:
+            return conn.execute(
+                "SELECT d.status, d.chunks_embedded, (SELECT count(*) FROM chunk_embeddings e JOIN "
+                "document_chunks c ON c.id = e.chunk_id WHERE c.doc_id = d.id) FROM documents d "
+                "WHERE d.id = %s",
+                (doc_id,),
+            ).fetchone()
+
+    # The next start carries on with it, from the committed batches.
     again = open_window(qtbot, tmp_path / "window.ini", start=False)
-    with qtbot.waitSignal(again.documents_loaded, timeout=60000):
-        again.start()
-    assert again.documents_panel.model.row_for(f"doc:{doc_id}").status == "embedding"
-    # It carries on from the committed batches instead of starting over.
-    with qtbot.waitSignal(
-        again.ingest_worker.event,
-        timeout=90000,
-        check_params_cb=lambda e: e.doc_id == doc_id and e.chunks_embedded > embedded,
-    ) as more:
-        pass
-    assert more.args[0].status == "embedding"
+    again.start()
+    qtbot.waitUntil(lambda: state()[0] == "ready", timeout=90000)
+    assert state() == ("ready", total, total)
     close_window(qtbot, again)
 
 
