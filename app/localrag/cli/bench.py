@@ -7,7 +7,7 @@ import argparse
 import importlib
 
 # Modules under localrag.core.eval named bench_<name>, one per subcommand.
-BENCHES = ["retrieval"]
+BENCHES = ["retrieval", "ingest"]
 
 
 def register(sub: argparse._SubParsersAction) -> None:
