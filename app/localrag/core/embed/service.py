@@ -2,7 +2,8 @@
 
 ``EmbeddingService.run`` is the worker's loop; the GUI hosts it in a QThread, the command line in a plain thread.
 Requests are futures in a priority queue: a query (priority 0) is taken before any queued ingestion batch
-(priority 1), so a question asked during a long ingest still answers fast. ``last_beat`` is the watchdog's ping.
+(priority 1), and an ingestion batch is embedded a slice at a time with waiting queries served between slices,
+so a question asked during a long ingest still answers fast. ``last_beat`` is the watchdog's ping.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from localrag.core.errors import KnownError
 log = logging.getLogger("localrag.embed.service")
 
 QUERY, BATCH = 0, 1
+SLICE = 8  # texts of an ingestion batch embedded between two looks for waiting queries
 
 
 @dataclass(order=True)
@@ -92,12 +94,50 @@ class EmbeddingService:
                 continue
             self.busy_since = time.monotonic()
             try:
-                request.future.set_result(self.embedder.embed(request.texts))
+                if request.priority == QUERY:
+                    vectors = self.embedder.embed(request.texts)
+                else:
+                    vectors = self._embed_in_slices(request.texts)
+                request.future.set_result(vectors)
             except Exception as exc:  # a bad batch fails its caller, not the worker
                 request.future.set_exception(exc)
             finally:
                 self.busy_since = None
         self._fail_all(KnownError("The embedding worker has stopped."))
+
+    def _embed_in_slices(self, texts: list[str]) -> np.ndarray:
+        """An ingestion batch, a few texts at a time, serving any query that arrives in between: a question
+        asked during a long ingest waits for one slice, not for the whole batch."""
+        assert self.embedder is not None
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))  # similar lengths pad little
+        out: np.ndarray | None = None
+        for start in range(0, len(order), SLICE):
+            idx = order[start : start + SLICE]
+            vecs = self.embedder.embed([texts[i] for i in idx])
+            if out is None:
+                out = np.empty((len(texts), vecs.shape[1]), dtype=np.float32)
+            out[idx] = vecs
+            self.last_beat = time.monotonic()
+            self._serve_waiting_queries()
+        assert out is not None
+        return out
+
+    def _serve_waiting_queries(self) -> None:
+        assert self.embedder is not None
+        while True:
+            try:
+                request = self._queue.get_nowait()
+            except queue.Empty:
+                return
+            if request.priority != QUERY:
+                self._queue.put(request)  # a batch or the stop marker: its turn comes after the batch in hand
+                return
+            if not request.future.set_running_or_notify_cancel():
+                continue
+            try:
+                request.future.set_result(self.embedder.embed(request.texts))
+            except Exception as exc:
+                request.future.set_exception(exc)
 
     def _fail_all(self, exc: BaseException) -> None:
         while True:
