@@ -619,7 +619,7 @@ def test_developer_pane_shows_the_scores_retrieve_gives_for_the_chat_scope(qtbot
 
 
 def test_a_watched_folder_is_picked_up_and_follows_deletions(qtbot, window, tmp_path):
-    from localrag.gui.views.documents import WatchedFoldersDialog
+    from localrag.gui.views.watched import WatchedFoldersDialog
 
     folder = tmp_path / "inbox"
     folder.mkdir()

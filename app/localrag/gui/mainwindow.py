@@ -21,63 +21,16 @@ from localrag.gui.views.banners import BannerArea
 from localrag.gui.views.chat import ChatPanel
 from localrag.gui.views.chats_list import ChatsList
 from localrag.gui.views.devpane import DevPane
-from localrag.gui.views.documents import DocumentsPanel, WatchedFoldersDialog
+from localrag.gui.views.documents import DocumentsPanel
+from localrag.gui.views.drop_overlay import DropOverlay, local_paths
 from localrag.gui.views.settings import SettingsDialog
+from localrag.gui.views.watched import WatchedFoldersDialog
 from localrag.gui.workers import EmbeddingWorker, IngestWorker, ReembedWorker, run_op, wait_for_ops
 
 log = logging.getLogger("localrag.gui")
 
 WATCH_SCAN_MS = 60_000
 LAYOUT_VERSION = 1
-
-
-def local_paths(mime: QtCore.QMimeData) -> list[str]:
-    """The local files and folders in a drag's data."""
-    if not mime.hasUrls():
-        return []
-    return [u.toLocalFile() for u in mime.urls() if u.isLocalFile() and u.toLocalFile()]
-
-
-class _DropOverlay(QtWidgets.QWidget):
-    """A translucent "drop to add" sheet over the window while files are dragged over it."""
-
-    def __init__(self, parent: QtWidgets.QWidget) -> None:
-        super().__init__(parent)
-        self.setAttribute(QtCore.Qt.WidgetAttribute.WA_TransparentForMouseEvents)
-        self.hide()
-
-    def paintEvent(self, _event: QtGui.QPaintEvent) -> None:  # noqa: N802 (Qt override)
-        c = theme.colors()
-        p = QtGui.QPainter(self)
-        p.setRenderHint(QtGui.QPainter.RenderHint.Antialiasing)
-        veil = self.palette().color(QtGui.QPalette.ColorRole.Window)
-        veil.setAlpha(225)
-        p.fillRect(self.rect(), veil)
-        accent = QtGui.QColor(c.info)
-        p.setPen(QtGui.QPen(accent, 3, QtCore.Qt.PenStyle.DashLine))
-        tint = QtGui.QColor(accent)
-        tint.setAlpha(28)
-        p.setBrush(tint)
-        p.drawRoundedRect(QtCore.QRectF(self.rect()).adjusted(16, 16, -16, -16), 18, 18)
-        icon = self.style().standardIcon(QtWidgets.QStyle.StandardPixmap.SP_DialogOpenButton)
-        centre = self.rect().center()
-        p.drawPixmap(centre.x() - 32, centre.y() - 90, icon.pixmap(64, 64))
-        font = QtGui.QFont(self.font())
-        font.setPointSizeF(font.pointSizeF() * 1.8)
-        font.setBold(True)
-        p.setFont(font)
-        p.setPen(self.palette().color(QtGui.QPalette.ColorRole.WindowText))
-        title = QtCore.QRect(0, centre.y() - 16, self.width(), 44)
-        p.drawText(title, QtCore.Qt.AlignmentFlag.AlignCenter, "Drop to add to your library")
-        small = QtGui.QFont(self.font())
-        small.setPointSizeF(small.pointSizeF() * 1.1)
-        p.setFont(small)
-        p.setPen(QtGui.QColor(c.muted))
-        p.drawText(
-            QtCore.QRect(0, centre.y() + 32, self.width(), 28),
-            QtCore.Qt.AlignmentFlag.AlignCenter,
-            "Files and folders are indexed on this computer · a .gguf file becomes the language model",
-        )
 
 
 class MainWindow(QtWidgets.QMainWindow):
@@ -169,7 +122,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.addDockWidget(QtCore.Qt.DockWidgetArea.RightDockWidgetArea, self.dev_dock)
         self.dev_dock.hide()
 
-        self.overlay = _DropOverlay(self)
+        self.overlay = DropOverlay(self)
         self.model_label = QtWidgets.QLabel(self)
         self.model_label.setProperty("role", "muted")
         self.model_label.setAccessibleName("Models in use")

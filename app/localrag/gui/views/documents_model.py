@@ -1,0 +1,268 @@
+"""What the documents panel shows: one row per document, updated in place by ingest events, and its filter."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from localrag.gui import theme
+from localrag.gui.qt import QtCore, QtGui
+
+TYPE_LABELS = {
+    "pdf": "PDF",
+    "markdown": "Markdown",
+    "text": "Text",
+    "html": "HTML",
+    "docx": "Word",
+    "image": "Image",
+    "unknown": "Other",
+    "": "—",
+}
+IN_PROGRESS = ("queued", "extracting", "embedding")
+STATUS_LABELS = {
+    "queued": "Queued",
+    "extracting": "Reading",
+    "embedding": "Embedding",
+    "ready": "Ready",
+    "failed": "Failed",
+    "cancelled": "Cancelled",
+    "skipped": "Skipped",
+    "adding": "Adding…",
+}
+ERROR_LABELS = {
+    "encrypted": "Encrypted",
+    "corrupt": "Corrupt",
+    "empty": "Empty",
+    "unsupported": "Unsupported type",
+    "too_large": "Too large",
+    "needs_ocr": "Needs OCR",
+    "unreadable": "Unreadable",
+}
+
+ROW_ROLE = QtCore.Qt.ItemDataRole.UserRole + 1
+
+
+@dataclass
+class DocumentRow:
+    """What the panel shows of one document (or of a dropped file not yet recorded: ``doc_id`` None)."""
+
+    doc_id: int | None
+    path: str
+    title: str
+    doc_type: str = ""
+    status: str = "queued"
+    pages: int = 0
+    pages_done: int = 0
+    chunks_total: int = 0
+    chunks_embedded: int = 0
+    eta_s: float | None = None
+    error_code: str | None = None
+    error: str | None = None
+    bytes: int = 0
+
+    @property
+    def key(self) -> str:
+        return f"doc:{self.doc_id}" if self.doc_id is not None else f"path:{self.path}"
+
+    @property
+    def fraction(self) -> float | None:
+        if self.status == "extracting" and self.pages:
+            return 0.25 * min(1.0, self.pages_done / self.pages)
+        if self.status == "embedding" and self.chunks_total:
+            return 0.25 + 0.75 * min(1.0, self.chunks_embedded / self.chunks_total)
+        return None
+
+    @property
+    def status_text(self) -> str:
+        """The short status shown in the table."""
+        if self.status == "failed":
+            return ERROR_LABELS.get(self.error_code or "", "Failed")
+        if self.status == "extracting":
+            return f"Reading {self.pages_done}/{self.pages}" if self.pages else "Reading…"
+        if self.status == "embedding":
+            if not self.chunks_total:
+                return "Embedding…"
+            return f"Embedding {round(100 * self.chunks_embedded / self.chunks_total)}%"
+        return STATUS_LABELS.get(self.status, self.status.title())
+
+    @property
+    def detail_text(self) -> str:
+        """The long status: pages, chunks and time left, or the error."""
+        if self.status == "failed":
+            return self.error or "Failed"
+        if self.status == "extracting":
+            return f"Reading page {self.pages_done} of {self.pages}" if self.pages else "Reading"
+        if self.status == "embedding":
+            text = f"Embedding chunk {self.chunks_embedded} of {self.chunks_total}"
+            return text + (f", {format_eta(self.eta_s)}" if self.eta_s is not None else "")
+        if self.status == "ready":
+            return f"Ready: {self.pages:,} page{'s' if self.pages != 1 else ''}, {self.chunks_total:,} chunks"
+        return STATUS_LABELS.get(self.status, self.status.title())
+
+    @classmethod
+    def from_info(cls, info: Any) -> DocumentRow:
+        return cls(
+            doc_id=info.id,
+            path=info.path,
+            title=info.title,
+            doc_type=info.doc_type,
+            status=info.status,
+            pages=info.pages,
+            pages_done=info.pages if info.status in ("embedding", "ready") else 0,
+            chunks_total=info.chunks_total,
+            chunks_embedded=info.chunks_embedded,
+            error_code=info.error_code,
+            error=info.error if info.status == "failed" else None,
+            bytes=info.bytes,
+        )
+
+
+def format_eta(seconds: float | None) -> str:
+    if seconds is None:
+        return ""
+    if seconds < 60:
+        return f"{max(1, round(seconds))} s left"
+    if seconds < 3600:
+        return f"{round(seconds / 60)} min left"
+    return f"{seconds / 3600:.1f} h left"
+
+
+class DocumentsModel(QtCore.QAbstractTableModel):
+    """Rows of ``DocumentRow``, newest first, updated in place by ingest events."""
+
+    COLUMNS = ("Title", "Type", "Pages", "Chunks", "Status")
+    TITLE, TYPE, PAGES, CHUNKS, STATUS = range(5)
+
+    def __init__(self, parent: QtCore.QObject | None = None) -> None:
+        super().__init__(parent)
+        self.rows: list[DocumentRow] = []
+        self._index: dict[str, int] = {}
+
+    # -- Qt model -----------------------------------------------------------------------------------------
+
+    def rowCount(self, parent: QtCore.QModelIndex = QtCore.QModelIndex()) -> int:  # noqa: N802, B008
+        return 0 if parent.isValid() else len(self.rows)
+
+    def columnCount(self, parent: QtCore.QModelIndex = QtCore.QModelIndex()) -> int:  # noqa: N802, B008
+        return 0 if parent.isValid() else len(self.COLUMNS)
+
+    def headerData(
+        self,
+        section: int,
+        orientation: QtCore.Qt.Orientation,  # noqa: N802
+        role: int = QtCore.Qt.ItemDataRole.DisplayRole,
+    ) -> Any:
+        if orientation == QtCore.Qt.Orientation.Horizontal and role == QtCore.Qt.ItemDataRole.DisplayRole:
+            return self.COLUMNS[section]
+        if role == QtCore.Qt.ItemDataRole.TextAlignmentRole and section in (self.PAGES, self.CHUNKS):
+            return int(QtCore.Qt.AlignmentFlag.AlignRight | QtCore.Qt.AlignmentFlag.AlignVCenter)
+        return None
+
+    def data(self, index: QtCore.QModelIndex, role: int = QtCore.Qt.ItemDataRole.DisplayRole) -> Any:
+        if not index.isValid():
+            return None
+        row = self.rows[index.row()]
+        col = index.column()
+        if role == ROW_ROLE:
+            return row
+        if role == QtCore.Qt.ItemDataRole.DisplayRole:
+            if col == self.TITLE:
+                return row.title
+            if col == self.TYPE:
+                return TYPE_LABELS.get(row.doc_type, row.doc_type.upper())
+            if col == self.PAGES:
+                return f"{row.pages:,}" if row.pages else ""
+            if col == self.CHUNKS:
+                return f"{row.chunks_total:,}" if row.chunks_total else ""
+            if col == self.STATUS:
+                return row.status_text
+        if role == QtCore.Qt.ItemDataRole.ToolTipRole:
+            return "\n".join(x for x in (row.title, row.path, row.detail_text) if x)
+        if role == QtCore.Qt.ItemDataRole.TextAlignmentRole and col in (self.PAGES, self.CHUNKS):
+            return int(QtCore.Qt.AlignmentFlag.AlignRight | QtCore.Qt.AlignmentFlag.AlignVCenter)
+        if role == QtCore.Qt.ItemDataRole.ForegroundRole and col == self.STATUS:
+            c = theme.colors()
+            color = {
+                "ready": c.success,
+                "failed": c.error,
+                "cancelled": c.muted,
+                "skipped": c.muted,
+                "queued": c.muted,
+            }.get(row.status)
+            return QtGui.QColor(color) if color else None
+        if role == QtCore.Qt.ItemDataRole.AccessibleTextRole:
+            return f"{row.title}, {TYPE_LABELS.get(row.doc_type, row.doc_type)}, {row.status_text}" + (
+                f": {row.error}" if row.error else ""
+            )
+        return None
+
+    # -- updates ------------------------------------------------------------------------------------------
+
+    def set_rows(self, rows: list[DocumentRow]) -> None:
+        """Replace the listing; rows still being added (no id yet) stay on top."""
+        pending = [r for r in self.rows if r.doc_id is None and r.status == "adding"]
+        self.beginResetModel()
+        self.rows = pending + [r for r in rows]
+        self._reindex()
+        self.endResetModel()
+
+    def upsert(self, row: DocumentRow, replaces_path: bool = True) -> None:
+        """Add ``row`` on top, or update the row with its id (or the placeholder for its path)."""
+        i = self._index.get(row.key)
+        if i is None and replaces_path and row.doc_id is not None:
+            i = self._index.get(f"path:{row.path}")
+        if i is None:
+            self.beginInsertRows(QtCore.QModelIndex(), 0, 0)
+            self.rows.insert(0, row)
+            self._reindex()
+            self.endInsertRows()
+            return
+        self.rows[i] = row
+        self._reindex()
+        self.dataChanged.emit(self.index(i, 0), self.index(i, len(self.COLUMNS) - 1))
+
+    def remove_key(self, key: str) -> None:
+        i = self._index.get(key)
+        if i is None:
+            return
+        self.beginRemoveRows(QtCore.QModelIndex(), i, i)
+        del self.rows[i]
+        self._reindex()
+        self.endRemoveRows()
+
+    def row_for(self, key: str) -> DocumentRow | None:
+        i = self._index.get(key)
+        return self.rows[i] if i is not None else None
+
+    def _reindex(self) -> None:
+        self._index = {r.key: i for i, r in enumerate(self.rows)}
+
+    def doc_types(self) -> list[str]:
+        return sorted({r.doc_type for r in self.rows if r.doc_type and r.doc_id is not None})
+
+
+class DocumentsFilter(QtCore.QSortFilterProxyModel):
+    """Filters by a search text (title, path, error) and a document type."""
+
+    def __init__(self, parent: QtCore.QObject | None = None) -> None:
+        super().__init__(parent)
+        self.search = ""
+        self.doc_type = ""
+
+    def set_filter(self, search: str, doc_type: str) -> None:
+        if hasattr(self, "beginFilterChange"):  # Qt 6.9+
+            self.beginFilterChange()
+            self.search, self.doc_type = search.strip().lower(), doc_type
+            self.endFilterChange(QtCore.QSortFilterProxyModel.Direction.Rows)
+        else:
+            self.search, self.doc_type = search.strip().lower(), doc_type
+            self.invalidateRowsFilter()
+
+    def filterAcceptsRow(self, source_row: int, source_parent: QtCore.QModelIndex) -> bool:  # noqa: N802
+        row: DocumentRow = self.sourceModel().rows[source_row]
+        if self.doc_type and row.doc_type != self.doc_type:
+            return False
+        if self.search:
+            hay = f"{row.title}\n{row.path}\n{row.error or ''}".lower()
+            return all(word in hay for word in self.search.split())
+        return True
