@@ -251,3 +251,31 @@ def test_pause_keeps_committed_work_and_the_next_run_carries_on(clean_db, tmp_pa
     assert status == "embedding" and 64 <= done < total
     _, second, _ = _ingest(clean_db, [])
     assert second.ready == 1 and second.embedded_chunks == total - done
+
+
+def test_cancel_all_marks_the_queue_cancelled_and_reindex_is_seen_by_others(clean_db, tmp_path):
+    from localrag.core.progress import CancelToken
+
+    for name in ("a", "b", "c"):
+        (tmp_path / f"{name}.md").write_text(f"# {name}\n\n" + LOREM)
+    ing = Ingestor(clean_db)
+    token = CancelToken()
+    token.cancel()
+    try:
+        ing.enqueue([tmp_path])
+        summary = ing.run(token)
+    finally:
+        ing.close()
+    assert summary.cancelled == 3
+    assert {r[3] for r in _doc_rows(clean_db)} == {"cancelled"}
+
+    _ingest(clean_db, [tmp_path])  # re-adding cancelled files indexes them
+    doc_id = _doc_rows(clean_db)[0][0]
+    ing = Ingestor(clean_db)
+    try:
+        event = ing.reindex_document(doc_id)
+    finally:
+        ing.close()
+    assert event is not None and event.status == "queued"
+    with clean_db.connect() as other:  # committed: another connection sees the new row
+        assert other.execute("SELECT status FROM documents WHERE id = %s", (event.doc_id,)).fetchone()[0] == "queued"

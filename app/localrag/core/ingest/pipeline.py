@@ -272,6 +272,7 @@ class Ingestor:
     def reindex_document(self, doc_id: int) -> IngestEvent | None:
         """Index a document's file again from scratch (for example after a loader improved)."""
         row = self.conn.execute("SELECT path, path_bytes FROM documents WHERE id = %s", (doc_id,)).fetchone()
+        self.conn.commit()
         if row is None:
             return None
         self.remove_document(doc_id)
@@ -295,7 +296,9 @@ class Ingestor:
         ).fetchall()
         self.conn.commit()
         for doc_id, path, title, doc_type in rows:
-            got = self.conn.execute("SELECT pg_try_advisory_lock(%s, %s)", (_ADVISORY_NS, doc_id)).fetchone()[0]
+            got = self.conn.execute(
+                "SELECT pg_try_advisory_lock(%s::int, %s::int)", (_ADVISORY_NS, doc_id)
+            ).fetchone()[0]
             self.conn.commit()
             if not got:
                 continue
@@ -380,7 +383,7 @@ class Ingestor:
         ).fetchall()
         conn.commit()
         for (doc_id,) in rows:
-            got = conn.execute("SELECT pg_try_advisory_lock(%s, %s)", (_ADVISORY_NS, doc_id)).fetchone()[0]
+            got = conn.execute("SELECT pg_try_advisory_lock(%s::int, %s::int)", (_ADVISORY_NS, doc_id)).fetchone()[0]
             conn.commit()
             if got:
                 status = conn.execute("SELECT status FROM documents WHERE id = %s", (doc_id,)).fetchone()
@@ -393,7 +396,7 @@ class Ingestor:
     def _unlock(self, doc_id: int) -> None:
         if self._conn is not None and not self._conn.closed:
             try:
-                self._conn.execute("SELECT pg_advisory_unlock(%s, %s)", (_ADVISORY_NS, doc_id))
+                self._conn.execute("SELECT pg_advisory_unlock(%s::int, %s::int)", (_ADVISORY_NS, doc_id))
                 self._conn.commit()
             except psycopg.Error:
                 if not self._conn.closed:
@@ -404,7 +407,7 @@ class Ingestor:
             rows = self.conn.execute(
                 "UPDATE documents SET status = 'cancelled', error = 'cancelled', updated_at = now() "
                 "WHERE status IN ('queued', 'extracting', 'embedding') "
-                "AND pg_try_advisory_lock(%s, id) RETURNING id, path, title, doc_type",
+                "AND pg_try_advisory_lock(%s::int, id::int) RETURNING id, path, title, doc_type",
                 (_ADVISORY_NS,),
             ).fetchall()
             for doc_id, *_ in rows:
@@ -559,27 +562,30 @@ class Ingestor:
         conn.commit()
         started, first_done = time.monotonic(), done
         batches = [todo[i : i + EMBED_BATCH] for i in range(0, len(todo), EMBED_BATCH)]
+        cancel.raise_if_cancelled()
         pending: Future | None = self._submit([r[1] for r in batches[0]]) if batches else None
-        for i, batch in enumerate(batches):
-            cancel.raise_if_cancelled()
-            te = time.monotonic()
-            assert pending is not None
-            vectors = pending.result()
-            summary.stage_seconds["embed"] += time.monotonic() - te
-            # Ask for the next batch before writing this one, so the model never waits on the database.
-            pending = self._submit([r[1] for r in batches[i + 1]]) if i + 1 < len(batches) else None
-            tw = time.monotonic()
-            self._write_vectors(doc_id, model, batch, vectors)
-            summary.stage_seconds["write"] += time.monotonic() - tw
-            done += len(batch)
-            summary.embedded_chunks += len(batch)
-            summary.embedded_tokens += sum(r[2] for r in batch)
-            rate = (done - first_done) / max(1e-6, time.monotonic() - started)
-            self._emit(IngestEvent(doc_id, path, title, doc_type, "embedding", pages_done=pages, pages=pages,
-                                   chunks_embedded=done, chunks_total=total,
-                                   eta_s=(total - done) / rate if rate > 0 else None))
-        if pending is not None:
-            pending.cancel()
+        try:
+            for i, batch in enumerate(batches):
+                cancel.raise_if_cancelled()
+                te = time.monotonic()
+                assert pending is not None
+                vectors = pending.result()
+                summary.stage_seconds["embed"] += time.monotonic() - te
+                # Ask for the next batch before writing this one, so the model never waits on the database.
+                pending = self._submit([r[1] for r in batches[i + 1]]) if i + 1 < len(batches) else None
+                tw = time.monotonic()
+                self._write_vectors(doc_id, model, batch, vectors)
+                summary.stage_seconds["write"] += time.monotonic() - tw
+                done += len(batch)
+                summary.embedded_chunks += len(batch)
+                summary.embedded_tokens += sum(r[2] for r in batch)
+                rate = (done - first_done) / max(1e-6, time.monotonic() - started)
+                self._emit(IngestEvent(doc_id, path, title, doc_type, "embedding", pages_done=pages, pages=pages,
+                                       chunks_embedded=done, chunks_total=total,
+                                       eta_s=(total - done) / rate if rate > 0 else None))
+        finally:
+            if pending is not None:
+                pending.cancel()  # still queued (paused, cancelled, failed): the worker skips it
 
     def _write_vectors(self, doc_id: int, model: str, batch: list[tuple], vectors: np.ndarray) -> None:
         conn = self.conn
