@@ -248,9 +248,11 @@ def search(
 
 # One posting's contribution, from the term weight ``qt.w`` (query tf × idf) and the posting ``p``.
 _TERM_SCORE = "qt.w * p.tf * (%(k1)s + 1.0) / (p.tf + %(k1)s * (1.0 - %(b)s + %(b)s * p.dl / %(avgdl)s))"
-# A term in more than this many chunks (and this share of them) counts as common.
-PRUNE_MIN_DF = 5000
-PRUNE_DF_SHARE = 0.02
+# A term in more than this many chunks (and this share of them) counts as common. At 100k chunks of SciFact-like
+# text, pruning at 2 % fell back to the full scan for 41 of 57 queries and doubled BM25 time; at 20 % it always
+# held but gained nothing there, so it starts only where a common term has 50,000 postings or more.
+PRUNE_MIN_DF = 50_000
+PRUNE_DF_SHARE = 0.20
 PRUNE_CANDIDATES = 1000
 
 
