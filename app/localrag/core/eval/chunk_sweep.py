@@ -71,22 +71,48 @@ def evaluate(
     query_vecs: np.ndarray,
     qids: list[str],
     qrels: dict,
-) -> dict[str, float]:
-    """Mean nDCG@10 and recall@100, each document scored by its best chunk."""
-    ndcgs, recalls = [], []
+) -> tuple[dict[str, float], list[float]]:
+    """Mean nDCG@10 and recall@100, each document scored by its best chunk; and each query's nDCG@10."""
+    ndcgs: list[float] = []
+    recalls: list[float] = []
     if not qids:
-        return {"ndcg@10": float("nan"), "recall@100": float("nan")}
+        return {"ndcg@10": float("nan"), "recall@100": float("nan")}, []
     n_docs = len(doc_ids)
     for start in range(0, len(qids), 64):
         sims = query_vecs[start : start + 64] @ chunk_vecs.T  # (q, chunks)
         for row, qid in zip(sims, qids[start : start + 64]):
             best = np.full(n_docs, -np.inf, dtype=np.float32)
             np.maximum.at(best, chunk_doc, row)
-            top = np.argpartition(-best, 100)[:100]
+            top = np.argpartition(-best, min(100, n_docs - 1))[:100]
             ranked = [doc_ids[i] for i in top[np.argsort(-best[top])]]
             ndcgs.append(ndcg_at(ranked, qrels[qid]))
             recalls.append(recall_at(ranked, qrels[qid]))
-    return {"ndcg@10": float(np.mean(ndcgs)), "recall@100": float(np.mean(recalls))}
+    return {"ndcg@10": float(np.mean(ndcgs)), "recall@100": float(np.mean(recalls))}, ndcgs
+
+
+def load_cache(path: Path, model: str) -> dict[str, np.ndarray]:
+    """Chunk vectors saved by an earlier run with the same model (text -> vector)."""
+    if not path.exists():
+        return {}
+    with np.load(path, allow_pickle=False) as saved:
+        if str(saved["model"]) != model:
+            return {}
+        return dict(zip(saved["texts"].tolist(), saved["vectors"]))
+
+
+def save_cache(path: Path, model: str, cache: dict[str, np.ndarray]) -> None:
+    texts = list(cache)
+    tmp = path.with_name(path.name + ".tmp.npz")
+    np.savez(
+        tmp, model=np.asarray(model), texts=np.asarray(texts), vectors=np.stack([cache[t] for t in texts])
+    )
+    tmp.replace(path)
+
+
+def paired_difference(a: list[float], b: list[float]) -> tuple[float, float]:
+    """Mean of ``b - a`` over the same queries and its standard error."""
+    diff = np.asarray(b) - np.asarray(a)
+    return float(diff.mean()), float(diff.std(ddof=1) / math.sqrt(len(diff))) if len(diff) > 1 else 0.0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -102,7 +128,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--configs", default="200:32,128:32,256:48,200:0", help="max_tokens:overlap,...")
     parser.add_argument("--docs", type=int, default=0, help="use only the first N documents (0: all)")
-    parser.add_argument("--out", type=Path, help="write the figures as JSON here")
+    parser.add_argument("--out", type=Path, help="write the figures (and per-query nDCG@10) as JSON here")
+    parser.add_argument("--cache", type=Path, help="keep chunk vectors in this .npz file across runs")
     args = parser.parse_args(argv)
 
     embedder = load_embedder()
@@ -122,7 +149,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{split}: {len(qids)} queries", file=sys.stderr)
 
     results = []
-    cache: dict[str, np.ndarray] = {}
+    cache: dict[str, np.ndarray] = load_cache(args.cache, embedder.name) if args.cache else {}
+    per_query: dict[tuple[str, str], list[float]] = {}
     for spec in args.configs.split(","):
         max_tokens, overlap = (int(x) for x in spec.split(":"))
         started = time.monotonic()
@@ -138,6 +166,8 @@ def main(argv: list[str] | None = None) -> int:
         if fresh:
             cache.update(zip(fresh, embedder.embed(fresh)))
         vecs = np.stack([cache[t] for t in texts])
+        if args.cache and fresh:
+            save_cache(args.cache, embedder.name, cache)
         embedded = time.monotonic() - started - chunked
         row: dict[str, object] = {
             "max_tokens": max_tokens,
@@ -149,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
             "embed_s": round(embedded, 1),
         }
         for split, (qids, qvecs, qrels) in query_sets.items():
-            scores = evaluate(vecs, np.asarray(owners), doc_ids, qvecs, qids, qrels)
+            scores, per_query[(spec, split)] = evaluate(vecs, np.asarray(owners), doc_ids, qvecs, qids, qrels)
             row.update({f"{split} {k}": round(v, 4) for k, v in scores.items()})
         results.append(row)
         print(json.dumps(row), file=sys.stderr, flush=True)
@@ -159,10 +189,19 @@ def main(argv: list[str] | None = None) -> int:
     print("|" + "---|" * len(keys))
     for row in results:
         print("| " + " | ".join(str(row[k]) for k in keys) + " |")
+    specs = args.configs.split(",")
+    for spec in specs[1:]:
+        for split in query_sets:
+            mean, se = paired_difference(per_query[(specs[0], split)], per_query[(spec, split)])
+            print(f"{spec} vs {specs[0]}, {split}: nDCG@10 {mean:+.4f} ± {1.96 * se:.4f} (95% CI, paired)")
     if args.out:
         args.out.write_text(
             json.dumps(
-                {"args": vars(args) | {"data": str(args.data), "out": str(args.out)}, "results": results},
+                {
+                    "args": vars(args) | {"data": str(args.data), "out": str(args.out)},
+                    "results": results,
+                    "per_query_ndcg@10": {f"{spec} {split}": v for (spec, split), v in per_query.items()},
+                },
                 indent=2,
             )
         )
