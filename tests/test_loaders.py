@@ -186,6 +186,10 @@ def test_detect_type(tmp_path: Path) -> None:
         "pdf",
     ]
     assert set(loaders.SUPPORTED_SUFFIXES.values()) == {"pdf", "markdown", "text", "html", "docx", "image"}
+    assert loaders.check_file(tmp_path / "a.MD") == "markdown"
+    (tmp_path / "e.md").write_bytes(b"")
+    with pytest.raises(BadDocument, match="empty"):
+        loaders.check_file(tmp_path / "e.md")
 
 
 # -- text ----------------------------------------------------------------------------------------------------

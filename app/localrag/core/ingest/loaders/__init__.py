@@ -108,8 +108,12 @@ def detect_type(path: Path) -> str | None:
     return doc_type
 
 
-def _check_file(path: Path, max_bytes: int) -> str:
-    """The document type, after the checks that need no parsing: existence, size, extension, sniffing."""
+def check_file(path: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> str:
+    """The document type, after the checks that need no parsing: existence, size, extension, sniffing.
+
+    Cheap enough to run before hashing or queueing a file; raises the same ``BadDocument`` as ``load`` would
+    for an empty, missing, oversized, unsupported or mislabelled file.
+    """
     name = display_name(path)
     try:
         info = path.stat()
@@ -154,6 +158,9 @@ def _check_file(path: Path, max_bytes: int) -> str:
     return doc_type
 
 
+_check_file = check_file  # the name callers used first
+
+
 def open_document(
     path: Path,
     *,
@@ -165,7 +172,7 @@ def open_document(
     """Open ``path`` for page-by-page reading. Same arguments and errors as ``load``; PDFs may raise
     ``needs_ocr``/``empty`` at the end of ``pages`` rather than here."""
     path = Path(path)
-    doc_type = _check_file(path, max_bytes)
+    doc_type = check_file(path, max_bytes)
     if cancel is not None:
         cancel.raise_if_cancelled()
     try:
@@ -243,6 +250,7 @@ __all__ = [
     "DEFAULT_MAX_BYTES",
     "SUPPORTED_SUFFIXES",
     "DocumentStream",
+    "check_file",
     "detect_type",
     "iter_pages",
     "load",
