@@ -182,7 +182,7 @@ class Ingestor:
             return IngestEvent(None, path_to_db(path)[0], name, "", "skipped", message="a language model, not a document")
         try:
             # The checks that need no parsing (missing, empty, too large, wrong type) fail fast, before hashing.
-            loaders._check_file(path, self.max_bytes)
+            loaders.check_file(path, self.max_bytes)
             sha = file_sha256(path)
             mtime = path.stat().st_mtime
         except BadDocument as exc:

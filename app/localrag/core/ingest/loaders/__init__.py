@@ -158,7 +158,6 @@ def check_file(path: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> str:
     return doc_type
 
 
-_check_file = check_file  # the name callers used first
 
 
 def open_document(
