@@ -18,11 +18,10 @@ from localrag.core.chat.engine import (
     Searching,
     Token,
     WarmingUp,
-    follow_up_query,
-    is_follow_up,
 )
 from localrag.core.chat.llm import LLMProvider, LocalLLM, load_llm
 from localrag.core.chat.prompts import Prompt
+from localrag.core.chat.query import follow_up_query, is_follow_up
 from localrag.core.config import Settings
 from localrag.core.errors import StoreUnavailable
 from localrag.core.progress import CancelToken
@@ -138,6 +137,7 @@ def test_strict_mode_with_nothing_relevant_says_so(engine):
     assert _kinds(events) == ["Searching", "Retrieved", "Token", "Done"]
     done = events[-1]
     assert done.answer == NOT_FOUND and done.sources == [] and done.chunk_ids == []
+    assert events[1].packed.sources == [] and events[1].sources == []  # nothing listed as a source
     with engine.library.connect() as conn:
         stored = history.load_messages(conn, done.chat_id)
     assert [m.content for m in stored] == ["What is the capital of Peru?", NOT_FOUND] and stored[1].strict

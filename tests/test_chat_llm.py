@@ -8,14 +8,8 @@ import time
 import pytest
 
 from localrag.core import paths
-from localrag.core.chat.llm import (
-    LLMProvider,
-    LocalLLM,
-    ensure_fast_copy,
-    fast_copy_path,
-    fast_copy_type,
-    load_llm,
-)
+from localrag.core.chat.fastcopy import ensure_fast_copy, fast_copy_path, fast_copy_type
+from localrag.core.chat.llm import LLMProvider, LocalLLM, load_llm
 from localrag.core.config import Settings
 from localrag.core.embed import model_files
 from localrag.core.errors import ModelMissing
@@ -37,13 +31,13 @@ def test_bundled_model_loads_from_its_fast_copy(llm):
 
 def test_conversion_is_atomic_and_never_uses_a_half_file(home):
     source = model_files.default_gguf()
-    dest = fast_copy_path(source, "q8_0")
+    dest = fast_copy_path(source, "f16")
     # What a killed conversion leaves: a partial file (never read) ...
     leftover = dest.with_name(dest.name + ".999.1.partial")
     leftover.write_bytes(b"GGUF half")
     # ... and, if something else wrote the final name badly, a file that is not a GGUF: it is replaced.
     dest.write_bytes(b"garbage")
-    copy = ensure_fast_copy(source, "q8_0")
+    copy = ensure_fast_copy(source, "f16")
     assert copy == dest and copy.read_bytes()[:4] == b"GGUF" and copy.stat().st_size > 1_000_000
     assert not list(dest.parent.glob(f"{dest.name}.{__import__('os').getpid()}.*.partial"))
     model = LocalLLM(copy, n_ctx=256, threads=1)

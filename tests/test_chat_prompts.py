@@ -56,10 +56,13 @@ def test_grounded_prompt_numbers_fenced_sources_and_cites_them(llm):
     last = p.messages[-1]["content"]
     assert last.startswith('Sources:\n[1] Manual 1, page 2, Chapter 1\n"""\n')
     assert "[2] Manual 2, page 3, Chapter 2" in last
-    assert last.rstrip().endswith("like [1].") and "Question: How do I restore?" in last
+    assert last.endswith(prompts.MISSING_RULE[GROUNDED]) and "Question: How do I restore?" in last
     assert p.messages[0]["content"] == prompts.GROUNDED_SYSTEM
     assert [s.doc_id for s in p.sources] == [1, 2]
     assert p.prompt_tokens == len(llm.render(p.messages)) <= p.budget
+    strict = build_prompt(llm, "How do I restore?", mode=STRICT, results=[_result(1)], max_tokens=256)
+    assert strict.messages[-1]["content"].endswith(f'reply exactly: "{prompts.NOT_FOUND}"')
+    assert strict.messages[:3] == p.messages[:3]  # one cached prefix serves both modes
 
 
 def test_document_text_cannot_close_its_fence_or_open_a_turn(llm):

@@ -7,7 +7,7 @@ import argparse
 import importlib
 
 # Modules under localrag.core.eval named bench_<name>, one per subcommand.
-BENCHES = ["retrieval", "ingest"]
+BENCHES = ["retrieval", "ingest", "chat"]
 
 
 def register(sub: argparse._SubParsersAction) -> None:

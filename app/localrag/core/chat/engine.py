@@ -32,7 +32,6 @@ previous prompt's KV cache), ``total_s``.
 from __future__ import annotations
 
 import logging
-import re
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -43,8 +42,10 @@ import psycopg
 from localrag.core.chat import history as hist
 from localrag.core.chat import prompts
 from localrag.core.chat.citations import CitationCheck, Source, apply_citations, check_citations
+from localrag.core.chat.echo import EchoFilter
 from localrag.core.chat.llm import LLMProvider, LocalLLM
 from localrag.core.chat.prompts import GROUNDED, NOT_FOUND, PLAIN, STRICT, Prompt, Turn
+from localrag.core.chat.query import follow_up_query, relevant
 from localrag.core.errors import KnownError, ModelMissing, StoreUnavailable
 from localrag.core.progress import Cancelled, CancelToken
 
@@ -56,13 +57,6 @@ log = logging.getLogger("localrag.chat")
 
 # Earlier messages loaded for the prompt (the budget trims further).
 HISTORY_MESSAGES = 12
-# Passages given to the model must reach this cosine similarity (a BM25 match lowers the bar): below it a
-# passage is noise to a small model. Strict mode asks for more. Measured in docs/benchmarks.md, "Chat".
-MIN_SIMILARITY = 0.25
-MIN_SIMILARITY_KEYWORD = 0.15
-STRICT_MIN_SIMILARITY = 0.30
-STRICT_MIN_SIMILARITY_KEYWORD = 0.20
-
 STORE_DOWN_NOTICE = "Your documents could not be searched ({why}), so this answer is not based on them."
 MISMATCH_NOTICE = (
     "Your documents were indexed with another embedding model; re-embed them to search them. "
@@ -126,87 +120,6 @@ class Failed:
 
 
 ChatEvent = Searching | WarmingUp | Retrieved | Prompt | Token | Done | Failed
-
-
-# -- follow-up questions -------------------------------------------------------------------------------------
-
-_ANAPHORA = {
-    "it",
-    "its",
-    "this",
-    "that",
-    "these",
-    "those",
-    "they",
-    "them",
-    "their",
-    "there",
-    "he",
-    "she",
-    "his",
-    "her",
-    "same",
-    "one",
-    "ones",
-    "also",
-    "else",
-    "former",
-    "latter",
-    "above",
-}
-_LEADS = (
-    "and ",
-    "and?",
-    "but ",
-    "or ",
-    "so ",
-    "also",
-    "what about",
-    "how about",
-    "then ",
-    "same ",
-    "why?",
-    "how?",
-    "when?",
-    "where?",
-)
-# A question this short (in words) is taken as a follow-up.
-SHORT_FOLLOW_UP_WORDS = 4
-
-
-def is_follow_up(question: str) -> bool:
-    """Whether ``question`` leans on the one before: very short, opening with "and"/"what about", or with a
-    pronoun that points back ("it", "that", "there")."""
-    q = question.strip().lower()
-    words = re.findall(r"[a-z0-9']+", q)
-    return len(words) <= SHORT_FOLLOW_UP_WORDS or q.startswith(_LEADS) or any(w in _ANAPHORA for w in words)
-
-
-def follow_up_query(question: str, earlier: Sequence[str]) -> str:
-    """What to search for: a follow-up is searched together with the previous question of the chat ("and on
-    Windows?" after "How do I install it on Linux?"), so both the vector and the keyword leg see the topic."""
-    if earlier and is_follow_up(question):
-        return f"{earlier[-1].strip()} {question.strip()}"
-    return question
-
-
-def relevant(results: Sequence[Result], strict: bool = False) -> list[Result]:
-    """The passages worth giving to the model (see ``MIN_SIMILARITY``)."""
-    floor, keyword_floor = (
-        (STRICT_MIN_SIMILARITY, STRICT_MIN_SIMILARITY_KEYWORD)
-        if strict
-        else (MIN_SIMILARITY, MIN_SIMILARITY_KEYWORD)
-    )
-    keep = []
-    for r in results:
-        vector = r.scores.get("vector") if r.scores else r.similarity
-        if (
-            vector is None
-            or vector >= floor
-            or (r.scores.get("bm25_rank") is not None and vector >= keyword_floor)
-        ):  # keyword mode: a BM25 match is all the evidence there is
-            keep.append(r)
-    return keep
 
 
 # -- the engine ----------------------------------------------------------------------------------------------
@@ -367,6 +280,13 @@ def _notice_for(resp: RetrievalResponse, results: Sequence[Result], *, strict: b
     return ""
 
 
+def _nothing_packed(resp: RetrievalResponse) -> PackedContext:
+    """An empty context that says why each passage found was left out (so no view lists them as sources)."""
+    from localrag.core.retrieve import PackedContext
+
+    return PackedContext(budget=0, dropped=[(r, "not relevant enough") for r in resp.results])
+
+
 class _Run:
     """One question being answered (the state ``ChatEngine.ask`` threads through its steps)."""
 
@@ -421,7 +341,7 @@ class _Run:
                 if self.strict:  # nothing to answer from: say so plainly, without the model
                     why = resp.error or "the database is not reachable"
                     text = STRICT_STORE_DOWN.format(why=why) if resp.reason else NOT_FOUND
-                    yield Retrieved(query, resp, None, None, [], notice)
+                    yield Retrieved(query, resp, _nothing_packed(resp), None, [], notice)
                     yield from self._fixed_answer(text, notice)
                     return
                 self.notices.append(notice)
@@ -440,12 +360,14 @@ class _Run:
         )
         sources = self._sources()
         if resp is not None:
-            yield Retrieved(resp.query, resp, self.prompt.packed, self.prompt, sources, self.notice)
+            packed = self.prompt.packed if self.prompt.packed is not None else _nothing_packed(resp)
+            yield Retrieved(resp.query, resp, packed, self.prompt, sources, self.notice)
         else:
             yield self.prompt
         self.cancel.raise_if_cancelled()
         before_first = time.monotonic()
         pieces: list[str] = []
+        echo = EchoFilter(prompts.example_phrases()) if self.prompt.sources else None
         for piece in llm.stream(
             self.prompt.tokens,
             max_tokens=self.max_tokens,
@@ -453,12 +375,23 @@ class _Run:
             stop=prompts.STOP,
             cancel=self.cancel,
         ):
-            if not pieces:
+            if "ttft_s" not in self.timings:
                 self.timings["ttft_s"] = time.monotonic() - self.started - self.timings.get("wait_s", 0.0)
-            pieces.append(piece)
-            yield Token(piece)
+            shown = echo.feed(piece) if echo is not None else piece
+            if shown:
+                pieces.append(shown)
+                yield Token(shown)
+        if echo is not None:
+            if tail := echo.flush():
+                pieces.append(tail)
+                yield Token(tail)
+            if echo.dropped:
+                self.timings["echo_dropped"] = len(echo.dropped)
         stats = llm.last_stats
         self.answer = "".join(pieces).strip()
+        if not self.answer and not (stats.cancelled or self.cancel.cancelled):
+            self.answer = prompts.NO_ANSWER_SOURCES if self.prompt.sources else prompts.NO_ANSWER
+            yield Token(self.answer)
         self.timings.update(
             prompt_s=stats.prompt_s if stats.tokens else time.monotonic() - before_first,
             prompt_tokens=stats.prompt_tokens,

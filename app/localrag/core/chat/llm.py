@@ -1,15 +1,15 @@
 """The local language model through llama-cpp-python: the bundled SmolLM2 GGUF or any GGUF the user picks.
 
-Three things make the first token come sooner on a CPU (figures in docs/benchmarks.md, "Chat"):
+What makes the first token come sooner on a CPU (figures in docs/benchmarks.md, "Chat"):
 
 - **A fast copy of the bundled model.** Prompt processing speed depends on the weight type far more than on size.
-  The bundled Q4_1 file is re-typed once with llama.cpp's own quantizer (BF16 on CPUs with AVX512_BF16, else F16)
-  into the models folder. The copy is written under a temporary name and renamed when complete, so a killed
-  conversion never leaves a half file that is used; any problem falls back to the original file.
+  The bundled Q4_1 file is re-typed once with llama.cpp's own quantizer to Q8_0 (``fast_copy_type``) into the
+  models folder. The copy is written under a temporary name and renamed when complete, so a killed conversion
+  never leaves a half file that is used; any problem falls back to the original file.
 - **Reuse of the evaluated prefix.** One ``Llama`` object keeps its KV cache between questions and re-evaluates
   only what differs from the previous prompt, so the fixed system prompt (and the earlier turns of a chat) are
   computed once. ``LocalLLM.prime`` evaluates the system prompt at warm-up.
-- **Batch sizes and threads** measured on the target machine (``N_BATCH``, ``N_UBATCH``).
+- **Batch sizes, threads and OpenMP waiting** measured on the target machine (``N_BATCH``, ``N_UBATCH``, below).
 
 ``LLMProvider`` loads the model once, in the background, and hands it out; ``LocalLLM.lock`` serialises use.
 """
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import hashlib
 import logging
 import os
 import threading
@@ -28,18 +27,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from localrag.core import paths
+from localrag.core.chat.fastcopy import ensure_fast_copy, quiet_stderr
 from localrag.core.config import Settings
 from localrag.core.embed import model_files
 from localrag.core.errors import KnownError, ModelMissing
 from localrag.core.progress import CancelToken
-
-# llama.cpp's CPU threads meet at OpenMP barriers after every operation. With the default (spinning) wait policy,
-# a thread that the OS has descheduled — because ingestion, the embedding model or another program is using a
-# core — stalls the others: measured here, prompt processing 6x and generation 10x slower than with one thread.
-# Waiting passively costs nothing measurable on an idle machine. Set before llama.cpp (and its libgomp) loads;
-# an explicit OMP_WAIT_POLICY in the environment wins.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 log = logging.getLogger("localrag.llm")
 llama_log = logging.getLogger("localrag.llm.llama_cpp")
@@ -47,8 +39,9 @@ llama_log = logging.getLogger("localrag.llm.llama_cpp")
 # Logical and physical batch sizes for prompt processing (measured, docs/benchmarks.md "Chat").
 N_BATCH = 512
 N_UBATCH = 256
-# How long a leftover ``*.partial`` conversion file is kept before a new conversion removes it.
-_STALE_PARTIAL_S = 3600
+# Flash attention: no measurable gain for prompt processing here, and generation at 1,200 tokens of context
+# half as fast (19 against 32 tokens/s) with llama.cpp's CPU kernel.
+FLASH_ATTN = False
 ZERO_WIDTH_SPACE = "\u200b"
 
 
@@ -66,8 +59,8 @@ _params_lock = threading.Lock()
 
 
 @contextlib.contextmanager
-def _without_extra_buffer_types() -> Iterator[None]:
-    """Load with llama.cpp's CPU "extra" weight buffers (AMX/repacked kernels) turned off.
+def _extra_buffer_types(enabled: bool = False) -> Iterator[None]:
+    """Load with llama.cpp's CPU "extra" weight buffers (AMX/repacked kernels) turned off (or on).
 
     On CPUs with AMX, batched decoding of Q4_1 weights through those kernels crashes the process (measured with
     llama-cpp-python 0.3.36: any prompt longer than one token). llama-cpp-python does not expose the switch, so
@@ -80,7 +73,7 @@ def _without_extra_buffer_types() -> Iterator[None]:
 
         def params():  # type: ignore[no-untyped-def]
             p = original()
-            p.use_extra_bufts = False
+            p.use_extra_bufts = enabled
             return p
 
         llama_cpp.llama_model_default_params = params
@@ -109,127 +102,6 @@ def _route_llama_log() -> None:
     llama_cpp.llama_log_set(_log_callback, ctypes.c_void_p(0))
 
 
-@contextlib.contextmanager
-def _quiet_stderr() -> Iterator[None]:
-    """llama.cpp prints its load log on fd 2; keep the terminal clean."""
-    try:
-        fd = os.dup(2)
-    except OSError:
-        yield
-        return
-    with open(os.devnull, "w") as devnull:
-        os.dup2(devnull.fileno(), 2)
-        try:
-            yield
-        finally:
-            os.dup2(fd, 2)
-            os.close(fd)
-
-
-# -- the fast copy -----------------------------------------------------------------------------------------------
-
-
-def cpu_features() -> set[str]:
-    """The CPU features llama.cpp reports as present, e.g. ``{"AVX2", "AVX512_BF16"}``."""
-    import llama_cpp
-
-    info = llama_cpp.llama_print_system_info().decode("utf-8", "replace")
-    found = set()
-    for part in info.replace("\n", "|").split("|"):
-        name, _, value = part.partition("=")
-        if value.strip() == "1":
-            found.add(name.split(":")[-1].strip())
-    return found
-
-
-def fast_copy_type() -> str:
-    """The weight type that processes prompts fastest on this CPU: ``bf16`` with native BF16 dot products,
-    else ``f16``."""
-    return "bf16" if "AVX512_BF16" in cpu_features() else "f16"
-
-
-def _ftype(kind: str) -> int:
-    import llama_cpp
-
-    return {
-        "bf16": llama_cpp.LLAMA_FTYPE_MOSTLY_BF16,
-        "f16": llama_cpp.LLAMA_FTYPE_MOSTLY_F16,
-        "q8_0": llama_cpp.LLAMA_FTYPE_MOSTLY_Q8_0,
-    }[kind]
-
-
-def fast_copy_path(source: Path, kind: str) -> Path:
-    """Where the ``kind`` copy of ``source`` lives: named after the source and keyed by its size and mtime, so a
-    changed source gets a new copy."""
-    st = source.stat()
-    key = hashlib.sha256(f"{source.resolve()}|{st.st_size}|{st.st_mtime_ns}".encode()).hexdigest()[:12]
-    return paths.models_dir() / f"{source.stem}.{kind}.{key}.gguf"
-
-
-def _is_gguf(path: Path) -> bool:
-    try:
-        with open(path, "rb") as f:
-            return f.read(4) == b"GGUF"
-    except OSError:
-        return False
-
-
-def ensure_fast_copy(source: Path, kind: str | None = None, *, threads: int = 0) -> Path:
-    """The fast copy of ``source``, converting it first if it is not there yet (about a second for the bundled
-    model). Safe against concurrent and killed conversions: each writes its own ``*.partial`` file and renames it
-    into place only when the quantizer succeeded.
-
-    Raises:
-        ModelMissing: the conversion failed (the caller loads the original instead).
-    """
-    import llama_cpp
-
-    kind = kind or fast_copy_type()
-    dest = fast_copy_path(source, kind)
-    if dest.exists() and _is_gguf(dest):
-        return dest
-    _remove_stale_partials(dest.parent)
-    partial = dest.with_name(f"{dest.name}.{os.getpid()}.{threading.get_ident()}.partial")
-    params = llama_cpp.llama_model_quantize_default_params()
-    params.ftype = _ftype(kind)
-    params.allow_requantize = True
-    params.nthread = threads or max(1, os.cpu_count() or 1)
-    started = time.monotonic()
-    try:
-        with _quiet_stderr():
-            rc = llama_cpp.llama_model_quantize(
-                str(source).encode(), str(partial).encode(), ctypes.byref(params)
-            )
-        if rc != 0 or not _is_gguf(partial):
-            raise ModelMissing(f"Converting {source.name} to {kind} failed (code {rc}).")
-        os.replace(partial, dest)
-    except OSError as exc:
-        raise ModelMissing(f"Cannot write the converted model to {dest.parent}: {exc}") from exc
-    finally:
-        with contextlib.suppress(OSError):
-            partial.unlink()
-    log.info("converted %s to %s in %.1f s: %s", source.name, kind, time.monotonic() - started, dest)
-    _remove_older_copies(dest)
-    return dest
-
-
-def _remove_stale_partials(folder: Path) -> None:
-    now = time.time()
-    for p in folder.glob("*.partial"):
-        with contextlib.suppress(OSError):
-            if now - p.stat().st_mtime > _STALE_PARTIAL_S:
-                p.unlink()
-
-
-def _remove_older_copies(dest: Path) -> None:
-    """Copies of an earlier version of the same source (same stem and type, another key)."""
-    stem, kind = dest.name.split(".")[0], dest.name.split(".")[-3]
-    for p in dest.parent.glob(f"{stem}.{kind}.*.gguf"):
-        if p != dest:
-            with contextlib.suppress(OSError):
-                p.unlink()
-
-
 # -- the model ---------------------------------------------------------------------------------------------------
 
 
@@ -249,17 +121,6 @@ class GenerationStats:
         return (self.tokens - 1) / self.generation_s if self.tokens > 1 and self.generation_s > 0 else 0.0
 
 
-@dataclass
-class LLMOptions:
-    """How a model is loaded (everything but the file)."""
-
-    n_ctx: int = 4096
-    threads: int = 0
-    n_batch: int = N_BATCH
-    n_ubatch: int = N_UBATCH
-    flash_attn: bool = False
-
-
 class LocalLLM:
     """A loaded GGUF model with its chat template.
 
@@ -268,7 +129,12 @@ class LocalLLM:
     Args:
         path: the GGUF file.
         n_ctx: context window in tokens.
-        threads: CPU threads for prompt processing and generation (0: one per core).
+        threads: CPU threads for generation (0: one per core).
+        threads_batch: CPU threads for prompt processing (0: as ``threads``).
+        n_batch, n_ubatch: logical and physical batch sizes for prompt processing.
+        flash_attn, type_k, type_v: attention kernel and KV cache types (llama.cpp's ``GGML_TYPE_*``).
+        extra_bufts: let llama.cpp repack weights for its AMX/repack kernels (off by default: batched decoding of
+            Q4_1 weights through them crashes, see ``_extra_buffer_types``).
         source: the file ``path`` was converted from, if it is a fast copy (shown to the user instead).
     """
 
@@ -278,9 +144,13 @@ class LocalLLM:
         *,
         n_ctx: int = 4096,
         threads: int = 0,
+        threads_batch: int = 0,
         n_batch: int = N_BATCH,
         n_ubatch: int = N_UBATCH,
-        flash_attn: bool = False,
+        flash_attn: bool = FLASH_ATTN,
+        type_k: int | None = None,
+        type_v: int | None = None,
+        extra_bufts: bool = False,
         source: Path | None = None,
     ) -> None:
         try:
@@ -290,19 +160,22 @@ class LocalLLM:
         self.path = Path(path)
         self.source = Path(source) if source else self.path
         self.threads = threads or max(1, os.cpu_count() or 1)
+        self.threads_batch = threads_batch or self.threads
         if not self.path.is_file():
             raise ModelMissing(f"The language model file {self.path} does not exist.")
         _route_llama_log()
         try:
-            with _quiet_stderr(), _without_extra_buffer_types():
+            with quiet_stderr(), _extra_buffer_types(extra_bufts):
                 self.llama = Llama(
                     model_path=str(self.path),
                     n_ctx=n_ctx,
                     n_threads=self.threads,
-                    n_threads_batch=self.threads,
+                    n_threads_batch=self.threads_batch,
                     n_batch=n_batch,
                     n_ubatch=n_ubatch,
                     flash_attn=flash_attn,
+                    type_k=type_k,
+                    type_v=type_v,
                     verbose=False,
                 )
         except Exception as exc:  # llama-cpp raises ValueError/RuntimeError on a bad file
@@ -514,11 +387,15 @@ def load_llm(settings: Settings) -> LocalLLM:
     """
     source = gguf_path(settings)
     if settings.fast_llm_copy and not settings.gguf_path:
+        copy = None
         try:
             copy = ensure_fast_copy(source, threads=settings.thread_count)
             return LocalLLM(copy, source=source, n_ctx=settings.n_ctx, threads=settings.thread_count)
         except ModelMissing as exc:
             log.warning("using %s as shipped: %s", source.name, exc.message)
+            if copy is not None:  # a copy that does not load is not kept for the next start
+                with contextlib.suppress(OSError):
+                    copy.unlink()
     return LocalLLM(source, n_ctx=settings.n_ctx, threads=settings.thread_count)
 
 
