@@ -167,5 +167,8 @@ def _print_sources(event: Any) -> None:
 
 
 def _print_retrieved(sources: list[dict[str, Any]]) -> None:
+    from localrag.core.chat.citations import Source
+
     for s in sources:
-        print(f"[{s['number']}] {s['title']}, p. {s['page_number']}\n    {s['path']}")
+        source = Source.from_dict(s)
+        print(f"[{source.number}] {_where(source)}\n    {source.path}")

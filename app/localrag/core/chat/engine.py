@@ -446,7 +446,9 @@ class _Run:
                 packed = pack_context(results, budget_tokens=self.settings.context_tokens)
                 sources = [Source.from_result(i, r) for i, r in enumerate(packed.sources, 1)]
                 yield Retrieved(resp.query, resp, packed, None, sources, self.notice)
-            yield Failed(f"{exc.message} Search still works: the passages found are listed.", known=True)
+            yield Failed(
+                f"{exc.message.rstrip('.')}. Search still works: the passages found are listed.", known=True
+            )
             return None
         finally:
             self.timings["wait_s"] = time.monotonic() - t

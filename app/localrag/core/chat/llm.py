@@ -514,7 +514,7 @@ class LLMProvider:
         try:
             llm = self._loader(self.settings)
         except KnownError as exc:
-            log.warning("the language model cannot be loaded: %s", exc.message)
+            log.info("the language model cannot be loaded: %s", exc.message)  # the user is told by the caller
             self._finish(None, exc.message)
         except Exception as exc:  # a bug or an unexpected llama.cpp failure: keep retrieval working
             log.exception("loading the language model failed")
