@@ -332,8 +332,9 @@ def test_progress_is_shown_and_repaints_are_coalesced(qtbot):
             )
         )
     assert panel.flush_count == started  # nothing repainted synchronously
-    with qtbot.waitSignal(panel.model.dataChanged, timeout=2000):
-        pass
+    # (The busy animation of the queued row also emits dataChanged, so wait for the flush itself.)
+    qtbot.waitUntil(lambda: panel.flush_count > started, timeout=2000)
+    qtbot.wait(250)  # longer than the flush interval: a second repaint would have happened by now
     assert panel.flush_count == started + 1
     row = panel.model.row_for("doc:7")
     assert row.status_text == "Embedding 50%"

@@ -121,6 +121,33 @@ def test_changed_file_reindexes_itself_and_reuses_unchanged_vectors(clean_db, tm
     assert hits >= 1
 
 
+def test_file_edited_twice_before_indexing_finishes_keeps_only_the_newest_version(clean_db, tmp_path):
+    """Edits queued one after another (a watched file saved twice, or a run interrupted between saves) end as
+    one ready document holding the last text, whatever order the versions finish in."""
+    f = tmp_path / "notes.md"
+    f.write_text("# Notes\n\nFirst draft: the meeting is on Monday.")
+    _ingest(clean_db, [f])
+    ing = Ingestor(clean_db)
+    try:
+        f.write_text("# Notes\n\nSecond draft: the meeting is on Wednesday.")
+        ing.enqueue([f])
+        f.write_text("# Notes\n\nFinal text: the meeting is on Friday at noon.")
+        ing.enqueue([f])
+        assert [r[3] for r in _doc_rows(clean_db)] == ["ready", "queued", "queued"]
+        summary = ing.run()
+    finally:
+        ing.close()
+    assert summary.ready == 1
+    assert [e.message for e in summary.events if e.status == "removed"] == ["superseded by a newer version of the file"]
+    rows = _doc_rows(clean_db)
+    assert [r[3] for r in rows] == ["ready"]
+    with clean_db.connect() as conn:
+        texts = [t for (t,) in conn.execute("SELECT text FROM document_chunks").fetchall()]
+        postings = conn.execute("SELECT count(DISTINCT chunk_id) FROM bm25_postings").fetchone()[0]
+    assert len(texts) == 1 and "Friday" in texts[0]
+    assert postings == 1  # the old versions' postings went with them
+
+
 def test_remove_document_removes_chunks_and_vectors(clean_db, tmp_path):
     f = tmp_path / "x.md"
     f.write_text("# X\n\n" + LOREM)

@@ -24,17 +24,22 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PO
 TOPICS = ["glaciers", "volcanoes", "honeybees", "tides", "comets", "mangroves", "lichens", "aurorae"]
 
 
-def _corpus(folder: Path) -> list[Path]:
+def _corpus(folder: Path, edition: int = 0, only: set[int] | None = None) -> list[Path]:
+    """Eight notes of different lengths; ``edition`` changes their wording (an edited file), ``only`` picks
+    which of them are (re)written."""
     folder.mkdir(parents=True, exist_ok=True)
     files = []
     for i, topic in enumerate(TOPICS):
+        path = folder / (f"{topic}.md" if i % 2 else f"{topic}.txt")
+        files.append(path)
+        if only is not None and i not in only:
+            continue
         body = "\n\n".join(
-            f"Fact {j} about {topic}: " + f"{topic.capitalize()} are studied by scientists in many countries. " * 6
+            f"Fact {j} (edition {edition}) about {topic}: "
+            + f"{topic.capitalize()} are studied by scientists in many countries. " * 6
             for j in range(8 + 3 * i)
         )
-        path = folder / (f"{topic}.md" if i % 2 else f"{topic}.txt")
         path.write_text((f"# {topic.capitalize()}\n\n" if i % 2 else "") + body)
-        files.append(path)
     return files
 
 
@@ -69,27 +74,58 @@ def _assert_nothing_half_visible(conn):
         assert total == chunks == vectors > 0 and unindexed == 0, (doc_id, total, chunks, vectors, unindexed)
 
 
+def _run_and_kill(folder: Path, conn, kill_after_vectors: int | None, kill_after_s: float) -> tuple[bool, str]:
+    """Start `local-rag ingest FOLDER`; SIGKILL it once it has committed ``kill_after_vectors`` new vectors (or,
+    when that is None, ``kill_after_s`` seconds after it started, which may be while it is still starting up).
+    Returns whether it was killed, and its stderr when it was not."""
+    started = conn.execute("SELECT clock_timestamp()").fetchone()[0]
+    conn.commit()
+    proc = subprocess.Popen([sys.executable, "-m", "localrag", "ingest", str(folder)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=os.environ.copy())
+    t0 = time.monotonic()
+    while proc.poll() is None and time.monotonic() - t0 < 120:
+        if kill_after_vectors is None:
+            due = time.monotonic() - t0 >= kill_after_s
+        else:
+            new = conn.execute("SELECT count(*) FROM chunk_embeddings WHERE created_at >= %s", (started,)).fetchone()[0]
+            conn.commit()
+            due = new >= kill_after_vectors
+        if due:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+            return True, ""
+        time.sleep(0.01)
+    if proc.poll() is None:
+        proc.kill()
+    err = proc.communicate()[1].decode(errors="replace")
+    assert proc.returncode == 0, f"local-rag ingest failed ({proc.returncode}):\n{err}"
+    return False, err
+
+
 @pytest.mark.slow
 def test_twenty_kills_during_ingestion_lose_nothing(clean_db, tmp_path):
-    """`local-rag ingest` SIGKILLed at random points 20 times, then run to the end: the result equals an
-    uninterrupted run, and at every kill no document was half-visible."""
+    """`local-rag ingest` SIGKILLed 20 times at random points (while starting, mid-document after some vectors
+    were committed, between documents) while files are being edited, then run to the end: the result equals an
+    uninterrupted run of the same files, and after every kill no document was half-visible."""
     from localrag.core.retrieve import bm25
 
-    files = _corpus(tmp_path / "docs")
+    folder = tmp_path / "docs"
+    files = _corpus(folder)
     rng = random.Random(20261121)
     kills = 0
-    for _ in range(20):
-        proc = subprocess.Popen([sys.executable, "-m", "localrag", "ingest", str(tmp_path / "docs"), "--json"],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=os.environ.copy())
-        time.sleep(rng.uniform(0.5, 4.0))
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGKILL)
-            kills += 1
-        proc.wait()
-        with clean_db.connect() as conn:
-            _assert_nothing_half_visible(conn)
-            assert conn.execute("SELECT count(*) FROM documents WHERE status = 'failed'").fetchone()[0] == 0
-    assert kills >= 10  # most runs really were interrupted
+    with clean_db.connect() as watch_conn:
+        for round_no in range(1, 21):
+            # Two notes edited since the last run: every run has documents to (re)index.
+            _corpus(folder, edition=round_no, only=set(rng.sample(range(len(TOPICS)), 2)))
+            if round_no % 4 == 0:
+                killed, _ = _run_and_kill(folder, watch_conn, None, rng.uniform(0.05, 1.0))
+            else:
+                killed, _ = _run_and_kill(folder, watch_conn, rng.randint(1, 4), 0)
+            kills += killed
+            with clean_db.connect() as conn:
+                _assert_nothing_half_visible(conn)
+                assert conn.execute("SELECT count(*) FROM documents WHERE status = 'failed'").fetchone()[0] == 0
+    assert kills >= 15  # the runs really were interrupted
     _ingest_all(clean_db, [tmp_path / "docs"])
     with clean_db.connect() as conn:
         killed_state = _visible_state(conn)

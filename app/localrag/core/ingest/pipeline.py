@@ -8,8 +8,9 @@ A document moves ``queued → extracting → embedding → ready`` (or ``failed`
 2. Extraction and chunking write all chunks in one transaction (COPY) together with the switch to ``embedding``.
 3. Vectors are written in committed batches (COPY). Chunks whose text an indexed chunk already has reuse its
    vector. After a kill, the next run embeds only the chunks that still lack a vector.
-4. One transaction adds the BM25 postings, marks the document ``ready`` and drops the version it replaces.
-   Retrieval only sees ``ready`` documents, so nothing is ever half-visible.
+4. One transaction adds the BM25 postings, marks the document ``ready`` and drops the older versions of its file.
+   Retrieval only sees ``ready`` documents, so nothing is ever half-visible. A version overtaken by a newer one
+   (the file was edited again before it finished) is dropped instead of finishing: the newest version wins.
 
 A per-document advisory lock lets several ingestors (the window and a terminal) share one database safely.
 One bad file fails alone with its reason; the others still go in.
@@ -45,6 +46,7 @@ log = logging.getLogger("localrag.ingest")
 
 STORE_RETRIES = 5  # consecutive lost connections before ingestion gives up
 EMBED_BATCH = 64  # chunks per committed batch: a kill loses at most this much embedding work
+SUPERSEDED = "superseded by a newer version of the file"
 _ADVISORY_NS = 0x1A6  # advisory-lock namespace for "a process is ingesting this document"
 
 
@@ -426,6 +428,12 @@ class Ingestor:
         path, raw, title, doc_type, status = row
         fs_path = path_from_db(path, raw)
         doc_cancel = _DocCancel(self, doc_id, cancel)
+        superseded = self._superseded(doc_id)
+        self.conn.commit()
+        if superseded:  # edited again before its turn: only the newest version is indexed
+            with self.conn.transaction():
+                self.conn.execute("DELETE FROM documents WHERE id = %s", (doc_id,))
+            return self._emit(IngestEvent(doc_id, path, title, doc_type, "removed", message=SUPERSEDED))
         try:
             if status in ("queued", "extracting"):
                 title, doc_type = self._extract(doc_id, fs_path, summary, doc_cancel)
@@ -605,20 +613,39 @@ class Ingestor:
     def _finish(self, doc_id: int, path: str, title: str, doc_type: str) -> IngestEvent:
         conn = self.conn
         with conn.transaction():
+            if self._superseded(doc_id):
+                conn.execute("DELETE FROM documents WHERE id = %s", (doc_id,))
+                return self._emit(IngestEvent(doc_id, path, title, doc_type, "removed", message=SUPERSEDED))
             bm25.index_document(conn, doc_id)
             row = conn.execute(
                 "UPDATE documents SET status = 'ready', chunks_embedded = chunks_total, indexed_at = now(), "
                 "updated_at = now() WHERE id = %s RETURNING replaces_id, pages, chunks_total", (doc_id,)
             ).fetchone()
             replaces, pages, chunks = row
-            if replaces is not None:
-                old = conn.execute("SELECT status FROM documents WHERE id = %s", (replaces,)).fetchone()
-                if old is not None:
-                    if old[0] == "ready":
-                        bm25.unindex_document(conn, replaces)
-                    conn.execute("DELETE FROM documents WHERE id = %s", (replaces,))
+            # Older versions of the same file: the one this row was queued to replace, and any that finished
+            # while this one was being indexed.
+            older = conn.execute(
+                "SELECT o.id, o.status FROM documents o JOIN documents d ON d.id = %s "
+                "WHERE o.id < d.id AND o.path = d.path AND o.path_bytes IS NOT DISTINCT FROM d.path_bytes "
+                "AND o.status IN ('ready', 'failed', 'cancelled') "
+                "UNION SELECT id, status FROM documents WHERE id = %s",
+                (doc_id, replaces),
+            ).fetchall()
+            for old_id, old_status in older:
+                if old_status == "ready":
+                    bm25.unindex_document(conn, old_id)
+                conn.execute("DELETE FROM documents WHERE id = %s", (old_id,))
         return self._emit(IngestEvent(doc_id, path, title, doc_type, "ready", pages_done=pages, pages=pages,
                                       chunks_embedded=chunks, chunks_total=chunks, message="ready"))
+
+    def _superseded(self, doc_id: int) -> bool:
+        """Whether a newer version of this document's file is queued, in progress or ready."""
+        return self.conn.execute(
+            "SELECT EXISTS (SELECT 1 FROM documents n JOIN documents d ON d.id = %s WHERE n.id > d.id "
+            "AND n.path = d.path AND n.path_bytes IS NOT DISTINCT FROM d.path_bytes "
+            "AND n.status IN ('queued', 'extracting', 'embedding', 'ready'))",
+            (doc_id,),
+        ).fetchone()[0]
 
     # -- embedding -------------------------------------------------------------------------------------------
 
