@@ -6,12 +6,16 @@ import threading
 import time
 
 import numpy as np
+import pytest
 
 from localrag.core.embed.service import BATCH, EmbeddingService
 
 
-def test_a_query_is_served_between_slices_of_a_running_batch(embedder):
-    service = EmbeddingService(lambda: embedder)
+@pytest.mark.parametrize("query_lane", [True, False], ids=["own-session", "between-slices"])
+def test_a_query_during_a_running_batch_does_not_wait_for_it(embedder, query_lane):
+    """With the query lane, a query runs in its own session beside the batch; without it (the lane's session
+    could not open), it is served between two slices of the batch. Either way it does not wait for the batch."""
+    service = EmbeddingService(lambda: embedder, query_lane=query_lane)
     thread = threading.Thread(target=service.run, daemon=True)
     thread.start()
     try:
@@ -28,6 +32,7 @@ def test_a_query_is_served_between_slices_of_a_running_batch(embedder):
         assert vectors.shape == (128, 384)
         assert np.allclose(vectors[5], embedder.embed([texts[5]])[0], atol=1e-5)  # slicing keeps the order
         assert np.allclose(vector, embedder.embed(["where do rivers leave their sediment?"])[0], atol=1e-5)
+        assert (service._lane is not None) == query_lane
     finally:
         service.stop()
         thread.join(timeout=60)

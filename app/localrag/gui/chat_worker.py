@@ -272,6 +272,8 @@ class ChatWorker(QObject):
         except Exception:  # the engine reports model failures itself; anything else is a bug
             log.error("warm-up failed:\n%s", traceback.format_exc())
         self._on_provider(provider.state)
+        if self.model_state == LOADING and provider.state.status not in ("ready", "failed"):
+            self.model_state = IDLE  # warm-up stopped before the model: the first question loads it
 
     def _answer(self, request: AskRequest) -> None:
         from localrag.core.chat import engine as chat

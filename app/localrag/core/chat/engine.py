@@ -162,8 +162,8 @@ class ChatEngine:
         t = time.monotonic()
         try:
             self.library.embed_query("warm up")
-        except KnownError as exc:
-            log.warning("embedding model warm-up failed: %s", exc.message)
+        except Exception as exc:  # a failing embedder (reported by its own worker) must not stop the LLM's load
+            log.warning("embedding model warm-up failed: %s", getattr(exc, "message", exc))
         timings["embedder_s"] = time.monotonic() - t
         if self.provider is None:
             return timings

@@ -32,7 +32,6 @@ class OnnxEmbedder:
     """
 
     def __init__(self, files: EmbeddingModelFiles, threads: int = 0, max_tokens: int = DEFAULT_MAX_TOKENS) -> None:
-        import onnxruntime as ort
         from tokenizers import Tokenizer
 
         self.files = files
@@ -44,6 +43,23 @@ class OnnxEmbedder:
             raise ModelMissing(f"Cannot read the tokenizer {files.tokenizer}: {exc}") from exc
         self.tokenizer.no_padding()
         self.tokenizer.no_truncation()
+        self._open_session(threads)
+        self.dimension = int(self.embed(["dimension probe"]).shape[1])
+
+    def sibling(self, threads: int) -> OnnxEmbedder:
+        """The same model in a session of its own with ``threads`` intra-op threads: it runs at the same time
+        as this one (a query while an ingestion batch is being embedded)."""
+        twin = object.__new__(OnnxEmbedder)
+        twin.files, twin.name, twin.max_tokens = self.files, self.name, self.max_tokens
+        twin.tokenizer = self.tokenizer
+        twin._open_session(threads)
+        twin.dimension = self.dimension
+        return twin
+
+    def _open_session(self, threads: int) -> None:
+        import onnxruntime as ort
+
+        files = self.files
         options = ort.SessionOptions()
         if threads:
             options.intra_op_num_threads = threads
@@ -56,7 +72,6 @@ class OnnxEmbedder:
             raise ModelMissing(f"Cannot load the embedding model {files.onnx}: {exc}") from exc
         self._inputs = {i.name for i in self.session.get_inputs()}
         self._lock = threading.Lock()
-        self.dimension = int(self.embed(["dimension probe"]).shape[1])
 
     # -- tokens ----------------------------------------------------------------------------------------------
 

@@ -1,9 +1,12 @@
 """One embedding worker for the whole process: it owns the model and serves queries ahead of ingestion.
 
 ``EmbeddingService.run`` is the worker's loop; the GUI hosts it in a QThread, the command line in a plain thread.
-Requests are futures in a priority queue: a query (priority 0) is taken before any queued ingestion batch
-(priority 1), and an ingestion batch is embedded a slice at a time with waiting queries served between slices,
-so a question asked during a long ingest still answers fast. ``last_beat`` is the watchdog's ping.
+Requests are futures. Queries have a lane of their own: a second session of the same model with one thread,
+served by its own thread, so a question asked during a long ingest is embedded at once instead of waiting for
+the batch in hand (p95 1.35 s → see docs/benchmarks.md). Should that session fail to open, queries fall back to
+the priority queue: a query (priority 0) is taken before any queued ingestion batch (priority 1), and an
+ingestion batch is embedded a slice at a time with waiting queries served between slices.
+``last_beat`` is the watchdog's ping.
 """
 
 from __future__ import annotations
@@ -41,9 +44,10 @@ class EmbeddingService:
 
     Args:
         load: returns the model (called on the worker thread, once, and again after ``restart``).
+        query_lane: embed queries in a one-thread session of their own, beside the ingestion batches.
     """
 
-    def __init__(self, load: Callable[[], OnnxEmbedder]) -> None:
+    def __init__(self, load: Callable[[], OnnxEmbedder], query_lane: bool = True) -> None:
         self._load = load
         self._queue: queue.PriorityQueue[_Request] = queue.PriorityQueue()
         self._seq = itertools.count()
@@ -51,6 +55,8 @@ class EmbeddingService:
         self.embedder: OnnxEmbedder | None = None
         self.last_beat = time.monotonic()
         self.busy_since: float | None = None
+        self._lane: queue.Queue[_Request] | None = None  # the query lane's queue, once its session is open
+        self.query_lane = query_lane
 
     # -- callers (any thread) ---------------------------------------------------------------------------------
 
@@ -59,7 +65,9 @@ class EmbeddingService:
         if self._stop.is_set():
             fut.set_exception(KnownError("The embedding worker has stopped."))
             return fut
-        self._queue.put(_Request(priority, next(self._seq), list(texts), fut))
+        lane = self._lane
+        (lane if lane is not None and priority == QUERY else self._queue).put(
+            _Request(priority, next(self._seq), list(texts), fut))
         return fut
 
     def embed_batch(self, texts: list[str], timeout: float | None = None) -> np.ndarray:
@@ -71,7 +79,10 @@ class EmbeddingService:
     def stop(self) -> None:
         """Finish the request in hand, fail the queued ones, and end ``run``."""
         self._stop.set()
-        self._queue.put(_Request(-1, -1, [], Future()))  # wake the loop
+        self._queue.put(_Request(-1, -1, [], Future()))  # wake the loops
+        lane = self._lane
+        if lane is not None:
+            lane.put(_Request(-1, -1, [], Future()))
 
     # -- the worker --------------------------------------------------------------------------------------------
 
@@ -84,6 +95,8 @@ class EmbeddingService:
             log.error("embedding model failed to load: %s", exc)
             self._fail_all(exc)
             raise
+        if self.query_lane:
+            self._open_query_lane()
         while not self._stop.is_set():
             self.last_beat = time.monotonic()
             try:
@@ -104,6 +117,36 @@ class EmbeddingService:
             finally:
                 self.busy_since = None
         self._fail_all(KnownError("The embedding worker has stopped."))
+
+    def _open_query_lane(self) -> None:
+        assert self.embedder is not None
+        if self._lane is not None:
+            return
+        try:
+            embedder = self.embedder.sibling(threads=1)
+        except Exception as exc:  # queries then go through the main queue, ahead of batches
+            log.warning("no separate session for queries (%s); they share the ingestion worker", exc)
+            return
+        lane: queue.Queue[_Request] = queue.Queue()
+        threading.Thread(target=self._serve_lane, args=(embedder, lane), name="embed-queries", daemon=True).start()
+        self._lane = lane
+
+    def _serve_lane(self, embedder: OnnxEmbedder, lane: queue.Queue[_Request]) -> None:
+        while not self._stop.is_set():
+            request = lane.get()
+            if request.priority < 0 or not request.future.set_running_or_notify_cancel():
+                continue
+            try:
+                request.future.set_result(embedder.embed(request.texts))
+            except Exception as exc:
+                request.future.set_exception(exc)
+        while True:  # stopped: whatever is still queued fails
+            try:
+                request = lane.get_nowait()
+            except queue.Empty:
+                return
+            if request.priority >= 0 and not request.future.done():
+                request.future.set_exception(KnownError("The embedding worker has stopped."))
 
     def _embed_in_slices(self, texts: list[str]) -> np.ndarray:
         """An ingestion batch, a few texts at a time, serving any query that arrives in between: a question
