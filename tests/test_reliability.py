@@ -147,6 +147,78 @@ def test_twenty_kills_during_ingestion_lose_nothing(clean_db, tmp_path):
     assert all(r[3] == 1 for r in clean_state)
 
 
+@pytest.mark.slow
+def test_kills_during_reembedding_lose_nothing(clean_db, tmp_path):
+    """After a switch of embedding model, `local-rag reembed` SIGKILLed 20 times after a random number of new
+    vectors, then run to the end: documents stay ready throughout, every committed vector is whole, and in the end
+    every chunk has its vector from the new model. (The "new" model is the bundled one under another name, so
+    each new vector must equal the old one.)"""
+    import numpy as np
+    from pgvector.psycopg import register_vector
+
+    from localrag.core.embed import model_files
+    from localrag.core.store import models
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for i in range(40):  # many small documents: re-embedding commits a document at a time
+        (folder / f"note{i:02d}.txt").write_text(
+            f"Note {i} on {TOPICS[i % len(TOPICS)]}: " + f"observations number {i} were recorded in the field. " * (4 + i % 5))
+    _ingest_all(clean_db, [folder])
+    bundled = model_files.default_embedding_files()
+    switched = tmp_path / "minilm-switched"
+    switched.mkdir()
+    (switched / "model.onnx").symlink_to(bundled.onnx)
+    (switched / "tokenizer.json").symlink_to(bundled.tokenizer)
+    env = {**os.environ, "LOCALRAG_EMBEDDING_MODEL_DIR": str(switched)}
+    old_model = clean_db.embedder.name
+    rng = random.Random(20261122)
+    kills = 0
+    try:
+        with clean_db.connect() as conn:
+            register_vector(conn)
+            n_chunks = conn.execute("SELECT count(*) FROM document_chunks").fetchone()[0]
+            for _ in range(20):
+                count = "SELECT count(*) FROM chunk_embeddings WHERE embedding_model = 'minilm-switched'"
+                before = conn.execute(count).fetchone()[0]
+                target = before + rng.randint(1, 3)
+                proc = subprocess.Popen([sys.executable, "-m", "localrag", "reembed"], env=env,
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                t0 = time.monotonic()
+                while proc.poll() is None and time.monotonic() - t0 < 120:
+                    have = conn.execute(count).fetchone()[0]
+                    conn.commit()
+                    if target <= have < n_chunks:
+                        proc.send_signal(signal.SIGKILL)
+                        kills += 1
+                        break
+                    time.sleep(0.01)
+                proc.wait()
+                if proc.returncode != -signal.SIGKILL:
+                    assert proc.returncode == 0, proc.stderr.read().decode(errors="replace")
+                proc.stderr.close()
+                assert conn.execute("SELECT status, count(*) FROM documents GROUP BY status").fetchall() == [("ready", 40)]
+                pairs = conn.execute(
+                    "SELECT o.embedding::vector(384), n.embedding::vector(384) FROM chunk_embeddings n "
+                    "JOIN chunk_embeddings o ON o.chunk_id = n.chunk_id AND o.embedding_model = %s "
+                    "WHERE n.embedding_model = %s", (old_model, "minilm-switched")).fetchall()
+                conn.commit()
+                assert all(np.allclose(old.to_numpy(), new.to_numpy(), atol=1e-5) for old, new in pairs)
+        assert kills >= 10, kills
+        done = subprocess.run([sys.executable, "-m", "localrag", "reembed"], env=env, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        with clean_db.connect() as conn:
+            counts = conn.execute("SELECT embedding_model, count(*) FROM chunk_embeddings GROUP BY 1 ORDER BY 1"
+                                  ).fetchall()
+        assert counts == sorted([(old_model, n_chunks), ("minilm-switched", n_chunks)])
+    finally:
+        with clean_db.connect() as conn:
+            conn.execute("DELETE FROM embedding_models WHERE name = %s", ("minilm-switched",))
+            conn.execute(f"DROP INDEX IF EXISTS {models.index_name('minilm-switched')}")
+            conn.commit()
+            models.register_model(conn, old_model, clean_db.embedder.dimension)
+
+
 def test_database_killed_under_the_library_is_noticed_and_restarted(tmp_path, monkeypatch):
     """The postmaster dies: a query in flight returns reason="error" (no exception), the library restarts the
     server, committed documents are still there, and an ingest that was running carries on."""
