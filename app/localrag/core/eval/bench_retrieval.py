@@ -48,6 +48,7 @@ CHUNKS_PER_DOC = 25
 CHUNKS_PER_PAGE = 5
 DOC_TYPES = ("pdf",) * 7 + ("markdown",) * 2 + ("text",)
 INGEST_BATCH = 64  # the ingestion pipeline's chunks per embedding batch
+INGEST_QUERY_PAUSE_S = 0.3  # between two questions asked during the ingest
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -60,6 +61,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-ingest", action="store_true", help="skip the measurement during an ingest")
     p.add_argument("--ingest-queries", type=int, default=50,
                    help="queries measured during the ingest (default 50; each may wait for an embedding batch)")
+    p.add_argument("--no-query-lane", action="store_true",
+                   help="during the ingest, embed queries between slices of the ingestion batch (the fallback) "
+                        "instead of in their own session")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)
 
@@ -67,7 +71,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     cache = Path(os.environ["LOCALRAG_EVAL_CACHE"]) if os.environ.get("LOCALRAG_EVAL_CACHE") else None
     report = bench(args.chunks, queries=args.queries, corpus=args.corpus, with_ingest=not args.no_ingest,
-                   ingest_queries=args.ingest_queries, cache_dir=cache, progress=_progress)
+                   ingest_queries=args.ingest_queries, cache_dir=cache, progress=_progress,
+                   query_lane=not args.no_query_lane)
     if args.json:
         print(json.dumps(report, indent=2))
         return 0
@@ -163,6 +168,7 @@ def bench(
     settings: Settings | None = None,
     embedder: OnnxEmbedder | None = None,
     progress: beir.ProgressFn | None = None,
+    query_lane: bool = True,
 ) -> dict[str, Any]:
     settings = settings or Settings.load()
     embedder = embedder or load_embedder(settings.embedding_model_dir or None)
@@ -225,7 +231,7 @@ def bench(
             say("hot path during an ingest")
             texts = pools[2][20 : 20 + ingest_queries] or pools[0][:ingest_queries]
             report["while_ingesting"] = _during_ingest(conninfo, conn, embedder, settings, tuning, base, texts,
-                                                       n_docs)
+                                                       n_docs, query_lane)
     report["machine"]["load_average_after"] = machine()["load_average"]
     return report
 
@@ -256,10 +262,11 @@ def _load(conn: Any, docs: list, chunks: list, vecs: np.ndarray, embedder: OnnxE
 
 
 def _measure(handle: beir.StoreHandle, conn: Any, texts: Sequence[str], tuning: Tuning, k: int,
-             **filters: Any) -> dict[str, Any]:
+             pause_s: float = 0.0, **filters: Any) -> dict[str, Any]:
     totals: list[float] = []
     stages: dict[str, list[float]] = {"embed": [], "vector": [], "bm25": [], "fuse+fetch+merge": []}
     for text in texts:
+        time.sleep(pause_s)
         t = time.perf_counter()
         resp = retrieve(handle, text, k=k, conn=conn, tuning=tuning, **filters)
         totals.append((time.perf_counter() - t) * 1000)
@@ -288,9 +295,10 @@ def _recall(handle: beir.StoreHandle, conn: Any, vecs: np.ndarray, texts: Sequen
 
 
 def _during_ingest(conninfo: str, conn: Any, embedder: OnnxEmbedder, settings: Settings, tuning: Tuning,
-                   base: Sequence[beir.ChunkRow], texts: Sequence[str], first_doc: int) -> dict[str, Any]:
+                   base: Sequence[beir.ChunkRow], texts: Sequence[str], first_doc: int,
+                   query_lane: bool = True) -> dict[str, Any]:
     """Queries through the one embedding service while another thread ingests through it, as the app does."""
-    service = EmbeddingService(lambda: embedder)
+    service = EmbeddingService(lambda: embedder, query_lane=query_lane)
     worker = threading.Thread(target=service.run, name="embedding", daemon=True)
     worker.start()
     stop = threading.Event()
@@ -319,9 +327,13 @@ def _during_ingest(conninfo: str, conn: Any, embedder: OnnxEmbedder, settings: S
     writer = threading.Thread(target=ingest, name="ingest", daemon=True)
     writer.start()
     try:
-        time.sleep(2.0)  # let the ingest get going
+        while ingested[0] == 0 and not errors:  # the ingest is under way: one batch went through
+            time.sleep(0.05)
+        # Questions come a while apart, as a person asks them, so that they fall at every point of the ingest's
+        # batch cycle and the ingest rate is taken over several batches.
         started, before = time.monotonic(), ingested[0]
-        result = _measure(_ServiceHandle(conninfo, embedder, settings), conn, texts, tuning, settings.k)
+        result = _measure(_ServiceHandle(conninfo, embedder, settings), conn, texts, tuning, settings.k,
+                          pause_s=INGEST_QUERY_PAUSE_S)
         rate = (ingested[0] - before) / max(1e-6, time.monotonic() - started)
     finally:
         stop.set()
@@ -331,7 +343,8 @@ def _during_ingest(conninfo: str, conn: Any, embedder: OnnxEmbedder, settings: S
     if errors:
         raise errors[0]
     return {"hot_path_ms": result["total"], "stages_ms": result["stages"],
-            "ingest_chunks_per_s": round(rate, 1), "ingest_batch": INGEST_BATCH}
+            "ingest_chunks_per_s": round(rate, 1), "ingest_batch": INGEST_BATCH,
+            "query_pause_s": INGEST_QUERY_PAUSE_S, "query_lane": service._lane is not None}
 
 
 def _write_doc(conn: Any, doc: int, batch: Sequence[beir.ChunkRow], vectors: np.ndarray, model: str) -> None:
