@@ -208,6 +208,32 @@ def test_bad_files_fail_alone_with_reasons(clean_db, tmp_path):
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL")
+def test_terminated_ingest_keeps_its_work_and_the_next_run_finishes_it(clean_db, tmp_path):
+    """`kill` (SIGTERM) or Ctrl+C on `local-rag ingest` stops it without cancelling anything: it says so, the
+    document keeps its committed vectors, and the next run embeds only the rest."""
+    f = tmp_path / "book.pdf"
+    _write_pdf(f, [f"Page {i}: core sample {i * 3} was logged at the ridge." for i in range(200)])
+    proc = subprocess.Popen([sys.executable, "-m", "localrag", "ingest", str(f)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=os.environ.copy(), text=True)
+    deadline = time.monotonic() + 120
+    with clean_db.connect(autocommit=True) as conn:
+        while time.monotonic() < deadline:
+            row = conn.execute("SELECT chunks_embedded FROM documents").fetchone()
+            if row and row[0] > 0:
+                break
+            assert proc.poll() is None, proc.stderr.read()
+            time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "interrupted; what was committed is kept" in err, (proc.returncode, out, err)
+    with clean_db.connect() as conn:
+        status, total, kept = conn.execute(
+            "SELECT d.status, d.chunks_total, (SELECT count(*) FROM chunk_embeddings) FROM documents d").fetchone()
+    assert status == "embedding" and 0 < kept < total
+    _, summary, _ = _ingest(clean_db, [])
+    assert summary.ready == 1 and summary.embedded_chunks == total - kept
+
+
 def test_killed_ingest_resumes_to_the_same_state(clean_db, tmp_path, embedder):
     """A `local-rag ingest` killed mid-embedding resumes without redoing committed batches, and ends in the
     state an uninterrupted run produces: every chunk, each with the vector the model gives its text."""

@@ -11,8 +11,13 @@ def main(argv: list[str] | None = None) -> int:
         from localrag.gui.app import run_gui
 
         return run_gui(args[1:])
+    import signal
+
     from localrag.cli import run_cli
 
+    # `kill` (or a CI timeout) stops a command the way Ctrl+C does: an ingest marks what it had not finished and
+    # a benchmark stops its throw-away database, instead of leaving either behind.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     return run_cli(args)
 
 

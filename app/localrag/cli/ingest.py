@@ -11,7 +11,6 @@ from pathlib import Path
 
 from localrag.core.ingest.pipeline import IngestEvent, Ingestor, IngestSummary
 from localrag.core.library import Library
-from localrag.core.progress import CancelToken
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -78,14 +77,16 @@ def run(args: argparse.Namespace) -> int:
     library = Library(owner=False)
     library.open()
     ingestor = Ingestor(library, on_event=progress)
-    cancel = CancelToken()
     try:
         queued = ingestor.enqueue(args.paths)
         try:
-            summary = ingestor.run(cancel)
+            summary = ingestor.run()
         except KeyboardInterrupt:
-            cancel.cancel()
-            summary = ingestor.run(cancel)  # marks what was left as cancelled; committed work stays
+            # Ctrl+C or `kill`: like closing the window, nothing is cancelled. Every transaction is whole, so the
+            # documents keep their committed chunks and vectors and the next run carries on from there.
+            print("\nlocal-rag: interrupted; what was committed is kept, and `local-rag ingest` (or the window) "
+                  "finishes the rest", file=sys.stderr)
+            return 130
         summary.skipped = sum(1 for e in queued if e.status == "skipped")
         early_failures = [e for e in queued if e.status == "failed"]
         summary.failed += len(early_failures)
