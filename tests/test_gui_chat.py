@@ -8,6 +8,7 @@ points at nothing.
 from __future__ import annotations
 
 import threading
+
 import pytest
 
 pytestmark = pytest.mark.gui

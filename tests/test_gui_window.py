@@ -5,8 +5,9 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-import fixtures_docs as fx
 import pytest
+
+import fixtures_docs as fx
 from localrag.core.ingest.pipeline import EMBED_BATCH
 
 pytestmark = pytest.mark.gui

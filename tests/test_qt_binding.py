@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import sys
 
-import pytest
-
 
 def test_emitting_signals_does_not_leak_references_to_true():
     """PySide6 6.12.0 returns True from emit() without a reference: after a few thousand emits (one long

@@ -231,17 +231,17 @@ def test_filtered_queries_still_return_k(clean_db, library, embedder):
         conn.commit()
         # The unfiltered nearest-neighbour query is answered from the model's HNSW index.
         plan = "\n".join(r[0] for r in conn.execute(
-            f"EXPLAIN SELECT e.chunk_id FROM chunk_embeddings e JOIN document_chunks c ON c.id = e.chunk_id "
-            f"JOIN documents d ON d.id = c.doc_id WHERE e.embedding_model = %s AND d.status = 'ready' "
-            f"ORDER BY e.embedding::vector(384) <=> %s::vector(384) LIMIT 8", (embedder.name, vecs[0])))
+            "EXPLAIN SELECT e.chunk_id FROM chunk_embeddings e JOIN document_chunks c ON c.id = e.chunk_id "
+            "JOIN documents d ON d.id = c.doc_id WHERE e.embedding_model = %s AND d.status = 'ready' "
+            "ORDER BY e.embedding::vector(384) <=> %s::vector(384) LIMIT 8", (embedder.name, vecs[0])))
         assert models.index_name(embedder.name) in plan, plan
         # With iterative scans the index alone fills k for the filtered query (no exact fallback needed).
         conn.execute("SET hnsw.ef_search = 40")
         conn.execute("SET hnsw.iterative_scan = relaxed_order")
         found = conn.execute(
-            f"SELECT e.chunk_id FROM chunk_embeddings e JOIN document_chunks c ON c.id = e.chunk_id "
-            f"JOIN documents d ON d.id = c.doc_id WHERE e.embedding_model = %s AND d.doc_type = 'markdown' "
-            f"ORDER BY e.embedding::vector(384) <=> %s::vector(384) LIMIT 8", (embedder.name, vecs[0])).fetchall()
+            "SELECT e.chunk_id FROM chunk_embeddings e JOIN document_chunks c ON c.id = e.chunk_id "
+            "JOIN documents d ON d.id = c.doc_id WHERE e.embedding_model = %s AND d.doc_type = 'markdown' "
+            "ORDER BY e.embedding::vector(384) <=> %s::vector(384) LIMIT 8", (embedder.name, vecs[0])).fetchall()
         assert len(found) == 8
         conn.rollback()
     # Each leg returns only k candidates, so the HNSW scan must go on past its first ef_search neighbours.

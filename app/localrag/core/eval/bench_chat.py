@@ -26,7 +26,6 @@ import argparse
 import inspect
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -377,14 +376,9 @@ def conversion_time() -> float:
 def machine() -> dict[str, Any]:
     import llama_cpp
 
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    from localrag.core.eval.bench_retrieval import machine as basics
+
+    cpu = basics()["cpu"]
     features = sorted(
         f for f in fastcopy.cpu_features() if f.startswith(("AVX", "AMX", "F16C", "NEON", "SVE"))
     )

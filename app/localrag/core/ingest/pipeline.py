@@ -39,7 +39,7 @@ from localrag.core.ingest import loaders
 from localrag.core.ingest.chunking import iter_chunks
 from localrag.core.ingest.documents import UNFINISHED_STATUSES, remove_document
 from localrag.core.ingest.loaders._common import display_name
-from localrag.core.progress import CancelToken, Cancelled
+from localrag.core.progress import Cancelled, CancelToken
 from localrag.core.retrieve import bm25
 
 log = logging.getLogger("localrag.ingest")

@@ -11,8 +11,8 @@ import logging
 from typing import Any
 
 from localrag.core.library import Library
-from localrag.gui.qt import QtCore, QtGui, QtWidgets, Signal
 from localrag.gui.chat_worker import run_for
+from localrag.gui.qt import QtCore, QtGui, QtWidgets, Signal
 
 log = logging.getLogger("localrag.gui.chats")
 

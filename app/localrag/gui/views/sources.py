@@ -19,8 +19,8 @@ import numpy as np
 
 from localrag.core.library import Library
 from localrag.core.pdfium_lock import PDFIUM_LOCK
-from localrag.gui.qt import QtCore, QtGui, QtWidgets, Signal
 from localrag.gui.chat_worker import run_for
+from localrag.gui.qt import QtCore, QtGui, QtWidgets, Signal
 
 log = logging.getLogger("localrag.gui.sources")
 

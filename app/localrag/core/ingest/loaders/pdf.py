@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from localrag.core.errors import BadDocument
-from localrag.core.pdfium_lock import PDFIUM_LOCK
 from localrag.core.ingest.loaders import image as image_loader
 from localrag.core.ingest.loaders._common import clean_title, display_name, read_head, strip_controls
 from localrag.core.ingest.types import LoadedDocument, Page
+from localrag.core.pdfium_lock import PDFIUM_LOCK
 from localrag.core.progress import CancelToken
 
 log = logging.getLogger("localrag.ingest.pdf")
