@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -208,27 +209,42 @@ class DocumentsModel(QtCore.QAbstractTableModel):
 
     def upsert(self, row: DocumentRow, replaces_path: bool = True) -> None:
         """Add ``row`` on top, or update the row with its id (or the placeholder for its path)."""
-        i = self._index.get(row.key)
-        if i is None and replaces_path and row.doc_id is not None:
-            i = self._index.get(f"path:{row.path}")
-        if i is None:
-            self.beginInsertRows(QtCore.QModelIndex(), 0, 0)
-            self.rows.insert(0, row)
+        self.upsert_many([row], replaces_path)
+
+    def upsert_many(self, rows: list[DocumentRow], replaces_path: bool = True) -> None:
+        """``upsert`` each of ``rows`` in turn. Rows already shown change in place; new ones go on top in one
+        insertion, so a repaint that brings thousands of rows costs one pass over the table, not one per row."""
+        new: dict[str, DocumentRow] = {}
+        for row in rows:
+            i = self._index.get(row.key)
+            if i is None and replaces_path and row.doc_id is not None:
+                i = self._index.pop(f"path:{row.path}", None)
+            if i is None:
+                new[row.key] = row  # a later row of the same key replaces the earlier one
+                continue
+            self.rows[i] = row
+            self._index[row.key] = i
+            self.dataChanged.emit(self.index(i, 0), self.index(i, len(self.COLUMNS) - 1))
+        if new:
+            self.beginInsertRows(QtCore.QModelIndex(), 0, len(new) - 1)
+            self.rows[:0] = reversed(new.values())
             self._reindex()
             self.endInsertRows()
-            return
-        self.rows[i] = row
-        self._reindex()
-        self.dataChanged.emit(self.index(i, 0), self.index(i, len(self.COLUMNS) - 1))
 
     def remove_key(self, key: str) -> None:
-        i = self._index.get(key)
-        if i is None:
-            return
-        self.beginRemoveRows(QtCore.QModelIndex(), i, i)
-        del self.rows[i]
-        self._reindex()
-        self.endRemoveRows()
+        self.remove_keys([key])
+
+    def remove_keys(self, keys: Iterable[str]) -> None:
+        """Remove the rows with these keys (unknown keys are ignored), one block of adjacent rows at a time."""
+        found = sorted({i for key in keys if (i := self._index.get(key)) is not None})
+        while found:
+            first = last = found.pop()
+            while found and found[-1] == first - 1:
+                first = found.pop()
+            self.beginRemoveRows(QtCore.QModelIndex(), first, last)
+            del self.rows[first : last + 1]
+            self._reindex()
+            self.endRemoveRows()
 
     def row_for(self, key: str) -> DocumentRow | None:
         i = self._index.get(key)
