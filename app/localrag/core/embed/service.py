@@ -140,13 +140,7 @@ class EmbeddingService:
                 request.future.set_result(embedder.embed(request.texts))
             except Exception as exc:
                 request.future.set_exception(exc)
-        while True:  # stopped: whatever is still queued fails
-            try:
-                request = lane.get_nowait()
-            except queue.Empty:
-                return
-            if request.priority >= 0 and not request.future.done():
-                request.future.set_exception(KnownError("The embedding worker has stopped."))
+        self._fail_all(KnownError("The embedding worker has stopped."), lane)
 
     def _embed_in_slices(self, texts: list[str]) -> np.ndarray:
         """An ingestion batch, a few texts at a time, serving any query that arrives in between: a question
@@ -182,10 +176,12 @@ class EmbeddingService:
             except Exception as exc:
                 request.future.set_exception(exc)
 
-    def _fail_all(self, exc: BaseException) -> None:
+    def _fail_all(self, exc: BaseException, requests: queue.Queue[_Request] | None = None) -> None:
+        """Fail every request still waiting in ``requests`` (default: the main queue)."""
+        requests = self._queue if requests is None else requests
         while True:
             try:
-                request = self._queue.get_nowait()
+                request = requests.get_nowait()
             except queue.Empty:
                 return
             if request.priority >= 0 and not request.future.done():

@@ -428,11 +428,9 @@ class Ingestor:
         path, raw, title, doc_type, status = row
         fs_path = path_from_db(path, raw)
         doc_cancel = _DocCancel(self, doc_id, cancel)
-        superseded = self._superseded(doc_id)
-        self.conn.commit()
-        if superseded:  # edited again before its turn: only the newest version is indexed
-            with self.conn.transaction():
-                self.conn.execute("DELETE FROM documents WHERE id = %s", (doc_id,))
+        with self.conn.transaction():  # edited again before its turn: only the newest version is indexed
+            superseded = self._delete_if_superseded(doc_id)
+        if superseded:
             return self._emit(IngestEvent(doc_id, path, title, doc_type, "removed", message=SUPERSEDED))
         try:
             if status in ("queued", "extracting"):
@@ -611,41 +609,46 @@ class Ingestor:
             )
 
     def _finish(self, doc_id: int, path: str, title: str, doc_type: str) -> IngestEvent:
-        conn = self.conn
-        with conn.transaction():
-            if self._superseded(doc_id):
-                conn.execute("DELETE FROM documents WHERE id = %s", (doc_id,))
-                return self._emit(IngestEvent(doc_id, path, title, doc_type, "removed", message=SUPERSEDED))
-            bm25.index_document(conn, doc_id)
-            row = conn.execute(
-                "UPDATE documents SET status = 'ready', chunks_embedded = chunks_total, indexed_at = now(), "
-                "updated_at = now() WHERE id = %s RETURNING replaces_id, pages, chunks_total", (doc_id,)
-            ).fetchone()
-            replaces, pages, chunks = row
-            # Older versions of the same file: the one this row was queued to replace, and any that finished
-            # while this one was being indexed.
-            older = conn.execute(
-                "SELECT o.id, o.status FROM documents o JOIN documents d ON d.id = %s "
-                "WHERE o.id < d.id AND o.path = d.path AND o.path_bytes IS NOT DISTINCT FROM d.path_bytes "
-                "AND o.status IN ('ready', 'failed', 'cancelled') "
-                "UNION SELECT id, status FROM documents WHERE id = %s",
-                (doc_id, replaces),
-            ).fetchall()
-            for old_id, old_status in older:
-                if old_status == "ready":
-                    bm25.unindex_document(conn, old_id)
-                conn.execute("DELETE FROM documents WHERE id = %s", (old_id,))
+        with self.conn.transaction():
+            superseded = self._delete_if_superseded(doc_id)
+            if not superseded:
+                pages, chunks = self._mark_ready(doc_id)
+        if superseded:
+            return self._emit(IngestEvent(doc_id, path, title, doc_type, "removed", message=SUPERSEDED))
         return self._emit(IngestEvent(doc_id, path, title, doc_type, "ready", pages_done=pages, pages=pages,
                                       chunks_embedded=chunks, chunks_total=chunks, message="ready"))
 
-    def _superseded(self, doc_id: int) -> bool:
-        """Whether a newer version of this document's file is queued, in progress or ready."""
-        return self.conn.execute(
-            "SELECT EXISTS (SELECT 1 FROM documents n JOIN documents d ON d.id = %s WHERE n.id > d.id "
-            "AND n.path = d.path AND n.path_bytes IS NOT DISTINCT FROM d.path_bytes "
-            "AND n.status IN ('queued', 'extracting', 'embedding', 'ready'))",
+    def _mark_ready(self, doc_id: int) -> tuple[int, int]:
+        """Add the BM25 postings, mark the document ready and drop the older versions of its file (the one this
+        row was queued to replace among them; unfinished ones drop themselves when their turn comes). Call inside
+        a transaction. Returns (pages, chunks)."""
+        conn = self.conn
+        bm25.index_document(conn, doc_id)
+        pages, chunks = conn.execute(
+            "UPDATE documents SET status = 'ready', chunks_embedded = chunks_total, indexed_at = now(), "
+            "updated_at = now() WHERE id = %s RETURNING pages, chunks_total", (doc_id,)
+        ).fetchone()
+        older = conn.execute(
+            "SELECT o.id, o.status FROM documents o JOIN documents d ON d.id = %s "
+            "WHERE o.id < d.id AND o.path = d.path AND o.path_bytes IS NOT DISTINCT FROM d.path_bytes "
+            "AND o.status IN ('ready', 'failed', 'cancelled')",
             (doc_id,),
-        ).fetchone()[0]
+        ).fetchall()
+        for old_id, old_status in older:
+            if old_status == "ready":
+                bm25.unindex_document(conn, old_id)
+            conn.execute("DELETE FROM documents WHERE id = %s", (old_id,))
+        return pages, chunks
+
+    def _delete_if_superseded(self, doc_id: int) -> bool:
+        """Delete this version when a newer version of its file is queued, in progress or ready (call inside a
+        transaction). Returns whether it did."""
+        return self.conn.execute(
+            "DELETE FROM documents d WHERE d.id = %s AND EXISTS (SELECT 1 FROM documents n WHERE n.id > d.id "
+            "AND n.path = d.path AND n.path_bytes IS NOT DISTINCT FROM d.path_bytes "
+            "AND n.status IN ('queued', 'extracting', 'embedding', 'ready')) RETURNING d.id",
+            (doc_id,),
+        ).fetchone() is not None
 
     # -- embedding -------------------------------------------------------------------------------------------
 
