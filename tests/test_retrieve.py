@@ -337,3 +337,15 @@ def test_search_command_prints_json(corpus, capsys):
     assert run_cli(["search", "E4711", "--mode", "keyword", "--doc-type", "text"]) == 0
     printed = capsys.readouterr().out
     assert printed.startswith("1. errors.txt") and "bm25" in printed
+
+
+def test_a_pooled_connection_the_server_dropped_is_replaced(corpus, library):
+    """Retrievals reuse idle connections; one the server has closed since (a restart) must not fail a query."""
+    assert retrieve(library, "install on Linux").results
+    idle = [c.info.backend_pid for c in library.pool._idle]
+    assert idle  # the hybrid query's two connections were kept
+    with library.connect(autocommit=True) as admin:
+        admin.execute("SELECT pg_terminate_backend(pid) FROM unnest(%s::int[]) pid", (idle,))
+    resp = retrieve(library, "install on Linux")
+    assert resp.reason is None and resp.results
+    assert not set(idle) & {c.info.backend_pid for c in library.pool._idle}

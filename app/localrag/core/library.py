@@ -50,6 +50,8 @@ class Library:
         self._query_cache: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
         # Set by a front end that runs an EmbeddingService (the GUI): embeddings then go through its queue.
         self.embedding_service: EmbeddingService | None = None
+        # Connections that retrievals borrow (two at a time for a hybrid query: one per leg).
+        self.pool = db.ConnectionPool(self.connect)
 
     # -- store ---------------------------------------------------------------------------------------------
 
@@ -88,11 +90,13 @@ class Library:
             if self.server.is_running():
                 return False
             log.warning("the embedded PostgreSQL server is gone; restarting it")
+            self.pool.clear()
             self.conninfo = self.server.restart()
             return True
 
     def close(self) -> None:
         """Stop the embedded server if this process owns it. Workers must be stopped first."""
+        self.pool.clear()
         if self.server is not None:
             self.server.stop()
             self.server = None

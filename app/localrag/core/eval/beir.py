@@ -238,6 +238,20 @@ def throwaway_store(root: Path | None = None) -> Iterator[str]:
             shutil.rmtree(folder, ignore_errors=True)
 
 
+@contextlib.contextmanager
+def kept_store(folder: Path) -> Iterator[str]:
+    """An embedded PostgreSQL in ``folder`` (created if need be, migrated), stopped but kept on exit."""
+    folder.mkdir(parents=True, exist_ok=True)
+    server = EmbeddedServer(folder / "pg")
+    try:
+        conninfo = server.start()
+        with db.connect(conninfo) as conn:
+            Migrator(conn).migrate()
+        yield conninfo
+    finally:
+        server.stop()
+
+
 class StoreHandle:
     """What ``retrieve`` needs of a ``Library``, over a store this module owns, with a plain query-vector cache."""
 
@@ -246,6 +260,7 @@ class StoreHandle:
         self.embedder = embedder
         self.settings = settings
         self._vectors: dict[str, np.ndarray] = {}
+        self.pool = db.ConnectionPool(self.connect)
 
     def connect(self, *, autocommit: bool = False) -> psycopg.Connection[Any]:
         return db.connect(self.conninfo, autocommit=autocommit)

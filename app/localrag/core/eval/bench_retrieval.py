@@ -9,9 +9,10 @@ The store is a throw-away embedded PostgreSQL filled from a BEIR corpus (SciFact
   lie where real ones lie; they are not what the model would give for that text, which does not matter for
   latency or for HNSW recall against an exact scan of the same vectors.
 
-Measured: the hot path ``retrieve(k=8, hybrid)`` with a fresh query each time (embed + vector + BM25 + fuse +
-fetch + merge) over a held connection, p50/p95; the same with a type filter; recall@10 of the vector leg against
-exact nearest neighbours computed in numpy; and the hot path again while an ingest runs through one shared
+Measured: the hot path ``retrieve(k=8, hybrid)`` with a fresh query each time (embed + vector leg, beside it the
+BM25 leg, then fuse + fetch + merge) on pooled connections as in the app, p50/p95; the same with a type filter;
+recall@10 of the vector leg against exact nearest neighbours computed in numpy, and of the BM25 leg against
+scoring every posting; and the hot path again while an ingest runs through one shared
 ``EmbeddingService`` (queries ahead of queued batches, as in the app) and writes documents with BM25 indexing.
 """
 
@@ -64,6 +65,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-query-lane", action="store_true",
                    help="during the ingest, embed queries between slices of the ingestion batch (the fallback) "
                         "instead of in their own session")
+    p.add_argument("--ef-search", type=int, default=None, help="hnsw.ef_search (default: the setting)")
+    p.add_argument("--store", type=Path, default=None,
+                   help="keep the loaded store in this folder and reuse it when run again with the same --chunks "
+                        "(default: a throw-away store)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)
 
@@ -72,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
     cache = Path(os.environ["LOCALRAG_EVAL_CACHE"]) if os.environ.get("LOCALRAG_EVAL_CACHE") else None
     report = bench(args.chunks, queries=args.queries, corpus=args.corpus, with_ingest=not args.no_ingest,
                    ingest_queries=args.ingest_queries, cache_dir=cache, progress=_progress,
-                   query_lane=not args.no_query_lane)
+                   query_lane=not args.no_query_lane, ef_search=args.ef_search, store=args.store)
     if args.json:
         print(json.dumps(report, indent=2))
         return 0
@@ -85,6 +90,7 @@ def run(args: argparse.Namespace) -> int:
     f = report["filtered_ms"]
     print(f"filtered (doc type markdown): p50 {f['p50']} ms, p95 {f['p95']} ms")
     print(f"HNSW recall@10 vs exact (ef_search {report['ef_search']}): {rec}")
+    print(f"BM25 recall@10 vs scoring every posting: {report['bm25_recall@10']}")
     if "while_ingesting" in report:
         w = report["while_ingesting"]
         print(f"while ingesting ({w['ingest_chunks_per_s']} chunks/s): p50 {w['hot_path_ms']['p50']} ms, "
@@ -169,6 +175,8 @@ def bench(
     embedder: OnnxEmbedder | None = None,
     progress: beir.ProgressFn | None = None,
     query_lane: bool = True,
+    ef_search: int | None = None,
+    store: Path | None = None,
 ) -> dict[str, Any]:
     settings = settings or Settings.load()
     embedder = embedder or load_embedder(settings.embedding_model_dir or None)
@@ -190,17 +198,27 @@ def bench(
              hashlib.sha256(f"bench-{d}".encode()).hexdigest(), DOC_TYPES[d % len(DOC_TYPES)])
             for d in range(n_docs)]
     tuning = Tuning.from_settings(settings)
+    if ef_search:
+        tuning.ef_search = int(ef_search)
     report: dict[str, Any] = {
         "chunks": len(chunks), "real_chunks": real, "synthetic_chunks": len(chunks) - real, "documents": n_docs,
         "corpus": ds.name, "model": embedder.name, "ef_search": tuning.ef_search, "depth": tuning.depth,
         "queries": queries, "machine": machine(),
     }
-    with beir.throwaway_store() as conninfo, db.connect(conninfo) as conn:
-        t = time.monotonic()
-        say(f"loading {len(chunks)} chunks")
-        _load(conn, docs, chunks, vecs, embedder, progress)
-        report["load_s"] = round(time.monotonic() - t, 1)
-        say(f"  loaded and indexed in {report['load_s']} s")
+    spec = {"chunks": len(chunks), "corpus": ds.name, "model": embedder.name}
+    with beir.kept_store(store) if store else beir.throwaway_store() as conninfo, \
+            db.connect(conninfo) as conn:
+        if store and _loaded(conn, spec):
+            say(f"reusing the store in {store}")
+        else:
+            t = time.monotonic()
+            say(f"loading {len(chunks)} chunks")
+            _load(conn, docs, chunks, vecs, embedder, progress)
+            report["load_s"] = round(time.monotonic() - t, 1)
+            say(f"  loaded and indexed in {report['load_s']} s")
+            if store:
+                conn.execute("CREATE TABLE bench_spec (spec jsonb)")
+                conn.execute("INSERT INTO bench_spec VALUES (%s)", (json.dumps(spec),))
         sizes = conn.execute(
             "SELECT pg_size_pretty(pg_database_size(current_database())), "
             "pg_size_pretty(pg_total_relation_size('bm25_postings'))"
@@ -213,25 +231,35 @@ def bench(
         order = rng.permutation(len(query_texts))
         pools = [[query_texts[i] for i in order[s::3]] for s in range(3)]
         for text in pools[2][:20]:  # warm the caches
-            retrieve(handle, text, k=settings.k, conn=conn, tuning=tuning)
-            conn.commit()
+            retrieve(handle, text, k=settings.k, tuning=tuning)
         say(f"hot path: {queries} queries")
-        hot = _measure(handle, conn, pools[0][:queries], tuning, settings.k)
+        hot = _measure(handle, pools[0][:queries], tuning, settings.k)
         report["hot_path_ms"], report["stages_ms"] = hot["total"], hot["stages"]
         say(f"  hot path ms {hot['total']}, stages {hot['stages']}")
         say("filtered queries")
-        filt = _measure(beir.StoreHandle(conninfo, embedder, settings), conn, pools[1][:queries], tuning,
+        filt = _measure(beir.StoreHandle(conninfo, embedder, settings), pools[1][:queries], tuning,
                         settings.k, doc_types=["markdown"])
         report["filtered_ms"] = filt["total"]
         say(f"  filtered ms {filt['total']}")
         say("HNSW recall against exact search")
         report["hnsw_recall@10"] = _recall(handle, conn, vecs, pools[0][:queries], tuning, embedder)
         say(f"  recall@10 {report['hnsw_recall@10']}")
+        say("BM25 against scoring every posting")
+        report["bm25_recall@10"] = _bm25_recall(conn, pools[0][:queries], tuning)
+        say(f"  recall@10 {report['bm25_recall@10']}")
         if with_ingest:
             say("hot path during an ingest")
             texts = pools[2][20 : 20 + ingest_queries] or pools[0][:ingest_queries]
-            report["while_ingesting"] = _during_ingest(conninfo, conn, embedder, settings, tuning, base, texts,
-                                                       n_docs, query_lane)
+            try:
+                report["while_ingesting"] = _during_ingest(conninfo, conn, embedder, settings, tuning, base, texts,
+                                                           n_docs, query_lane)
+            finally:
+                if store:  # the next run finds the store as loaded
+                    conn.rollback()
+                    extra = [r[0] for r in conn.execute("SELECT id FROM documents WHERE id > %s", (n_docs,))]
+                    bm25.unindex_documents(conn, extra)
+                    conn.execute("DELETE FROM documents WHERE id = ANY(%s)", (extra,))
+                    conn.commit()
     report["machine"]["load_average_after"] = machine()["load_average"]
     return report
 
@@ -261,16 +289,15 @@ def _load(conn: Any, docs: list, chunks: list, vecs: np.ndarray, embedder: OnnxE
         conn.autocommit = False
 
 
-def _measure(handle: beir.StoreHandle, conn: Any, texts: Sequence[str], tuning: Tuning, k: int,
+def _measure(handle: beir.StoreHandle, texts: Sequence[str], tuning: Tuning, k: int,
              pause_s: float = 0.0, **filters: Any) -> dict[str, Any]:
     totals: list[float] = []
     stages: dict[str, list[float]] = {"embed": [], "vector": [], "bm25": [], "fuse+fetch+merge": []}
     for text in texts:
         time.sleep(pause_s)
         t = time.perf_counter()
-        resp = retrieve(handle, text, k=k, conn=conn, tuning=tuning, **filters)
+        resp = retrieve(handle, text, k=k, tuning=tuning, **filters)  # connections from the pool, as in the app
         totals.append((time.perf_counter() - t) * 1000)
-        conn.commit()
         if resp.reason:
             raise KnownError(f"retrieval failed during the benchmark: {resp.error or resp.reason}")
         tm = resp.timings
@@ -292,6 +319,31 @@ def _recall(handle: beir.StoreHandle, conn: Any, vecs: np.ndarray, texts: Sequen
         conn.commit()
         hits += len(set(exact.tolist()) & {cid for cid, _ in got[:10]})
     return round(hits / (10 * max(1, len(texts))), 4)
+
+
+def _bm25_recall(conn: Any, texts: Sequence[str], tuning: Tuning) -> float:
+    """How many of the exact BM25 top 10 (every posting scored) the search's own top 10 holds."""
+    hits = total = 0
+    for text in texts:
+        with conn.transaction():
+            exact = bm25.search(conn, text, n=10, exact=True, k1=tuning.bm25_k1, b=tuning.bm25_b)
+            got = bm25.search(conn, text, n=tuning.depth, k1=tuning.bm25_k1, b=tuning.bm25_b)
+        hits += len({c for c, _ in exact} & {c for c, _ in got[:10]})
+        total += len(exact)
+    return round(hits / max(1, total), 4)
+
+
+def _loaded(conn: Any, spec: dict[str, Any]) -> bool:
+    """Whether a kept store holds what ``spec`` describes (else it is loaded afresh)."""
+    row = conn.execute("SELECT to_regclass('bench_spec') IS NOT NULL").fetchone()
+    if not row or not row[0]:
+        return False
+    found = conn.execute("SELECT spec FROM bench_spec").fetchone()
+    conn.commit()
+    if found and found[0] == spec:
+        return True
+    raise KnownError(f"The store in --store holds another benchmark ({found[0] if found else 'unknown'}); "
+                     "use another folder or delete this one.")
 
 
 def _during_ingest(conninfo: str, conn: Any, embedder: OnnxEmbedder, settings: Settings, tuning: Tuning,
@@ -332,7 +384,7 @@ def _during_ingest(conninfo: str, conn: Any, embedder: OnnxEmbedder, settings: S
         # Questions come a while apart, as a person asks them, so that they fall at every point of the ingest's
         # batch cycle and the ingest rate is taken over several batches.
         started, before = time.monotonic(), ingested[0]
-        result = _measure(_ServiceHandle(conninfo, embedder, settings), conn, texts, tuning, settings.k,
+        result = _measure(_ServiceHandle(conninfo, embedder, settings), texts, tuning, settings.k,
                           pause_s=INGEST_QUERY_PAUSE_S)
         rate = (ingested[0] - before) / max(1e-6, time.monotonic() - started)
     finally:

@@ -197,17 +197,19 @@ def search(
     filters: Filters | None = None,
     k1: float = DEFAULT_K1,
     b: float = DEFAULT_B,
+    exact: bool = False,
 ) -> list[tuple[int, float]]:
     """The ``n`` best chunks by BM25 as ``(chunk_id, score)``, best first; empty if the query has no lexeme.
 
-    Postings exist only for ready documents and carry their chunk's length in the primary key, so an
-    unfiltered query is an index-only scan of the postings; a filtered one also joins chunks and documents.
+    Postings exist only for ready documents and carry their chunk's length, so an unfiltered query reads only
+    indexes; a filtered one also joins chunks and documents and scores every posting of every term.
 
-    In a large library a query term found in a good share of all chunks ("cell", "use") has many postings
-    and little weight. An unfiltered query then scores its rare terms first, adds the common terms' part
-    for the best ``PRUNE_CANDIDATES`` chunks only, and keeps that answer when no other chunk could reach the
-    top ``n`` (the common terms can add at most ``weight * (k1 + 1)`` each: MaxScore). Otherwise, and for
-    filtered queries, every posting of every term is scored. Either way the result is exact.
+    In a large library a query term found in many chunks ("cell", "use") has tens of thousands of postings and
+    little weight. When a term has more than ``TERM_POSTINGS_READ`` postings, an unfiltered query reads only that
+    many of them, best first by their share of the score (the ``bm25_postings_impact`` index), scores the chunks
+    found that way, and computes the exact score of the best ``RESCORED`` of them from all their postings. The
+    chunks left out hold a frequent term only with a low term frequency or in a long text; ``exact=True`` scores
+    every posting instead (the benchmark compares the two).
     """
     rows = conn.execute(
         "SELECT q.term, q.qtf, t.df, s.n_chunks, s.total_len FROM (SELECT lexeme AS term,"
@@ -220,70 +222,47 @@ def search(
     n_chunks, total_len = float(rows[0][3]), float(rows[0][4])
     avgdl = max(total_len / max(n_chunks, 1.0), 1.0)
     weights = {term: qtf * math.log(1.0 + (n_chunks - df + 0.5) / (df + 0.5)) for term, qtf, df, _, _ in rows}
-    common_df = max(PRUNE_MIN_DF, PRUNE_DF_SHARE * n_chunks)
-    common = [term for term, _, df, _, _ in rows if df > common_df]
-    params = {"n": int(n), "k1": float(k1), "b": float(b), "avgdl": avgdl}
+    params: dict[str, Any] = {"n": int(n), "k1": float(k1), "b": float(b), "avgdl": avgdl,
+                              "terms": list(weights), "weights": list(weights.values())}
     filtered = filters is not None and filters.active
-    if common and len(common) < len(rows) and not filtered:
-        rare = [t for t in weights if t not in common]
-        found = _search_pruned(conn, rare, common, weights, params)
-        if found is not None:
-            return found
-    join = ""
-    if filtered:
-        assert filters is not None
-        where, fparams = filters.sql("d")
-        params.update(fparams)
-        join = f" JOIN document_chunks c ON c.id = p.chunk_id JOIN documents d ON d.id = c.doc_id AND {where}"
-    params.update(terms=list(weights), weights=list(weights.values()))
-    found = conn.execute(
-        f"SELECT p.chunk_id, sum({_TERM_SCORE}) AS score"  # noqa: S608 - the filter SQL is our own
-        f" FROM unnest(%(terms)s::text[], %(weights)s::float8[]) qt(term, w)"
-        f" JOIN bm25_postings p ON p.term = qt.term{join}"
-        " GROUP BY p.chunk_id ORDER BY score DESC, p.chunk_id LIMIT %(n)s",
-        params,
-    ).fetchall()
+    frequent = any(df > TERM_POSTINGS_READ for _, _, df, _, _ in rows)
+    if frequent and not filtered and not exact:
+        params.update(m=TERM_POSTINGS_READ, r=max(RESCORED, int(n)))
+        sql = _IMPACT_SQL
+    else:
+        join = ""
+        if filtered:
+            assert filters is not None
+            where, fparams = filters.sql("d")
+            params.update(fparams)
+            join = f" JOIN document_chunks c ON c.id = p.chunk_id JOIN documents d ON d.id = c.doc_id AND {where}"
+        sql = (
+            f"SELECT p.chunk_id, sum({_TERM_SCORE}) AS score"  # noqa: S608 - the filter SQL is our own
+            f" FROM unnest(%(terms)s::text[], %(weights)s::float8[]) qt(term, w)"
+            f" JOIN bm25_postings p ON p.term = qt.term{join}"
+            " GROUP BY p.chunk_id ORDER BY score DESC, p.chunk_id LIMIT %(n)s"
+        )
+    found = conn.execute(sql, params).fetchall()
     return [(int(cid), float(score)) for cid, score in found]
 
 
 # One posting's contribution, from the term weight ``qt.w`` (query tf × idf) and the posting ``p``.
 _TERM_SCORE = "qt.w * p.tf * (%(k1)s + 1.0) / (p.tf + %(k1)s * (1.0 - %(b)s + %(b)s * p.dl / %(avgdl)s))"
-# A term in more than this many chunks (and this share of them) counts as common. At 100k chunks of SciFact-like
-# text, pruning at 2 % fell back to the full scan for 41 of 57 queries and doubled BM25 time; at 20 % it always
-# held but gained nothing there, so it starts only where a common term has 50,000 postings or more.
-PRUNE_MIN_DF = 50_000
-PRUNE_DF_SHARE = 0.20
-PRUNE_CANDIDATES = 1000
+# The order of the ``bm25_postings_impact`` index (migration 0003), repeated exactly so that the index serves it.
+_IMPACT = "(p.tf::float8 / (p.tf::float8 + 0.3 + 0.009 * p.dl::float8))"
+# Postings read per frequent term, and how many of the chunks found are scored exactly. At 1M chunks of
+# SciFact-like text (docs/benchmarks.md) these keep the top 50 close to the exact one at a fraction of the cost.
+TERM_POSTINGS_READ = 2000
+RESCORED = 200
 
-
-def _search_pruned(
-    conn: psycopg.Connection[Any],
-    rare: list[str],
-    common: list[str],
-    weights: dict[str, float],
-    params: dict[str, Any],
-) -> list[tuple[int, float]] | None:
-    """The exact top n from the best chunks by their rare terms, or None when that cannot be guaranteed."""
-    params = dict(params, rare=rare, rare_w=[weights[t] for t in rare], common=common,
-                  common_w=[weights[t] for t in common], m=PRUNE_CANDIDATES)
-    rows = conn.execute(
-        "WITH best AS ("  # noqa: S608 - constant SQL
-        f" SELECT p.chunk_id, sum({_TERM_SCORE}) AS s"
-        " FROM unnest(%(rare)s::text[], %(rare_w)s::float8[]) qt(term, w)"
-        " JOIN bm25_postings p ON p.term = qt.term GROUP BY p.chunk_id ORDER BY s DESC LIMIT %(m)s)"
-        " SELECT b.chunk_id, b.s + coalesce((SELECT sum(" + _TERM_SCORE + ")"
-        "  FROM unnest(%(common)s::text[], %(common_w)s::float8[]) qt(term, w)"
-        "  JOIN bm25_postings p ON p.term = qt.term AND p.chunk_id = b.chunk_id), 0) AS score, b.s"
-        " FROM best b",
-        params,
-    ).fetchall()
-    n = params["n"]
-    if len(rows) < n:
-        return None  # chunks holding only common terms would make up the rest
-    ranked = sorted(((int(cid), float(score)) for cid, score, _ in rows), key=lambda r: (-r[1], r[0]))[:n]
-    least_rare = min(float(r[2]) for r in rows) if len(rows) >= PRUNE_CANDIDATES else 0.0
-    common_bound = sum(weights[t] for t in common) * (params["k1"] + 1.0)
-    # A chunk left out holds at most the least rare-term score kept (or none) plus every common term.
-    if ranked[-1][1] < least_rare + common_bound:
-        return None
-    return ranked
+_IMPACT_SQL = (
+    "WITH qt AS MATERIALIZED (SELECT * FROM unnest(%(terms)s::text[], %(weights)s::float8[]) AS qt(term, w)),"
+    " found AS ("
+    f" SELECT p.chunk_id, sum({_TERM_SCORE}) AS s FROM qt CROSS JOIN LATERAL ("
+    "  SELECT p.chunk_id, p.tf, p.dl FROM bm25_postings p WHERE p.term = qt.term"
+    f"  ORDER BY {_IMPACT} DESC LIMIT %(m)s) p"
+    " GROUP BY p.chunk_id ORDER BY s DESC LIMIT %(r)s)"
+    f" SELECT f.chunk_id, sum({_TERM_SCORE}) AS score FROM found f CROSS JOIN qt"
+    " JOIN bm25_postings p ON p.term = qt.term AND p.chunk_id = f.chunk_id"
+    " GROUP BY f.chunk_id ORDER BY score DESC, f.chunk_id LIMIT %(n)s"
+)

@@ -1,9 +1,12 @@
-"""``retrieve``: query → embed → vector top-N ∥ BM25 top-N → RRF → floor → merge → dedupe → top k."""
+"""``retrieve``: query → (embed → vector top-N) ∥ BM25 top-N → RRF → floor → merge → dedupe → top k."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import threading
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -120,58 +123,66 @@ def _run(
     resp: RetrievalResponse,
 ) -> None:
     timings = resp.timings
-    qvec: np.ndarray | None = None
-    model, dim = "", 0
-    if mode != "keyword":
-        t = time.perf_counter()
-        embedder = library.embedder
-        model, dim = embedder.name, embedder.dimension
-        qvec = library.embed_query(_fit_to_model(embedder, text))
-        timings["embed"] = _ms(t)
-    if cancel is not None:
-        cancel.raise_if_cancelled()
     depth = max(tuning.depth, k)
-    own = conn is None
-    c = library.connect() if conn is None else conn
+    # A hybrid query runs its BM25 leg on a second connection while this thread embeds the query and runs the
+    # vector leg: the legs take max(BM25, embed + vector) instead of their sum.
+    lexical: Future[list[tuple[int, float]]] | None = None
+    if mode == "hybrid":
+        lexical = _legs().submit(_bm25_leg, library, text, depth, filters, tuning, timings)
     try:
-        with c.transaction():
-            c.execute("SELECT set_config('statement_timeout', %s, true)", (str(STATEMENT_TIMEOUT_MS),))
-            vector_hits: list[tuple[int, float]] = []
-            if qvec is not None:
-                t = time.perf_counter()
-                vector_hits = vector.search(
-                    c, qvec, model=model, dimension=dim, n=depth, filters=filters, ef_search=tuning.ef_search
-                )
-                timings["vector"] = _ms(t)
-                if not vector_hits and vector.model_mismatch(c, model):
-                    resp.reason = MODEL_MISMATCH
-                    resp.error = (
-                        f"The stored vectors were made by another embedding model than {model}; "
-                        "re-embed the documents to search them."
+        qvec: np.ndarray | None = None
+        model, dim = "", 0
+        if mode != "keyword":
+            t = time.perf_counter()
+            embedder = library.embedder
+            model, dim = embedder.name, embedder.dimension
+            qvec = library.embed_query(_fit_to_model(embedder, text))
+            timings["embed"] = _ms(t)
+        if cancel is not None:
+            cancel.raise_if_cancelled()
+        with contextlib.ExitStack() as stack:
+            c = conn if conn is not None else stack.enter_context(library.pool.connection())
+            with c.transaction():
+                _limit_statement_time(c)
+                vector_hits: list[tuple[int, float]] = []
+                if qvec is not None:
+                    t = time.perf_counter()
+                    vector_hits = vector.search(
+                        c, qvec, model=model, dimension=dim, n=depth, filters=filters, ef_search=tuning.ef_search
                     )
-                    return
-            if cancel is not None:
-                cancel.raise_if_cancelled()
-            bm25_hits: list[tuple[int, float]] = []
-            if mode != "vector":
+                    timings["vector"] = _ms(t)
+                    if not vector_hits and vector.model_mismatch(c, model):
+                        resp.reason = MODEL_MISMATCH
+                        resp.error = (
+                            f"The stored vectors were made by another embedding model than {model}; "
+                            "re-embed the documents to search them."
+                        )
+                        return
+                if cancel is not None:
+                    cancel.raise_if_cancelled()
+                bm25_hits: list[tuple[int, float]] = []
+                if lexical is not None:
+                    bm25_hits, lexical = lexical.result(), None
+                elif mode == "keyword":
+                    t = time.perf_counter()
+                    bm25_hits = bm25.search(c, text, n=depth, filters=filters, k1=tuning.bm25_k1, b=tuning.bm25_b)
+                    timings["bm25"] = _ms(t)
                 t = time.perf_counter()
-                bm25_hits = bm25.search(c, text, n=depth, filters=filters, k1=tuning.bm25_k1, b=tuning.bm25_b)
-                timings["bm25"] = _ms(t)
-            t = time.perf_counter()
-            fused = fuse.rrf(
-                vector_hits,
-                bm25_hits,
-                rrf_k=tuning.rrf_k,
-                vector_weight=tuning.vector_weight if mode != "keyword" else 0.0,
-                bm25_weight=tuning.bm25_weight if mode != "vector" else 0.0,
-            )
-            timings["fuse"] = _ms(t)
-            t = time.perf_counter()
-            rows = _fetch(c, [f.chunk_id for f in fused], model, dim, qvec)
-            timings["fetch"] = _ms(t)
+                fused = fuse.rrf(
+                    vector_hits,
+                    bm25_hits,
+                    rrf_k=tuning.rrf_k,
+                    vector_weight=tuning.vector_weight if mode != "keyword" else 0.0,
+                    bm25_weight=tuning.bm25_weight if mode != "vector" else 0.0,
+                )
+                timings["fuse"] = _ms(t)
+                t = time.perf_counter()
+                rows = _fetch(c, [f.chunk_id for f in fused], model, dim, qvec)
+                timings["fetch"] = _ms(t)
     finally:
-        if own:
-            c.close()
+        if lexical is not None:  # never leave the other leg running on a borrowed connection
+            with contextlib.suppress(Exception):
+                lexical.result()
     t = time.perf_counter()
     candidates = []
     for f in fused:
@@ -184,6 +195,34 @@ def _run(
     resp.candidates = candidates
     resp.results = postprocess.merge_and_dedupe((r for r in candidates if r.passed_floor), k)
     timings["merge"] = _ms(t)
+
+
+def _bm25_leg(
+    library: Library, text: str, depth: int, filters: Filters, tuning: Tuning, timings: dict[str, float]
+) -> list[tuple[int, float]]:
+    t = time.perf_counter()
+    with library.pool.connection() as c, c.transaction():
+        _limit_statement_time(c)
+        hits = bm25.search(c, text, n=depth, filters=filters, k1=tuning.bm25_k1, b=tuning.bm25_b)
+    timings["bm25"] = _ms(t)
+    return hits
+
+
+def _limit_statement_time(conn: psycopg.Connection[Any]) -> None:
+    conn.execute("SELECT set_config('statement_timeout', %s, true)", (str(STATEMENT_TIMEOUT_MS),))
+
+
+_executor: ThreadPoolExecutor | None = None
+_executor_lock = threading.Lock()
+
+
+def _legs() -> ThreadPoolExecutor:
+    """The threads that run BM25 legs beside their queries (shared by every library in the process)."""
+    global _executor
+    with _executor_lock:
+        if _executor is None:
+            _executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="bm25-leg")
+        return _executor
 
 
 def _fetch(

@@ -53,6 +53,19 @@ def _running_as_root() -> bool:
     return sys.platform != "win32" and os.geteuid() == 0
 
 
+def memory_options(total: int | None = None) -> str:
+    """Server memory sized to the machine: a large library's HNSW graph and postings indexes stay in shared
+    buffers (a quarter of RAM, 128 MB to 4 GB; PostgreSQL touches the pages only as it fills them), and the
+    planner is told what the OS caches besides."""
+    if total is None:
+        total = int(psutil.virtual_memory().total)
+    mb = total // 2**20
+    shared = min(max(mb // 4, 128), 4096)
+    cache = max(mb // 2, shared)
+    return (f"-c shared_buffers={shared}MB -c effective_cache_size={cache}MB "
+            f"-c maintenance_work_mem={min(max(mb // 16, 256), 1024)}MB")
+
+
 class EmbeddedServer:
     """The PostgreSQL cluster in ``pgdata``.
 
@@ -239,7 +252,7 @@ class EmbeddedServer:
             options = f"-c listen_addresses='' -k {sock_dir} -p {PORT}"
         else:
             options = f"-c listen_addresses=127.0.0.1 -p {self._windows_port()}"
-        options += " -c max_connections=40 -c shared_buffers=128MB -c maintenance_work_mem=256MB"
+        options += f" -c max_connections=40 {memory_options()}"
         if not self.log_file.exists():
             self.log_file.touch()
         self._prepare_for_service_user(self.log_file)
