@@ -257,12 +257,13 @@ RESCORED = 200
 
 _IMPACT_SQL = (
     "WITH qt AS MATERIALIZED (SELECT * FROM unnest(%(terms)s::text[], %(weights)s::float8[]) AS qt(term, w)),"
-    " found AS ("
+    " found AS MATERIALIZED ("
     f" SELECT p.chunk_id, sum({_TERM_SCORE}) AS s FROM qt CROSS JOIN LATERAL ("
     "  SELECT p.chunk_id, p.tf, p.dl FROM bm25_postings p WHERE p.term = qt.term"
     f"  ORDER BY {_IMPACT} DESC LIMIT %(m)s) p"
     " GROUP BY p.chunk_id ORDER BY s DESC LIMIT %(r)s)"
-    f" SELECT f.chunk_id, sum({_TERM_SCORE}) AS score FROM found f CROSS JOIN qt"
-    " JOIN bm25_postings p ON p.term = qt.term AND p.chunk_id = f.chunk_id"
-    " GROUP BY f.chunk_id ORDER BY score DESC, f.chunk_id LIMIT %(n)s"
+    # Each chunk found is scored from all its postings: one primary-key lookup per query term.
+    f" SELECT f.chunk_id, (SELECT sum({_TERM_SCORE}) FROM qt JOIN bm25_postings p"
+    "  ON p.term = qt.term AND p.chunk_id = f.chunk_id) AS score"
+    " FROM found f ORDER BY score DESC, f.chunk_id LIMIT %(n)s"
 )
