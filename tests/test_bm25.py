@@ -210,6 +210,7 @@ def test_frequent_terms_read_best_first_keep_the_top_n_and_exact_scores(clean_db
         exact = [dict(bm25.search(conn, q, n=300, exact=True)) for q in queries]
         monkeypatch.setattr(bm25, "TERM_POSTINGS_READ", 25)
         monkeypatch.setattr(bm25, "RESCORED", 30)
+        monkeypatch.setattr(bm25, "_impact_order_pays", lambda dfs: True)  # a small store, read as a large one
         overlap = []
         for q, want in zip(queries, exact):
             got = bm25.search(conn, q, n=10)
@@ -231,3 +232,10 @@ def test_frequent_terms_read_best_first_keep_the_top_n_and_exact_scores(clean_db
         ))
         assert "Index Only Scan using bm25_postings_impact" in plan, plan
         assert not [line for line in plan.splitlines() if "Sort Key" in line and "0.009" in line], plan
+
+
+def test_best_first_reading_is_kept_for_queries_it_pays_for():
+    """Short postings lists are read whole (as fast, and exact); long ones best first."""
+    assert not bm25._impact_order_pays([120, 900, 1500])  # every list shorter than what is read per term
+    assert not bm25._impact_order_pays([2500, 3000])  # a little longer: rescoring would cost more than it saves
+    assert bm25._impact_order_pays([20_000, 45_000, 300])  # a 1M-chunk library's frequent terms

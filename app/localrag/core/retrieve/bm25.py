@@ -225,8 +225,7 @@ def search(
     params: dict[str, Any] = {"n": int(n), "k1": float(k1), "b": float(b), "avgdl": avgdl,
                               "terms": list(weights), "weights": list(weights.values())}
     filtered = filters is not None and filters.active
-    frequent = any(df > TERM_POSTINGS_READ for _, _, df, _, _ in rows)
-    if frequent and not filtered and not exact:
+    if not filtered and not exact and _impact_order_pays([df for _, _, df, _, _ in rows]):
         params.update(m=TERM_POSTINGS_READ, r=max(RESCORED, int(n)))
         sql = _IMPACT_SQL
     else:
@@ -254,6 +253,15 @@ _IMPACT = "(p.tf::float8 / (p.tf::float8 + 0.3 + 0.009 * p.dl::float8))"
 # SciFact-like text (docs/benchmarks.md) these keep the top 50 close to the exact one at a fraction of the cost.
 TERM_POSTINGS_READ = 2000
 RESCORED = 200
+RESCORE_POSTINGS = 30  # what rescoring one chunk costs, in postings read (measured: about 60 postings a chunk)
+
+def _impact_order_pays(dfs: list[int]) -> bool:
+    """Whether reading frequent terms best first reads far fewer postings than reading them all: it reads up to
+    ``TERM_POSTINGS_READ`` per term, then the postings of the ``RESCORED`` chunks it found (tens each)."""
+    every = sum(dfs)
+    best_first = sum(min(df, TERM_POSTINGS_READ) for df in dfs) + RESCORED * RESCORE_POSTINGS
+    return every > 2 * best_first
+
 
 _IMPACT_SQL = (
     "WITH qt AS MATERIALIZED (SELECT * FROM unnest(%(terms)s::text[], %(weights)s::float8[]) AS qt(term, w)),"
