@@ -221,12 +221,26 @@ def test_frequent_terms_read_best_first_keep_the_top_n_and_exact_scores(clean_db
             best = sorted(want, key=lambda c: (-want[c], c))[:10]
             overlap.append(len({c for c, _ in got} & set(best)) / 10)
         assert np.mean(overlap) >= 0.9, overlap
+        # Filtered: only allowed chunks, exact scores; a filter that leaves too few falls back to every posting.
+        from localrag.core.retrieve.filters import Filters
+
+        for allowed in (docs[:6], docs[:1]):
+            f = Filters.build(doc_ids=allowed)
+            mine = {r[0] for r in conn.execute("SELECT id FROM document_chunks WHERE doc_id = ANY(%s)", (allowed,))}
+            for q in queries[:15]:
+                want = dict(bm25.search(conn, q, n=300, filters=f, exact=True))
+                got = bm25.search(conn, q, n=10, filters=f)
+                assert {c for c, _ in got} <= mine and len(got) == min(10, len(want))
+                for cid, score in got:
+                    assert score == pytest.approx(want[cid], rel=1e-9)
+                if len(allowed) == 1:
+                    assert [c for c, _ in got] == sorted(want, key=lambda c: (-want[c], c))[:10]
         # The frequent terms' best postings can be read in order from the impact index (the planner prefers that
         # on a large store; this one is small, so the alternatives are switched off to see that it can).
         conn.execute("SET enable_bitmapscan = off")
         conn.execute("SET enable_sort = off")
         plan = "\n".join(r[0] for r in conn.execute(
-            "EXPLAIN " + bm25._IMPACT_SQL,
+            "EXPLAIN " + bm25._impact_sql(),
             {"terms": ["t0", "t1"], "weights": [0.1, 0.2], "n": 10, "k1": 1.2, "b": 0.75, "avgdl": 30.0,
              "m": 25, "r": 30},
         ))

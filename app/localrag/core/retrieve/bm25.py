@@ -202,14 +202,15 @@ def search(
     """The ``n`` best chunks by BM25 as ``(chunk_id, score)``, best first; empty if the query has no lexeme.
 
     Postings exist only for ready documents and carry their chunk's length, so an unfiltered query reads only
-    indexes; a filtered one also joins chunks and documents and scores every posting of every term.
+    indexes; a filtered one also joins each posting it reads to its chunk and document.
 
     In a large library a query term found in many chunks ("cell", "use") has tens of thousands of postings and
     little weight. When a term has more than ``TERM_POSTINGS_READ`` postings, an unfiltered query reads only that
     many of them, best first by their share of the score (the ``bm25_postings_impact`` index), scores the chunks
     found that way, and computes the exact score of the best ``RESCORED`` of them from all their postings. The
     chunks left out hold a frequent term only with a low term frequency or in a long text; ``exact=True`` scores
-    every posting instead (the benchmark compares the two).
+    every posting instead (the benchmark compares the two). A filtered query reads best first too, and scores
+    every posting when fewer than ``n`` of the chunks so found pass the filter.
     """
     rows = conn.execute(
         "SELECT q.term, q.qtf, t.df, s.n_chunks, s.total_len FROM (SELECT lexeme AS term,"
@@ -224,24 +225,24 @@ def search(
     weights = {term: qtf * math.log(1.0 + (n_chunks - df + 0.5) / (df + 0.5)) for term, qtf, df, _, _ in rows}
     params: dict[str, Any] = {"n": int(n), "k1": float(k1), "b": float(b), "avgdl": avgdl,
                               "terms": list(weights), "weights": list(weights.values())}
-    filtered = filters is not None and filters.active
-    if not filtered and not exact and _impact_order_pays([df for _, _, df, _, _ in rows]):
+    join = ""
+    if filters is not None and filters.active:
+        where, fparams = filters.sql("d")
+        params.update(fparams)
+        join = f" JOIN document_chunks c ON c.id = p.chunk_id JOIN documents d ON d.id = c.doc_id AND {where}"
+    if not exact and _impact_order_pays([df for _, _, df, _, _ in rows]):
         params.update(m=TERM_POSTINGS_READ, r=max(RESCORED, int(n)))
-        sql = _IMPACT_SQL
-    else:
-        join = ""
-        if filtered:
-            assert filters is not None
-            where, fparams = filters.sql("d")
-            params.update(fparams)
-            join = f" JOIN document_chunks c ON c.id = p.chunk_id JOIN documents d ON d.id = c.doc_id AND {where}"
-        sql = (
-            f"SELECT p.chunk_id, sum({_TERM_SCORE}) AS score"  # noqa: S608 - the filter SQL is our own
-            f" FROM unnest(%(terms)s::text[], %(weights)s::float8[]) qt(term, w)"
-            f" JOIN bm25_postings p ON p.term = qt.term{join}"
-            " GROUP BY p.chunk_id ORDER BY score DESC, p.chunk_id LIMIT %(n)s"
-        )
-    found = conn.execute(sql, params).fetchall()
+        found = conn.execute(_impact_sql(join), params).fetchall()
+        # A filter can leave too few of the postings read best first; then every posting is scored.
+        if len(found) >= n or not join:
+            return [(int(cid), float(score)) for cid, score in found]
+    found = conn.execute(
+        f"SELECT p.chunk_id, sum({_TERM_SCORE}) AS score"  # noqa: S608 - the filter SQL is our own
+        f" FROM unnest(%(terms)s::text[], %(weights)s::float8[]) qt(term, w)"
+        f" JOIN bm25_postings p ON p.term = qt.term{join}"
+        " GROUP BY p.chunk_id ORDER BY score DESC, p.chunk_id LIMIT %(n)s",
+        params,
+    ).fetchall()
     return [(int(cid), float(score)) for cid, score in found]
 
 
@@ -263,15 +264,17 @@ def _impact_order_pays(dfs: list[int]) -> bool:
     return every > 2 * best_first
 
 
-_IMPACT_SQL = (
-    "WITH qt AS MATERIALIZED (SELECT * FROM unnest(%(terms)s::text[], %(weights)s::float8[]) AS qt(term, w)),"
-    " found AS MATERIALIZED ("
-    f" SELECT p.chunk_id, sum({_TERM_SCORE}) AS s FROM qt CROSS JOIN LATERAL ("
-    "  SELECT p.chunk_id, p.tf, p.dl FROM bm25_postings p WHERE p.term = qt.term"
-    f"  ORDER BY {_IMPACT} DESC LIMIT %(m)s) p"
-    " GROUP BY p.chunk_id ORDER BY s DESC LIMIT %(r)s)"
-    # Each chunk found is scored from all its postings: one primary-key lookup per query term.
-    f" SELECT f.chunk_id, (SELECT sum({_TERM_SCORE}) FROM qt JOIN bm25_postings p"
-    "  ON p.term = qt.term AND p.chunk_id = f.chunk_id) AS score"
-    " FROM found f ORDER BY score DESC, f.chunk_id LIMIT %(n)s"
-)
+def _impact_sql(join: str = "") -> str:
+    """Best first: each term's best postings (``join`` keeps those of the documents a filter allows), summed per
+    chunk; the best ``r`` chunks found are then scored from all their postings, one lookup per query term."""
+    return (
+        "WITH qt AS MATERIALIZED (SELECT * FROM unnest(%(terms)s::text[], %(weights)s::float8[]) AS qt(term, w)),"
+        " found AS MATERIALIZED ("
+        f" SELECT p.chunk_id, sum({_TERM_SCORE}) AS s FROM qt CROSS JOIN LATERAL ("
+        "  SELECT p.chunk_id, p.tf, p.dl FROM bm25_postings p WHERE p.term = qt.term"
+        f"  ORDER BY {_IMPACT} DESC LIMIT %(m)s) p{join}"
+        " GROUP BY p.chunk_id ORDER BY s DESC LIMIT %(r)s)"
+        f" SELECT f.chunk_id, (SELECT sum({_TERM_SCORE}) FROM qt JOIN bm25_postings p"
+        "  ON p.term = qt.term AND p.chunk_id = f.chunk_id) AS score"
+        " FROM found f ORDER BY score DESC, f.chunk_id LIMIT %(n)s"
+    )
