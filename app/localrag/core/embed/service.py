@@ -118,6 +118,11 @@ class EmbeddingService:
                 self.busy_since = None
         self._fail_all(KnownError("The embedding worker has stopped."))
 
+    @property
+    def lane_open(self) -> bool:
+        """Whether queries are embedded in their own session (else between slices of the ingestion batches)."""
+        return self._lane is not None
+
     def _open_query_lane(self) -> None:
         assert self.embedder is not None
         if self._lane is not None:

@@ -396,7 +396,7 @@ def _during_ingest(conninfo: str, conn: Any, embedder: OnnxEmbedder, settings: S
         raise errors[0]
     return {"hot_path_ms": result["total"], "stages_ms": result["stages"],
             "ingest_chunks_per_s": round(rate, 1), "ingest_batch": INGEST_BATCH,
-            "query_pause_s": INGEST_QUERY_PAUSE_S, "query_lane": service._lane is not None}
+            "query_pause_s": INGEST_QUERY_PAUSE_S, "query_lane": service.lane_open}
 
 
 def _write_doc(conn: Any, doc: int, batch: Sequence[beir.ChunkRow], vectors: np.ndarray, model: str) -> None:
