@@ -29,6 +29,41 @@ def test_bundled_model_loads_from_its_fast_copy(llm):
     assert llm.name == source.name
 
 
+def test_extra_buffers_are_on_where_this_build_runs_them_and_change_no_answer(llm):
+    """The packaged build runs llama.cpp's AMX/repacked kernels (checked in a child process at first load), and
+    they give the same greedy answer as the plain kernels."""
+    assert llm.extra_bufts is True
+    plain = LocalLLM(llm.path, n_ctx=2048, extra_bufts=False)
+    prompt = llm.render([{"role": "user", "content": "Name three colours of the rainbow."}])
+    assert len(prompt) >= 32  # long enough for the batched (AMX) matrix path
+    fast = "".join(llm.stream(prompt, max_tokens=16, temperature=0.0))
+    assert fast and fast == "".join(plain.stream(prompt, max_tokens=16, temperature=0.0))
+
+
+def test_a_build_whose_extra_buffers_crash_loads_without_them(home, tmp_path, monkeypatch):
+    """Fault injected: the check's child process dies by SIGSEGV, as with a miscompiled AMX kernel. The answer is
+    remembered, and the model loads and answers without the extra buffers."""
+    import signal
+    import sys
+
+    from localrag.core.chat import extra_buffers
+
+    monkeypatch.setenv("LOCALRAG_CACHE", str(tmp_path / "cache"))
+    crash = f"import os; os.kill(os.getpid(), {int(signal.SIGSEGV)})"
+    monkeypatch.setattr(extra_buffers, "_probe_command", lambda model, threads: [sys.executable, "-c", crash])
+    model = ensure_fast_copy(model_files.default_gguf())
+    assert extra_buffers.extra_buffers_work(model) is False
+
+    def never(model, threads):
+        raise AssertionError("checked twice")
+
+    monkeypatch.setattr(extra_buffers, "_probe_command", never)
+    assert extra_buffers.extra_buffers_work(model) is False
+    llm = load_llm(Settings(n_ctx=512))
+    assert llm.extra_bufts is False
+    assert "".join(llm.stream(llm.render([{"role": "user", "content": "Say hello."}]), max_tokens=4))
+
+
 def test_conversion_is_atomic_and_never_uses_a_half_file(home):
     source = model_files.default_gguf()
     dest = fast_copy_path(source, "f16")

@@ -43,6 +43,14 @@ def models_dir() -> Path:
     return ensure_private_dir(data_dir() / "models")
 
 
+def cache_dir() -> Path:
+    """Facts about this machine worked out once and shared by every data folder of the user (for example whether
+    llama.cpp's AMX kernels run here). ``LOCALRAG_CACHE`` overrides the per-user default."""
+    override = os.environ.get("LOCALRAG_CACHE")
+    path = Path(override).expanduser() if override else Path(platformdirs.user_cache_dir(APP_NAME, appauthor=False))
+    return ensure_private_dir(path)
+
+
 def logs_dir() -> Path:
     return ensure_private_dir(data_dir() / "logs")
 

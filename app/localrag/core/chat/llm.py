@@ -9,6 +9,8 @@ What makes the first token come sooner on a CPU (figures in docs/benchmarks.md, 
 - **Reuse of the evaluated prefix.** One ``Llama`` object keeps its KV cache between questions and re-evaluates
   only what differs from the previous prompt, so the fixed system prompt (and the earlier turns of a chat) are
   computed once. ``LocalLLM.prime`` evaluates the system prompt at warm-up.
+- **AMX kernels** where the CPU has them and this build runs them (``extra_buffers``): half the CPU time of the
+  prompt.
 - **Batch sizes, threads and OpenMP waiting** measured on the target machine (``N_BATCH``, ``N_UBATCH``, below).
 
 ``LLMProvider`` loads the model once, in the background, and hands it out; ``LocalLLM.lock`` serialises use.
@@ -27,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from localrag.core.chat.extra_buffers import extra_buffers_work
 from localrag.core.chat.fastcopy import ensure_fast_copy, quiet_stderr
 from localrag.core.config import Settings
 from localrag.core.embed import model_files
@@ -60,11 +63,11 @@ _params_lock = threading.Lock()
 
 @contextlib.contextmanager
 def _extra_buffer_types(enabled: bool = False) -> Iterator[None]:
-    """Load with llama.cpp's CPU "extra" weight buffers (AMX/repacked kernels) turned off (or on).
+    """Load with llama.cpp's CPU "extra" weight buffers (AMX/repacked kernels) turned on (or off).
 
-    On CPUs with AMX, batched decoding of Q4_1 weights through those kernels crashes the process (measured with
-    llama-cpp-python 0.3.36: any prompt longer than one token). llama-cpp-python does not expose the switch, so
-    the default model parameters are wrapped while one model loads.
+    They halve prompt processing on CPUs with AMX, and crash the process in some builds (see
+    ``extra_buffers``), so they are on only where a child process showed they work. llama-cpp-python does not
+    expose the switch, so the default model parameters are wrapped while one model loads.
     """
     from llama_cpp import llama_cpp  # the module llama.py resolves the defaults from
 
@@ -133,8 +136,8 @@ class LocalLLM:
         threads_batch: CPU threads for prompt processing (0: as ``threads``).
         n_batch, n_ubatch: logical and physical batch sizes for prompt processing.
         flash_attn, type_k, type_v: attention kernel and KV cache types (llama.cpp's ``GGML_TYPE_*``).
-        extra_bufts: let llama.cpp repack weights for its AMX/repack kernels (off by default: batched decoding of
-            Q4_1 weights through them crashes, see ``_extra_buffer_types``).
+        extra_bufts: let llama.cpp repack weights for its AMX/repack kernels (off by default: ``load_llm`` turns
+            them on where ``extra_buffers.extra_buffers_work`` says this build runs them).
         source: the file ``path`` was converted from, if it is a fast copy (shown to the user instead).
     """
 
@@ -181,6 +184,7 @@ class LocalLLM:
         except Exception as exc:  # llama-cpp raises ValueError/RuntimeError on a bad file
             raise ModelMissing(f"Cannot load the language model {self.source.name}: {exc}") from exc
         self.n_ctx = self.llama.n_ctx()
+        self.extra_bufts = extra_bufts
         self.lock = threading.RLock()
         self.last_stats = GenerationStats()
         self._cancel: CancelToken | None = None
@@ -386,17 +390,20 @@ def load_llm(settings: Settings) -> LocalLLM:
         ModelMissing: the file is missing or llama.cpp cannot load it.
     """
     source = gguf_path(settings)
+    threads = settings.thread_count
     if settings.fast_llm_copy and not settings.gguf_path:
         copy = None
         try:
-            copy = ensure_fast_copy(source, threads=settings.thread_count)
-            return LocalLLM(copy, source=source, n_ctx=settings.n_ctx, threads=settings.thread_count)
+            copy = ensure_fast_copy(source, threads=threads)
+            return LocalLLM(copy, source=source, n_ctx=settings.n_ctx, threads=threads,
+                            extra_bufts=extra_buffers_work(copy, threads=threads))
         except ModelMissing as exc:
             log.warning("using %s as shipped: %s", source.name, exc.message)
             if copy is not None:  # a copy that does not load is not kept for the next start
                 with contextlib.suppress(OSError):
                     copy.unlink()
-    return LocalLLM(source, n_ctx=settings.n_ctx, threads=settings.thread_count)
+    return LocalLLM(source, n_ctx=settings.n_ctx, threads=threads,
+                    extra_bufts=extra_buffers_work(source, threads=threads))
 
 
 # -- loading in the background -----------------------------------------------------------------------------------

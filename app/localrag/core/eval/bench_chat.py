@@ -116,6 +116,7 @@ class RoundResult:
     tokens_per_s: float
     tokens: int
     prompt_tokens: list[int] = field(default_factory=list)
+    extra_bufts: bool = False
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -259,6 +260,7 @@ def measure_round(config: BenchConfig) -> RoundResult:
         if not warm_cpu:
             warm_cpu = time.process_time() - cpu
     warm = llm.last_stats
+    extra = llm.extra_bufts
     del llm
     return RoundResult(
         load_s=load_s,
@@ -270,6 +272,7 @@ def measure_round(config: BenchConfig) -> RoundResult:
         tokens_per_s=warm.tokens_per_s,
         tokens=warm.tokens,
         prompt_tokens=[first.prompt_tokens, second.prompt_tokens],
+        extra_bufts=extra,
     )
 
 
@@ -286,6 +289,7 @@ def measure(config: BenchConfig, rounds: int) -> dict[str, Any]:
             **asdict(config),
             "n_ubatch": config.n_ubatch or llm_mod.N_UBATCH,
             "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", ""),
+            "extra_bufts": results[0].extra_bufts,
         },
         "ok": True,
         "rounds": len(results),

@@ -1,0 +1,89 @@
+"""Whether llama.cpp's extra weight buffers (its AMX kernels) run in this build, checked once in a child process.
+
+On CPUs with AMX, llama.cpp can repack weights for AMX tile kernels: prompt processing then takes about half the
+CPU time (docs/benchmarks.md, "Chat"). A llama.cpp compiled by GCC 12 without ``-fno-tree-dse -fno-dse`` (as
+``packaging/setup.sh`` builds it) writes an incomplete tile configuration, and the first batched decode kills the
+process with SIGSEGV. So the first load of a model with a given llama.cpp build decodes one batch in a child
+process; the answer is kept in the cache folder, keyed by the library files and the model file, and the app
+turns the extra buffers on only where that child came back.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from localrag.core import paths
+
+log = logging.getLogger("localrag.llm.extra_buffers")
+
+# Enough tokens for one batch to take the AMX matrix path (it needs 32 rows or more).
+_PROBE_TOKENS = 96
+_PROBE_TIMEOUT_S = 300
+
+
+def extra_buffers_work(model: Path, *, threads: int = 0) -> bool:
+    """Whether ``model`` loads and decodes a batch with extra buffers on, in this build (checked once)."""
+    marker = paths.cache_dir() / f"extra-buffers.{_key(model)}"
+    for answer in (True, False):
+        if marker.with_suffix(f".{'ok' if answer else 'no'}").exists():
+            return answer
+    env = dict(os.environ, OMP_WAIT_POLICY=os.environ.get("OMP_WAIT_POLICY", "PASSIVE"))
+    try:
+        proc = subprocess.run(_probe_command(model, threads), capture_output=True, text=True, timeout=_PROBE_TIMEOUT_S, env=env,
+                              stdin=subprocess.DEVNULL)
+        works = proc.returncode == 0 and proc.stdout.strip().endswith("ok")
+        detail = f"exit status {proc.returncode}"
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        works, detail = False, type(exc).__name__
+    if works:
+        log.info("llama.cpp's extra weight buffers (AMX) work with %s", model.name)
+    else:
+        log.warning("llama.cpp's extra weight buffers fail in this build (%s); loading without them", detail)
+    _write(marker.with_suffix(".ok" if works else ".no"))
+    return works
+
+
+def _probe_command(model: Path, threads: int) -> list[str]:
+    return [sys.executable, "-m", "localrag.core.chat.extra_buffers", str(model), str(int(threads))]
+
+
+def _key(model: Path) -> str:
+    """The llama.cpp library files (name, size, mtime) and the model (name, size)."""
+    import llama_cpp
+
+    parts = [sys.version.split()[0]]
+    lib = Path(llama_cpp.__file__).parent / "lib"
+    for f in sorted(lib.iterdir()) if lib.is_dir() else []:
+        if f.is_file():
+            st = f.stat()
+            parts.append(f"{f.name}:{st.st_size}:{st.st_mtime_ns}")
+    parts.append(f"{model.name}:{model.stat().st_size}")
+    return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
+
+
+def _write(path: Path) -> None:
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text("checked\n")
+        tmp.replace(path)
+    except OSError as exc:  # a read-only cache only means checking again next time
+        log.debug("cannot record %s: %s", path, exc)
+
+
+def _probe(model: Path, threads: int) -> None:
+    """Load ``model`` with extra buffers and decode one batch; print ``ok`` if the process survives."""
+    from localrag.core.chat.llm import LocalLLM
+
+    llm = LocalLLM(model, n_ctx=512, threads=threads, extra_bufts=True)
+    tokens = llm.tokenize("The quick brown fox jumps over the lazy dog. " * 16)[:_PROBE_TOKENS]
+    llm.llama.eval(tokens)
+    print("ok", flush=True)
+
+
+if __name__ == "__main__":
+    _probe(Path(sys.argv[1]), int(sys.argv[2]) if len(sys.argv) > 2 else 0)
