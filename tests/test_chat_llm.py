@@ -177,3 +177,25 @@ def test_provider_loads_in_the_background_and_reports_failure(tmp_path):
     with pytest.raises(Cancelled):
         waiting.get(cancel)
     assert waiting.get(timeout=60).n_ctx == 256
+
+
+def test_the_model_runs_one_thread_fewer_while_another_program_keeps_a_core_busy():
+    """Another process spinning on a core (a real one, not a mock) makes the two-core choice one thread; the
+    caller's own work before the answer (building the prompt) does not count as other work."""
+    import subprocess
+    import sys
+
+    from localrag.core.chat.cores import CoreWatch
+
+    watch = CoreWatch(max_threads=2, cores=2)
+    watch.mark()
+    hog = subprocess.Popen([sys.executable, "-c", "import time\nend = time.time() + 0.8\nwhile time.time() < end: pass"])
+    hog.wait(30)
+    assert watch.threads(2) == 1 and watch.busy_cores >= 0.6
+    watch.mark()
+    end = time.monotonic() + 0.6
+    while time.monotonic() < end:  # this thread's own work
+        pass
+    assert watch.threads(1) == 2 and watch.busy_cores < 0.5
+    watch.mark()
+    assert watch.threads(1) == 1  # too short a look back to say: unchanged

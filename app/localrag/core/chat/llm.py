@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from localrag.core.chat.cores import CoreWatch
 from localrag.core.chat.extra_buffers import extra_buffers_work
 from localrag.core.chat.fastcopy import ensure_fast_copy, quiet_stderr
 from localrag.core.config import Settings
@@ -185,6 +186,9 @@ class LocalLLM:
             raise ModelMissing(f"Cannot load the language model {self.source.name}: {exc}") from exc
         self.n_ctx = self.llama.n_ctx()
         self.extra_bufts = extra_bufts
+        self.cores = CoreWatch(max(self.threads, self.threads_batch))
+        self.cores.mark()
+        self._threads_now = (self.threads, self.threads_batch)
         self.lock = threading.RLock()
         self.last_stats = GenerationStats()
         self._cancel: CancelToken | None = None
@@ -241,6 +245,7 @@ class LocalLLM:
             self.llama._ctx.kv_cache_seq_rm(-1, prefix, -1)
             self.llama.n_tokens = prefix
             self.llama.eval(list(tokens)[prefix:])
+            self.cores.mark()
         return time.monotonic() - started
 
     def stream(
@@ -261,7 +266,7 @@ class LocalLLM:
         self.last_stats = stats
         started = time.monotonic()
         first: float | None = None
-        with self.lock, self._abortable(cancel):
+        with self.lock, self._abortable(cancel), self._threads_for_load():
             chunks: Any = self.llama.create_completion(
                 prompt=prompt,
                 max_tokens=max_tokens,
@@ -329,6 +334,22 @@ class LocalLLM:
         finally:
             llama_cpp.llama_set_abort_callback(self.llama.ctx, llama_cpp.ggml_abort_callback(), None)
             self._cancel = None
+
+    @contextlib.contextmanager
+    def _threads_for_load(self) -> Iterator[None]:
+        """Run with one thread fewer while other work keeps a core busy (``cores``); note when the model stops."""
+        import llama_cpp
+
+        n = self.cores.threads(self._threads_now[1])
+        wanted = (min(self.threads, n), n)
+        if wanted != self._threads_now:
+            llama_cpp.llama_set_n_threads(self.llama.ctx, *wanted)
+            self._threads_now = wanted
+            log.debug("language model on %d thread(s): %.1f cores busy with other work", n, self.cores.busy_cores)
+        try:
+            yield
+        finally:
+            self.cores.mark()
 
     def _should_abort(self, _data: object) -> bool:
         cancel = self._cancel

@@ -42,6 +42,8 @@ from localrag.core.chat import llm as llm_mod
 PROMPT_TOKENS = 1200
 GEN_TOKENS = 64
 N_CTX = 2048
+# A person takes a moment between questions; the model's thread choice (``cores.CoreWatch``) looks at the machine then.
+QUESTION_PAUSE_S = 1.0
 QUESTIONS = (
     "How do I parse command-line options and show a help message?",
     "Explain in detail how log records are created, filtered and formatted.",
@@ -117,6 +119,7 @@ class RoundResult:
     tokens: int
     prompt_tokens: list[int] = field(default_factory=list)
     extra_bufts: bool = False
+    threads: list[int] = field(default_factory=list)  # used for the cold and the warm question
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -251,15 +254,19 @@ def measure_round(config: BenchConfig) -> RoundResult:
     half = len(passages) // 2
     first = grounded_prompt(llm, QUESTIONS[0], _results(passages[:half]))
     second = grounded_prompt(llm, QUESTIONS[1], _results(passages[half:]))
+    time.sleep(QUESTION_PAUSE_S)
     cpu = time.process_time()
     list(llm.stream(first.tokens, max_tokens=1, temperature=0.0))
     cold, cold_cpu = llm.last_stats, time.process_time() - cpu
+    threads = [llm._threads_now[1]]
+    time.sleep(QUESTION_PAUSE_S)
     cpu = time.process_time()
     warm_cpu = 0.0
     for _ in llm.stream(second.tokens, max_tokens=GEN_TOKENS, temperature=0.0, repeat_penalty=1.0):
         if not warm_cpu:
             warm_cpu = time.process_time() - cpu
     warm = llm.last_stats
+    threads.append(llm._threads_now[1])
     extra = llm.extra_bufts
     del llm
     return RoundResult(
@@ -273,6 +280,7 @@ def measure_round(config: BenchConfig) -> RoundResult:
         tokens=warm.tokens,
         prompt_tokens=[first.prompt_tokens, second.prompt_tokens],
         extra_bufts=extra,
+        threads=threads,
     )
 
 
@@ -291,6 +299,7 @@ def measure(config: BenchConfig, rounds: int) -> dict[str, Any]:
             "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", ""),
             "extra_bufts": results[0].extra_bufts,
         },
+        "threads_used": [r.threads for r in results],
         "ok": True,
         "rounds": len(results),
         "prompt_tokens": results[0].prompt_tokens,
