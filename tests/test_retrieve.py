@@ -349,3 +349,15 @@ def test_a_pooled_connection_the_server_dropped_is_replaced(corpus, library):
     resp = retrieve(library, "install on Linux")
     assert resp.reason is None and resp.results
     assert not set(idle) & {c.info.backend_pid for c in library.pool._idle}
+
+
+def test_ef_search_grows_with_the_store(library):
+    """HNSW recall at a fixed ef_search falls as the graph grows: beyond 250k vectors it grows in proportion."""
+    from localrag.core.retrieve import vector
+
+    with library.connect() as conn:
+        assert vector.scaled_ef_search(conn, 100) == 100  # the session's small store
+        for vectors, expected in ((500_000, 200), (1_000_000, 400), (10**9, 1000)):
+            conn.execute("UPDATE pg_class SET reltuples = %s WHERE oid = 'chunk_embeddings'::regclass", (vectors,))
+            assert vector.scaled_ef_search(conn, 100) == expected
+        conn.rollback()
