@@ -50,6 +50,7 @@ CHUNKS_PER_PAGE = 5
 DOC_TYPES = ("pdf",) * 7 + ("markdown",) * 2 + ("text",)
 INGEST_BATCH = 64  # the ingestion pipeline's chunks per embedding batch
 INGEST_QUERY_PAUSE_S = 0.3  # between two questions asked during the ingest
+WARM_QUERIES = 100  # run before measuring, others than the ones measured
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -232,7 +233,7 @@ def bench(
         rng = np.random.default_rng(1)
         order = rng.permutation(len(query_texts))
         pools = [[query_texts[i] for i in order[s::3]] for s in range(3)]
-        for text in pools[2][:20]:  # warm the caches
+        for text in pools[2][:WARM_QUERIES]:  # warm the caches (a fresh server reads a large store from disk)
             retrieve(handle, text, k=settings.k, tuning=tuning)
         say(f"hot path: {queries} queries")
         hot = _measure(handle, pools[0][:queries], tuning, settings.k)
@@ -251,7 +252,7 @@ def bench(
         say(f"  recall@10 {report['bm25_recall@10']}")
         if with_ingest:
             say("hot path during an ingest")
-            texts = pools[2][20 : 20 + ingest_queries] or pools[0][:ingest_queries]
+            texts = pools[2][WARM_QUERIES : WARM_QUERIES + ingest_queries] or pools[0][:ingest_queries]
             try:
                 report["while_ingesting"] = _during_ingest(conninfo, conn, embedder, settings, tuning, base, texts,
                                                            n_docs, query_lane)
