@@ -76,3 +76,16 @@ def test_second_owner_is_refused_but_a_guest_attaches(tmp_path):
         assert _query(conninfo) == 42
     finally:
         first.stop()
+
+
+def test_memory_is_sized_to_the_machine_and_buffers_survive_a_restart(library):
+    """A third of RAM (128 MB to 8 GB) for shared buffers, and pg_prewarm saving and restoring them."""
+    from localrag.core.store.server import memory_options
+
+    gb = 2**30
+    assert "shared_buffers=8192MB" in memory_options(24 * gb)
+    assert "shared_buffers=2048MB" in memory_options(6 * gb)
+    assert "shared_buffers=128MB" in memory_options(gb // 4)
+    with library.connect() as conn:
+        assert "pg_prewarm" in conn.execute("SHOW shared_preload_libraries").fetchone()[0]
+        assert conn.execute("SHOW pg_prewarm.autoprewarm").fetchone()[0] == "on"

@@ -54,13 +54,13 @@ def _running_as_root() -> bool:
 
 
 def memory_options(total: int | None = None) -> str:
-    """Server memory sized to the machine: a large library's HNSW graph and postings indexes stay in shared
-    buffers (a quarter of RAM, 128 MB to 4 GB; PostgreSQL touches the pages only as it fills them), and the
-    planner is told what the OS caches besides."""
+    """Server memory sized to the machine: a large library's HNSW graph and BM25 indexes stay in shared buffers
+    (a third of RAM, 128 MB to 8 GB; PostgreSQL touches the pages only as it fills them), and the planner is
+    told what the OS caches besides. At 1M chunks the indexes a query reads are about 10 GB (docs/benchmarks.md)."""
     if total is None:
         total = int(psutil.virtual_memory().total)
     mb = total // 2**20
-    shared = min(max(mb // 4, 128), 4096)
+    shared = min(max(mb // 3, 128), 8192)
     cache = max(mb // 2, shared)
     return (f"-c shared_buffers={shared}MB -c effective_cache_size={cache}MB "
             f"-c maintenance_work_mem={min(max(mb // 16, 256), 1024)}MB")
@@ -253,6 +253,10 @@ class EmbeddedServer:
         else:
             options = f"-c listen_addresses=127.0.0.1 -p {self._windows_port()}"
         options += f" -c max_connections=40 {memory_options()}"
+        if any((self._bin.parent / "lib").glob("pg_prewarm.*")):
+            # Shared buffers are saved every few minutes and at shutdown, and read back after a start in the
+            # background, so a large library is not searched from a cold disk cache after every restart.
+            options += " -c shared_preload_libraries=pg_prewarm"
         if not self.log_file.exists():
             self.log_file.touch()
         self._prepare_for_service_user(self.log_file)
