@@ -225,17 +225,11 @@ def embed_cached(
 def throwaway_store(root: Path | None = None) -> Iterator[str]:
     """A fresh, migrated embedded PostgreSQL in a temporary folder; stopped and deleted on exit."""
     folder = Path(tempfile.mkdtemp(prefix="lrag-eval-", dir=root))
-    server = EmbeddedServer(folder / "pg")
     try:
-        conninfo = server.start()
-        with db.connect(conninfo) as conn:
-            Migrator(conn).migrate()
-        yield conninfo
+        with kept_store(folder) as conninfo:
+            yield conninfo
     finally:
-        try:
-            server.stop()
-        finally:
-            shutil.rmtree(folder, ignore_errors=True)
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @contextlib.contextmanager

@@ -255,7 +255,7 @@ _IMPACT = "(p.tf::float8 / (p.tf::float8 + 0.3 + 0.009 * p.dl::float8))"
 # 0.75 / 23 ms; 2000 and 1000: 0.90 / 43 ms; 5000 and 1000: 0.96 / 61 ms (every posting: about 1 s).
 TERM_POSTINGS_READ = 5000
 RESCORED = 1000
-RESCORE_POSTINGS = 30  # what rescoring one chunk costs, in postings read (measured: about 60 postings a chunk)
+RESCORE_POSTINGS = 30  # what rescoring one chunk costs (a primary-key lookup per query term), in postings read
 
 def _impact_order_pays(dfs: list[int]) -> bool:
     """Whether reading frequent terms best first reads far fewer postings than reading them all: it reads up to
