@@ -72,3 +72,15 @@ def test_the_real_tokens_of_a_copy_are_dropped():
     f = EchoFilter(prompts.example_phrases())
     shown = "".join(f.feed(p) for p in pieces) + f.flush()
     assert shown == "The app needs Python 3.x."
+
+
+def test_a_model_repeating_itself_is_cut_short_and_told_to_stop():
+    """Lines the answer already holds are dropped (never half shown), and three repeats mean a loop."""
+    loop = "Ice and snow are both made of water.\n### Ice and snow\n"
+    out, f = _stream("Two tides a day come from the Moon [1].\n" + loop * 4)
+    shown = "".join(out)
+    assert shown == "Two tides a day come from the Moon [1].\n" + loop == f.text
+    assert f.looping and len(f.dropped) == 6
+    # A short line may come back ("Yes.", a table rule); an answer that says a thing once is left alone.
+    out, f = _stream("Yes.\nIt works offline [2].\nYes.\n|---|\n|---|\n")
+    assert "".join(out) == "Yes.\nIt works offline [2].\nYes.\n|---|\n|---|\n" and not f.dropped and not f.looping

@@ -274,3 +274,21 @@ def test_cli_ask_json(corpus, home):
     assert {"path", "page_number", "chunk_ids"} <= set(data["sources"][0])
     assert {"retrieval_s", "ttft_s", "tokens_per_s"} <= set(data["timings"])
     assert data["chat_id"] is None  # nothing kept without --save
+
+
+def test_weak_passages_next_to_a_strong_one_are_left_out():
+    """A passage that clears the floor only just is noise next to one that matches well; alone it is kept."""
+    from localrag.core.chat.query import relevant
+    from localrag.core.retrieve import Result
+
+    def passage(title: str, cosine: float | None, bm25_rank: int | None = None) -> Result:
+        return Result(chunk_ids=[1], doc_id=1, doc_type="markdown", title=title, path=f"/{title}.md",
+                      page_number=1, heading_path="", text=title, similarity=cosine or 0.0,
+                      scores={"vector": cosine, "bm25_rank": bm25_rank})
+
+    tides, moon, glacier = passage("tides", 0.72), passage("moon", 0.41), passage("glacier", 0.27, bm25_rank=3)
+    assert [r.title for r in relevant([tides, moon, glacier])] == ["tides", "moon"]
+    assert [r.title for r in relevant([glacier, passage("noise", 0.2)])] == ["glacier"]
+    assert [r.title for r in relevant([tides, glacier], strict=True)] == ["tides"]
+    keyword_only = [passage("a", None, 1), passage("b", None, 2)]
+    assert relevant(keyword_only) == keyword_only

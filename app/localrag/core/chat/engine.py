@@ -367,7 +367,8 @@ class _Run:
         self.cancel.raise_if_cancelled()
         before_first = time.monotonic()
         pieces: list[str] = []
-        echo = EchoFilter(prompts.example_phrases()) if self.prompt.sources else None
+        # Copies of the worked example (grounded prompts only) and repeats of the answer's own lines are dropped.
+        echo = EchoFilter(prompts.example_phrases() if self.prompt.sources else ())
         for piece in llm.stream(
             self.prompt.tokens,
             max_tokens=self.max_tokens,
@@ -377,16 +378,18 @@ class _Run:
         ):
             if "ttft_s" not in self.timings:
                 self.timings["ttft_s"] = time.monotonic() - self.started - self.timings.get("wait_s", 0.0)
-            shown = echo.feed(piece) if echo is not None else piece
+            shown = echo.feed(piece)
             if shown:
                 pieces.append(shown)
                 yield Token(shown)
-        if echo is not None:
-            if tail := echo.flush():
-                pieces.append(tail)
-                yield Token(tail)
-            if echo.dropped:
-                self.timings["echo_dropped"] = len(echo.dropped)
+            if echo.looping:  # the model writes the same lines over and over: the answer is what came before
+                self.timings["loop_stopped"] = True
+                break
+        if tail := echo.flush():
+            pieces.append(tail)
+            yield Token(tail)
+        if echo.dropped:
+            self.timings["echo_dropped"] = len(echo.dropped)
         stats = llm.last_stats
         self.answer = "".join(pieces).strip()
         if not self.answer and not (stats.cancelled or self.cancel.cancelled):
