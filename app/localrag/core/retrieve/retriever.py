@@ -177,7 +177,8 @@ def _run(
                 )
                 timings["fuse"] = _ms(t)
                 t = time.perf_counter()
-                rows = _fetch(c, [f.chunk_id for f in fused], model, dim, qvec)
+                rows = _fetch(c, [f.chunk_id for f in fused], model, dim, qvec,
+                              [f.chunk_id for f in fused if f.vector is None])
                 timings["fetch"] = _ms(t)
     finally:
         if lexical is not None:  # never leave the other leg running on a borrowed connection
@@ -226,20 +227,31 @@ def _legs() -> ThreadPoolExecutor:
 
 
 def _fetch(
-    conn: psycopg.Connection[Any], ids: list[int], model: str, dim: int, qvec: np.ndarray | None
+    conn: psycopg.Connection[Any],
+    ids: list[int],
+    model: str,
+    dim: int,
+    qvec: np.ndarray | None,
+    similarity_for: list[int] | None = None,
 ) -> dict[int, tuple]:
+    """The chunks ``ids`` of ready documents; the query's cosine similarity is computed for ``similarity_for``
+    (the chunks only the BM25 leg found: the vector leg's own come with theirs), so that a large library reads
+    the stored vectors of a few chunks only."""
     if not ids:
         return {}
     params: dict[str, Any] = {"ids": ids}
-    sim, join = "NULL::float8", ""
-    if qvec is not None:
-        sim = f"1.0 - (e.embedding::vector({int(dim)}) <=> %(q)s::vector({int(dim)}))"
-        join = " LEFT JOIN chunk_embeddings e ON e.chunk_id = c.id AND e.embedding_model = %(model)s"
-        params.update(q=np.asarray(qvec, dtype=np.float32), model=model)
+    sim = "NULL::float8"
+    if qvec is not None and similarity_for:
+        sim = (
+            f"CASE WHEN c.id = ANY(%(sim_ids)s) THEN (SELECT 1.0 - (e.embedding::vector({int(dim)}) <=>"
+            f" %(q)s::vector({int(dim)})) FROM chunk_embeddings e WHERE e.chunk_id = c.id"
+            " AND e.embedding_model = %(model)s) END"
+        )
+        params.update(q=np.asarray(qvec, dtype=np.float32), model=model, sim_ids=similarity_for)
     rows = conn.execute(
         "SELECT c.id, c.doc_id, d.doc_type, d.title, d.path, c.page_number, c.chunk_index, c.heading_path,"  # noqa: S608
         f" c.text, c.char_start, c.char_end, c.text_hash, {sim} FROM document_chunks c"
-        f" JOIN documents d ON d.id = c.doc_id{join}"
+        " JOIN documents d ON d.id = c.doc_id"
         " WHERE c.id = ANY(%(ids)s) AND d.status = 'ready'",
         params,
     ).fetchall()
