@@ -150,6 +150,26 @@ def test_the_shared_prefix_is_evaluated_once(llm):
     assert stats.cached_tokens < len(second)
 
 
+def test_an_answer_continued_from_the_cache_is_the_answer_from_scratch(llm):
+    """A prompt evaluated after a cached prefix (and, past it, from the next aligned position on) gives the same
+    greedy answer as the whole prompt evaluated afresh."""
+    from localrag.core.chat import llm as llm_mod
+
+    system = {"role": "system", "content": "You answer questions about the night train. " * 8}
+    question = {"role": "user", "content": "The night train leaves at 22:10 from platform 4. " * 20
+                + "When does the train leave?"}
+    prompt = llm.render([system, question])
+    prefix = llm.render([system])
+    assert len(prefix) % llm_mod.ALIGN and len(prompt) > len(prefix) + llm_mod.ALIGN
+    llm.llama.reset()
+    fresh = "".join(llm.stream(prompt, max_tokens=12, temperature=0.0))
+    llm.llama.reset()
+    llm.prime(prefix)
+    continued = "".join(llm.stream(prompt, max_tokens=12, temperature=0.0))
+    assert llm.last_stats.cached_tokens >= len(prefix) - 4
+    assert continued and continued == fresh
+
+
 def test_a_garbage_file_fails_to_load_with_a_clear_message(tmp_path):
     bad = tmp_path / "broken.gguf"
     bad.write_bytes(b"not a model at all" * 100)

@@ -50,6 +50,9 @@ N_UBATCH = 512
 # Flash attention: a 1,200-token prompt 20-25 % sooner (1.9 -> 1.45 s with AMX kernels), generation at that context
 # length half as fast (65 -> 35 tokens/s) with llama.cpp's CPU kernel for one token.
 FLASH_ATTN = True
+# Prompt batches after a cached prefix start at multiples of this many positions (``LocalLLM._align``): with
+# flash attention, batches that start at such a position were measured faster than the same work shifted.
+ALIGN = 256
 ZERO_WIDTH_SPACE = "\u200b"
 
 
@@ -246,9 +249,7 @@ class LocalLLM:
             prefix = self._cached_prefix(tokens)
             if prefix >= len(tokens):
                 return 0.0
-            self.llama._ctx.kv_cache_seq_rm(-1, prefix, -1)
-            self.llama.n_tokens = prefix
-            self.llama.eval(list(tokens)[prefix:])
+            self._evaluate(tokens, prefix, len(tokens))
             self.cores.mark()
         return time.monotonic() - started
 
@@ -271,6 +272,13 @@ class LocalLLM:
         started = time.monotonic()
         first: float | None = None
         with self.lock, self._abortable(cancel), self._threads_for_load():
+            try:
+                self._align(prompt, stats.cached_tokens)
+            except RuntimeError:
+                if cancel is not None and cancel.cancelled:  # llama_decode aborted by the callback
+                    stats.cancelled = True
+                    return
+                raise
             chunks: Any = self.llama.create_completion(
                 prompt=prompt,
                 max_tokens=max_tokens,
@@ -354,6 +362,20 @@ class LocalLLM:
             yield
         finally:
             self.cores.mark()
+
+    def _evaluate(self, tokens: Sequence[int], start: int, end: int) -> None:
+        """Evaluate ``tokens[start:end]`` after the cached ``tokens[:start]`` (whatever was cached after it goes)."""
+        self.llama._ctx.kv_cache_seq_rm(-1, start, -1)
+        self.llama.n_tokens = start
+        self.llama.eval(list(tokens[start:end]))
+
+    def _align(self, prompt: Sequence[int], cached: int) -> None:
+        """After a cached prefix, evaluate up to the next multiple of ``ALIGN`` tokens first, so that the batches
+        of the rest start at such a position too (measured: 1,041 new tokens after the 159 of the system prompt
+        took 1.59 s in batches starting at 159, 1.37 s this way, and all 1,200 from scratch 1.43 s)."""
+        edge = -(-cached // ALIGN) * ALIGN
+        if 0 < cached < edge < len(prompt) - 1:
+            self._evaluate(prompt, cached, edge)
 
     def _should_abort(self, _data: object) -> bool:
         cancel = self._cancel
