@@ -148,7 +148,8 @@ def _print_sources(event: Any) -> None:
     if event.sources:
         print("\nSources:" if event.citations.cited else "\nSources (not cited by the answer):")
         for s in event.sources:
-            mark = "" if s.cited or not event.citations.cited else "  (not cited)"
+            mark = "  (quoted, not cited)" if s.quoted else (
+                "" if s.cited or not event.citations.cited else "  (not cited)")
             score = f" · score {s.score:.2f}" if s.score is not None else ""
             print(f"[{s.number}] {_where(s)}{score}{mark}")
             print(f"    {s.path}")

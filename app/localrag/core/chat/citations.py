@@ -2,6 +2,11 @@
 
 The check is strict whatever the model: a number that names no source given with the question is invalid and is
 never shown as a link. ``Source`` is what a message keeps of each source (stored as JSON with the message).
+
+Small models often repeat a passage's words without writing its number. ``find_quotes`` finds the sources that an
+uncited sentence of the answer repeats (most of its three-word runs appear in the passage), so that the sources
+list can say which passage the answer took its words from; they are marked ``quoted``, never ``cited``, and no
+number is added to the answer.
 """
 
 from __future__ import annotations
@@ -18,6 +23,12 @@ _BRACKET = re.compile(
 _ITEM = re.compile(r"(\d{1,4})\s*(?:[-–]\s*(\d{1,4}))?")
 # A range wider than this is not a citation anyone meant ("[1-2000]"); its numbers count as invalid.
 MAX_RANGE = 20
+# A sentence quotes a passage when at least this share of its three-word runs (and at least QUOTE_MIN_RUNS of
+# them) appear in the passage.
+QUOTE_SHARE = 0.5
+QUOTE_MIN_RUNS = 3
+_WORD = re.compile(r"[^\W_]+")
+_SENTENCES = re.compile(r"[^.!?\n]+(?:[.!?]+|\n|$)")
 EXCERPT_CHARS = 1200
 
 
@@ -42,6 +53,7 @@ class Source:
     char_end: int = 0
     text: str = ""
     cited: bool = False
+    quoted: bool = False  # the answer repeats its words in a sentence that cites nothing
 
     @classmethod
     def from_result(cls, number: int, r: Any) -> Source:
@@ -165,6 +177,33 @@ def apply_citations(sources: list[Source], check: CitationCheck) -> list[int]:
             if cid not in chunk_ids:
                 chunk_ids.append(cid)
     return chunk_ids
+
+
+def find_quotes(answer: str, sources: list[Source], check: CitationCheck) -> list[int]:
+    """The numbers of the sources that a sentence of ``answer`` citing nothing repeats, in order of first quote
+    (for each such sentence, the passage holding most of its three-word runs, if it holds enough)."""
+    cited_spans = [(m.start, m.end) for m in check.marks]
+    runs_of = {s.number: set(_runs(s.text)) for s in sources if s.text}
+    quoted: list[int] = []
+    for m in _SENTENCES.finditer(answer):
+        if any(start < m.end() and m.start() < end for start, end in cited_spans):
+            continue
+        runs = _runs(m.group(0))
+        if len(runs) < QUOTE_MIN_RUNS:
+            continue
+        best, best_share = 0, 0.0
+        for number, passage in runs_of.items():
+            share = sum(1 for r in runs if r in passage) / len(runs)
+            if share > best_share:
+                best, best_share = number, share
+        if best and best_share >= QUOTE_SHARE and best not in quoted:
+            quoted.append(best)
+    return quoted
+
+
+def _runs(text: str) -> list[tuple[str, ...]]:
+    words = [w.lower() for w in _WORD.findall(text)]
+    return [tuple(words[i : i + 3]) for i in range(len(words) - 2)]
 
 
 def segments(answer: str, check: CitationCheck) -> list[tuple[str, int | None]]:

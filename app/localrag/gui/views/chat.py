@@ -86,6 +86,8 @@ def _source_line(number: int, ref: SourceRef, turn_index: int, muted: str) -> st
         bits.append(escape(ref.heading_path.replace(" > ", " › ")))
     if ref.score is not None:
         bits.append(f"score {ref.score:.2f}")
+    if ref.quoted:
+        bits.append("quoted in the answer, not cited")
     detail = f" <span style='color:{muted}'>· {' · '.join(bits)}</span>" if bits else ""
     href = f"src:{turn_index}:{number}"
     weight = "font-weight:600; " if ref.cited else ""
@@ -634,7 +636,10 @@ class ChatPanel(QtWidgets.QWidget):
             parts.append(f"<p style='color:{c['warning']}'>{escape(turn.notice)}</p>")
         if turn.sources and not turn.pending:
             cited = sum(1 for s in turn.sources if s.cited)
+            quoted = sum(1 for s in turn.sources if s.quoted)
             note = f" · {cited} cited" if cited else (" · none cited in the answer" if turn.answer else "")
+            if quoted:
+                note += f" · {quoted} quoted"
             parts.append(f"<p style='margin-top:8px; margin-bottom:2px; color:{c['muted']}'><b>Sources</b>{note}</p>"
                          "<table cellspacing='0' cellpadding='0'>")
             parts.extend(_source_line(i + 1, ref, index, c["muted"]) for i, ref in enumerate(turn.sources))

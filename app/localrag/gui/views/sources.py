@@ -51,6 +51,7 @@ class SourceRef:
     score: float | None = None
     number: int | None = None  # the [n] of the citation, when known
     cited: bool = False  # the answer cites it
+    quoted: bool = False  # the answer repeats its words without citing it
 
     @classmethod
     def from_any(cls, source: Any, number: int | None = None) -> SourceRef:
@@ -78,6 +79,7 @@ class SourceRef:
             score=float(score) if score is not None else None,
             number=number if number is not None else get("number"),
             cited=bool(get("cited", False)),
+            quoted=bool(get("quoted", False)),
         )
 
 
