@@ -292,3 +292,21 @@ def test_weak_passages_next_to_a_strong_one_are_left_out():
     assert [r.title for r in relevant([tides, glacier], strict=True)] == ["tides"]
     keyword_only = [passage("a", None, 1), passage("b", None, 2)]
     assert relevant(keyword_only) == keyword_only
+
+
+def test_a_question_prepared_while_typed_starts_from_the_cache(engine):
+    """Evaluated while it is typed, the question's prompt is what the model continues from when it is asked."""
+    question = "How do I back up my library?"
+    prepared = engine.prepare(None, question)
+    assert prepared > 100  # system prompt, sources and question
+    done = _run(engine, None, question)[-1]
+    assert isinstance(done, Done) and done.answer
+    assert done.timings["prompt_tokens"] == prepared
+    assert done.timings["cached_tokens"] >= prepared - 1
+    # Typing went on (or the question was sent): nothing is prepared, and the next answer is unaffected.
+    stopped = CancelToken()
+    stopped.cancel()
+    assert engine.prepare(None, "What do tomatoes need?", cancel=stopped) == 0
+    assert engine.prepare(None, "   ") == 0
+    again = _run(engine, None, "What do tomatoes need?")[-1]
+    assert isinstance(again, Done) and again.answer and again.timings["cached_tokens"] < again.timings["prompt_tokens"]

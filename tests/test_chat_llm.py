@@ -168,6 +168,11 @@ def test_an_answer_continued_from_the_cache_is_the_answer_from_scratch(llm):
     continued = "".join(llm.stream(prompt, max_tokens=12, temperature=0.0))
     assert llm.last_stats.cached_tokens >= len(prefix) - 4
     assert continued and continued == fresh
+    # Prepared whole while the question was typed: the answer starts from the evaluated prompt, and is the same.
+    llm.prime(prompt)
+    prepared = "".join(llm.stream(prompt, max_tokens=12, temperature=0.0))
+    assert llm.last_stats.cached_tokens >= len(prompt) - 1
+    assert prepared == fresh
 
 
 def test_a_garbage_file_fails_to_load_with_a_clear_message(tmp_path):

@@ -220,6 +220,28 @@ def test_ctrl_enter_sends_and_escape_stops(qtbot, panel, monkeypatch):
     assert len(turn.answer) < 400 * 8
 
 
+def test_a_pause_in_typing_prepares_the_question_so_its_answer_starts_from_the_cache(qtbot, panel, worker):
+    """Typing, then a pause: the worker evaluates the question's prompt in the background; sent as typed, the
+    answer continues from it. Typing again cancels what was being prepared."""
+    from localrag.gui.qt import Qt
+
+    panel.question.setFocus()
+    with qtbot.waitSignal(worker.prepared, timeout=60000) as prepared:
+        qtbot.keyClicks(panel.question, "When is the lighthouse lamp lit?")
+    assert prepared.args[0] > 100
+    with qtbot.waitSignal(panel.answer_done, timeout=60000) as done:
+        qtbot.keyClick(panel.question, Qt.Key_Return, Qt.ControlModifier)
+    timings = done.args[0].timings
+    assert timings["cached_tokens"] >= timings["prompt_tokens"] - 1
+    # More typing cancels the draft in hand (``cancel_draft``): nothing is prepared.
+    from localrag.gui.chat_worker import AskRequest
+
+    with qtbot.waitSignal(worker.prepared, timeout=60000) as prepared:
+        assert worker.prepare(AskRequest("How long do the rye loaves bake?", chat_id=panel.chat_id))
+        worker.cancel_draft()
+    assert prepared.args[0] == 0
+
+
 def test_strict_with_nothing_relevant_says_so(qtbot, panel):
     from localrag.core.chat.prompts import NOT_FOUND
 

@@ -67,6 +67,13 @@ class _Thread(QThread):
 _LOAD, _STOP = "load", "stop"
 
 
+@dataclass
+class _Draft:
+    """A question still being typed, to prepare (``ChatEngine.prepare``)."""
+
+    request: AskRequest
+
+
 class _Life:
     """Whether a QObject still exists (its Python wrapper outlives it)."""
 
@@ -115,6 +122,9 @@ class ChatWorker(QObject):
     Public:
         warm_up(): start the thread; load the embedding model and the language model there.
         ask(request) -> bool: queue a question (False while another one is in hand).
+        prepare(request) -> bool: evaluate the prompt of a question still being typed, in the background, so that
+            its answer starts at once when it is sent; cancelled by the next draft, by typing, or by a question.
+        cancel_draft(): stop preparing (the text changed).
         cancel(): stop the answer in hand (Esc); the engine keeps and saves what was generated.
         shutdown(timeout_ms=None) -> bool: cancel, end the thread and wait for it.
         model_state: ``"idle" | "loading" | "ready" | "failed"``; ``model_error`` says why it failed.
@@ -136,6 +146,7 @@ class ChatWorker(QObject):
         failed(str, bool): the answer failed; the message says why, the flag whether it is a known
             (environment) problem rather than a bug.
         request_finished(): the question is over (always, after ``done`` or ``failed``).
+        prepared(int): a draft's prompt was evaluated (its length in tokens; 0: nothing was prepared).
     """
 
     model_loading = Signal()
@@ -149,6 +160,7 @@ class ChatWorker(QObject):
     done = Signal(object)
     failed = Signal(str, bool)
     request_finished = Signal()
+    prepared = Signal(int)
 
     def __init__(self, library: Library, *, loader: Callable[[Any], Any] | None = None,
                  parent: QObject | None = None) -> None:
@@ -159,6 +171,7 @@ class ChatWorker(QObject):
         self._thread: _Thread | None = None
         self._lock = threading.Lock()
         self._current: AskRequest | None = None
+        self._draft: AskRequest | None = None
         self._pending = 0
         self._warm_cancel = CancelToken()
         self.engine: Any = None
@@ -193,6 +206,7 @@ class ChatWorker(QObject):
                 return False
             self._pending = 1
             self._current = request
+            self._cancel_draft()
         if self.model_state == IDLE:
             self.warm_up()
         if self.model_state == LOADING:
@@ -200,6 +214,26 @@ class ChatWorker(QObject):
         self._ensure_thread()
         self._queue.put(request)
         return True
+
+    def prepare(self, request: AskRequest) -> bool:
+        """Queue the draft ``request`` (see the class); False while a question is in hand or the model is not
+        loaded yet."""
+        with self._lock:
+            if self._pending or self.model_state != READY or self._thread is None:
+                return False
+            self._cancel_draft()
+            self._draft = request
+        self._queue.put(_Draft(request))
+        return True
+
+    def cancel_draft(self) -> None:
+        with self._lock:
+            self._cancel_draft()
+
+    def _cancel_draft(self) -> None:  # with ``_lock`` held
+        if self._draft is not None:
+            self._draft.cancel.cancel()
+            self._draft = None
 
     def cancel(self) -> None:
         """Stop the question in hand (Esc). Safe to call when nothing runs."""
@@ -213,6 +247,7 @@ class ChatWorker(QObject):
         Call it before the Library closes: a QThread destroyed while running aborts the process.
         """
         self.cancel()
+        self.cancel_draft()
         self._warm_cancel.cancel()
         thread = self._thread
         if thread is None:
@@ -235,6 +270,8 @@ class ChatWorker(QObject):
                 break  # anything still queued is dropped: the window is closing
             if item == _LOAD:
                 self._warm_up()
+            elif isinstance(item, _Draft):
+                self._prepare(item.request)
             elif isinstance(item, AskRequest):
                 try:
                     if self.engine is None:
@@ -274,6 +311,21 @@ class ChatWorker(QObject):
         self._on_provider(provider.state)
         if self.model_state == LOADING and provider.state.status not in ("ready", "failed"):
             self.model_state = IDLE  # warm-up stopped before the model: the first question loads it
+
+    def _prepare(self, request: AskRequest) -> None:
+        n = 0
+        if not request.cancel.cancelled and self.engine is not None:
+            try:
+                n = self.engine.prepare(
+                    request.chat_id, request.question, grounded=request.grounded, strict=request.strict,
+                    doc_ids=request.doc_ids, doc_types=request.doc_types, cancel=request.cancel,
+                )
+            except Exception:  # preparing is an optimisation: a failure shows when the question is asked
+                log.error("preparing a question failed:\n%s", traceback.format_exc())
+        with self._lock:
+            if self._draft is request:
+                self._draft = None
+        self.prepared.emit(n)
 
     def _answer(self, request: AskRequest) -> None:
         from localrag.core.chat import engine as chat

@@ -255,6 +255,43 @@ class ChatEngine:
             log.exception("answering failed")
             yield Failed(f"{type(exc).__name__}: {exc}", known=False)
 
+    def prepare(
+        self,
+        chat_id: int | None,
+        question: str,
+        *,
+        grounded: bool = True,
+        strict: bool = False,
+        doc_ids: Sequence[int] | None = None,
+        doc_types: Sequence[str] | None = None,
+        cancel: CancelToken | None = None,
+    ) -> int:
+        """Evaluate now the prompt a question still being typed would get, so that its answer starts at once if
+        it is asked as it stands (the model continues from the longest prefix it holds: the system prompt, the
+        chat's earlier turns, and the sources when the final question finds the same ones).
+
+        Returns the prompt's length in tokens, or 0 when nothing was prepared: the model is not loaded yet, the
+        question is empty, strict mode found nothing, or ``cancel`` was set (typing went on, or the question was
+        sent). Never raises for a store or model problem: the question, when asked, reports it.
+        """
+        provider = self.provider
+        llm = provider.llm if provider is not None and provider.ready else None
+        question = question.strip()
+        if llm is None or not question:
+            return 0
+        cancel = cancel or CancelToken()
+        run = _Run(self, chat_id, question, grounded, strict, doc_ids, doc_types, cancel, self.settings.max_tokens,
+                   persist=False)
+        try:
+            prompt = run.draft_prompt(llm)
+            if prompt is None or cancel.cancelled:
+                return 0
+            llm.prime(prompt.tokens, cancel=cancel)
+        except (KnownError, Cancelled, psycopg.Error) as exc:
+            log.debug("question not prepared: %s", exc)
+            return 0
+        return 0 if cancel.cancelled else len(prompt.tokens)
+
     # -- helpers -------------------------------------------------------------------------------------------
 
     def _earlier_questions(self, chat_id: int | None) -> list[str]:
@@ -335,29 +372,19 @@ class _Run:
             query = follow_up_query(self.question, self.earlier)
             yield Searching(query)
             resp, results = self._retrieve(query)
-            mode = STRICT if self.strict else GROUNDED
-            if resp.reason is not None or not results:
-                notice = _notice_for(resp, results, strict=self.strict)
-                if self.strict:  # nothing to answer from: say so plainly, without the model
-                    why = resp.error or "the database is not reachable"
-                    text = STRICT_STORE_DOWN.format(why=why) if resp.reason else NOT_FOUND
-                    yield Retrieved(query, resp, _nothing_packed(resp), None, [], notice)
-                    yield from self._fixed_answer(text, notice)
-                    return
+            mode, notice = self._mode(resp, results)
+            if mode is None:  # strict, and nothing to answer from: say so plainly, without the model
+                why = resp.error or "the database is not reachable"
+                text = STRICT_STORE_DOWN.format(why=why) if resp.reason else NOT_FOUND
+                yield Retrieved(query, resp, _nothing_packed(resp), None, [], notice)
+                yield from self._fixed_answer(text, notice)
+                return
+            if notice:
                 self.notices.append(notice)
-                mode = PLAIN
         llm = yield from self._model(resp, results)
         if llm is None:
             return
-        self.prompt = prompts.build_prompt(
-            llm,
-            self.question,
-            mode=mode,
-            results=results,
-            history=self.history,
-            max_tokens=self.max_tokens,
-            context_tokens=self.settings.context_tokens,
-        )
+        self.prompt = self._build_prompt(llm, mode, results)
         sources = self._sources()
         if resp is not None:
             packed = self.prompt.packed if self.prompt.packed is not None else _nothing_packed(resp)
@@ -404,7 +431,39 @@ class _Run:
         )
         yield self.finish(cancelled=stats.cancelled or self.cancel.cancelled)
 
+    def draft_prompt(self, llm: LocalLLM) -> Prompt | None:
+        """The prompt this question would get if it were asked now (``None`` when it would get none: strict mode
+        with nothing found); nothing is shown, saved or generated."""
+        self._load_history()
+        mode, results = PLAIN, []
+        if self.grounded:
+            resp, results = self._retrieve(follow_up_query(self.question, self.earlier))
+            found, _ = self._mode(resp, results)
+            if found is None:
+                return None
+            mode = found
+        return self._build_prompt(llm, mode, results)
+
     # -- steps ---------------------------------------------------------------------------------------------
+
+    def _mode(self, resp: RetrievalResponse, results: list[Result]) -> tuple[str | None, str]:
+        """How to prompt after retrieval, and the notice to show: grounded (or strict) when passages were found,
+        else plain with a notice, or ``None`` in strict mode (which then answers without the model)."""
+        if resp.reason is None and results:
+            return (STRICT if self.strict else GROUNDED), ""
+        notice = _notice_for(resp, results, strict=self.strict)
+        return (None if self.strict else PLAIN), notice
+
+    def _build_prompt(self, llm: LocalLLM, mode: str, results: list[Result]) -> Prompt:
+        return prompts.build_prompt(
+            llm,
+            self.question,
+            mode=mode,
+            results=results,
+            history=self.history,
+            max_tokens=self.max_tokens,
+            context_tokens=self.settings.context_tokens,
+        )
 
     def _load_history(self) -> None:
         if self.chat_id is None:

@@ -24,6 +24,9 @@ log = logging.getLogger("localrag.gui.chat")
 
 SEARCHING = "Searching your documents…"
 WAITING = "Waiting for the model…"
+# A pause in typing this long (ms) prepares the question typed so far (``ChatWorker.prepare``).
+DRAFT_PAUSE_MS = 700
+DRAFT_MIN_WORDS = 3
 
 
 def _get(obj: Any, name: str, default: Any = None) -> Any:
@@ -209,6 +212,12 @@ class ChatPanel(QtWidgets.QWidget):
         self.question.setTabChangesFocus(True)
         self.question.setFixedHeight(78)
         self.question.installEventFilter(self)
+        # While the question is typed, a pause lets the model read its sources already (see ``_prepare_draft``).
+        self._draft_timer = QtCore.QTimer(self)
+        self._draft_timer.setSingleShot(True)
+        self._draft_timer.setInterval(DRAFT_PAUSE_MS)
+        self._draft_timer.timeout.connect(self._prepare_draft)
+        self.question.textChanged.connect(self._on_typing)
 
         self.use_documents = QtWidgets.QCheckBox("Use my documents", self)
         self.use_documents.setChecked(True)
@@ -338,12 +347,9 @@ class ChatPanel(QtWidgets.QWidget):
         question = question.strip()
         if not question or self.generating:
             return False
-        grounded = self.use_documents.isChecked()
-        request = AskRequest(
-            question=question, chat_id=self.chat_id, grounded=grounded,
-            strict=grounded and self.strict.isChecked(),
-            doc_ids=self.doc_ids if grounded else None, doc_types=self.doc_types if grounded else None,
-        )
+        self._draft_timer.stop()
+        request = self._request_for(question)
+        grounded = request.grounded
         turn = Turn(question, grounded=request.grounded, strict=request.strict, pending=True,
                     status=SEARCHING if grounded else "Thinking…")
         self.turns.append(turn)
@@ -359,6 +365,26 @@ class ChatPanel(QtWidgets.QWidget):
         self.generation_started.emit()
         self._submit(request)
         return True
+
+    def _request_for(self, question: str) -> AskRequest:
+        grounded = self.use_documents.isChecked()
+        return AskRequest(
+            question=question, chat_id=self.chat_id, grounded=grounded,
+            strict=grounded and self.strict.isChecked(),
+            doc_ids=self.doc_ids if grounded else None, doc_types=self.doc_types if grounded else None,
+        )
+
+    def _on_typing(self) -> None:
+        self.worker.cancel_draft()  # the text changed: what was being prepared is stale
+        if not self.generating:
+            self._draft_timer.start()
+
+    def _prepare_draft(self) -> None:
+        """The typing paused: have the model read the prompt of the question as typed so far, so that the answer
+        starts at once if it is sent as it is (retrieval runs again then; whatever it finds the same is reused)."""
+        text = self.question.toPlainText().strip()
+        if len(text.split()) >= DRAFT_MIN_WORDS and not self.generating and self.warmed:
+            self.worker.prepare(self._request_for(text))
 
     def _submit(self, request: AskRequest) -> None:
         if not self.worker.ask(request):  # cannot happen while the panel tracks ``generating``
@@ -482,6 +508,8 @@ class ChatPanel(QtWidgets.QWidget):
             self.status_label.setText("No language model: answers show sources only.")
             self.status_label.setToolTip(self.worker.model_error)
         self._render(scroll_to_end=True)
+        if self.question.toPlainText().strip():  # the next question was typed during the answer
+            self._draft_timer.start()
         self.generation_finished.emit()
         callbacks, self._after_request = self._after_request, []
         for callback in callbacks:
