@@ -242,6 +242,23 @@ def test_a_pause_in_typing_prepares_the_question_so_its_answer_starts_from_the_c
     assert prepared.args[0] == 0
 
 
+def test_reading_ahead_waits_for_a_pause_and_can_be_turned_off(qtbot, panel, worker, monkeypatch):
+    """Only a pause in typing (not each key) asks for a draft, and the setting turns it off."""
+    from localrag.gui.views.chat import DRAFT_PAUSE_MS
+
+    drafts: list = []
+    monkeypatch.setattr(worker, "prepare", lambda request: drafts.append(request.question) or True)
+    panel.question.setFocus()
+    qtbot.keyClicks(panel.question, "How long do the loaves bake")
+    qtbot.wait(DRAFT_PAUSE_MS + 300)
+    assert drafts == ["How long do the loaves bake"]
+    monkeypatch.setattr(panel.library.settings, "prepare_while_typing", False)
+    qtbot.keyClicks(panel.question, " at 230 degrees?")
+    qtbot.wait(DRAFT_PAUSE_MS + 300)
+    assert drafts == ["How long do the loaves bake"]
+    panel.question.clear()
+
+
 def test_strict_with_nothing_relevant_says_so(qtbot, panel):
     from localrag.core.chat.prompts import NOT_FOUND
 

@@ -409,6 +409,8 @@ def test_settings_survive_a_restart(qtbot, clean_db, saved_settings, prefs, tmp_
     dialog.temperature.setValue(0.7)
     dialog.max_tokens.setValue(256)
     dialog.threads.setValue(2)
+    assert dialog.prepare_while_typing.isChecked()
+    dialog.prepare_while_typing.setChecked(False)
     dialog.data_folder.set_text(str(tmp_path / "data"))
     dialog.database_url.setText("postgresql://me@db.example:5432/rag")
     with qtbot.waitSignal(window.settings_applied, timeout=5000) as applied:
@@ -424,6 +426,7 @@ def test_settings_survive_a_restart(qtbot, clean_db, saved_settings, prefs, tmp_
         "temperature",
         "max_tokens",
         "threads",
+        "prepare_while_typing",
         "database_url",
         "data_folder",
     }
@@ -431,6 +434,7 @@ def test_settings_survive_a_restart(qtbot, clean_db, saved_settings, prefs, tmp_
     close_window(qtbot, window)
 
     saved = Settings.load()
+    assert saved.prepare_while_typing is False
     assert (
         saved.embedding_model_dir,
         saved.gguf_path,

@@ -47,6 +47,7 @@ class Settings:
     threads: int = 0  # 0: one per core
     n_ctx: int = 4096
     fast_llm_copy: bool = True  # convert the bundled GGUF once to the fastest type this CPU runs
+    prepare_while_typing: bool = True  # a pause in typing lets the model read the question's prompt already
 
     @classmethod
     def load(cls, path: Path | None = None) -> Settings:

@@ -383,6 +383,8 @@ class ChatPanel(QtWidgets.QWidget):
         """The typing paused: have the model read the prompt of the question as typed so far, so that the answer
         starts at once if it is sent as it is (retrieval runs again then; whatever it finds the same is reused)."""
         text = self.question.toPlainText().strip()
+        if not self.library.settings.prepare_while_typing:
+            return
         if len(text.split()) >= DRAFT_MIN_WORDS and not self.generating and self.warmed:
             self.worker.prepare(self._request_for(text))
 

@@ -177,6 +177,12 @@ class SettingsDialog(QtWidgets.QDialog):
         self.max_tokens = self._spin(
             "Longest answer", 16, 8192, "Tokens the model may generate per answer.", step=16, suffix=" tokens"
         )
+        self.prepare_while_typing = QtWidgets.QCheckBox("Start reading while I type")
+        self.prepare_while_typing.setAccessibleName("Prepare the answer while the question is typed")
+        self.prepare_while_typing.setToolTip(
+            "When typing pauses, search and let the model read the question so far, so the answer starts as "
+            "soon as it is sent. Uses the processor during pauses."
+        )
         cores = os.cpu_count() or 1
         self.threads = self._spin("Threads", 0, 256, "CPU threads for the language model.")
         self.threads.setSpecialValueText(f"Automatic ({cores})")
@@ -220,6 +226,7 @@ class SettingsDialog(QtWidgets.QDialog):
                     ("Temperature", self.temperature),
                     ("Longest answer", self.max_tokens),
                     ("Threads", self.threads),
+                    ("Read ahead", self.prepare_while_typing),
                 ],
             )
         )
@@ -299,6 +306,7 @@ class SettingsDialog(QtWidgets.QDialog):
         self.temperature.setValue(s.temperature)
         self.max_tokens.setValue(s.max_tokens)
         self.threads.setValue(s.threads)
+        self.prepare_while_typing.setChecked(bool(s.prepare_while_typing))
         self.data_folder.set_text(data_folder)
         self.database_url.setText(s.database_url)
 
@@ -316,6 +324,7 @@ class SettingsDialog(QtWidgets.QDialog):
             temperature=round(self.temperature.value(), 4),
             max_tokens=self.max_tokens.value(),
             threads=self.threads.value(),
+            prepare_while_typing=self.prepare_while_typing.isChecked(),
             database_url=self.database_url.text().strip(),
         )
 
