@@ -360,17 +360,18 @@ def run_child(config: BenchConfig, rounds: int) -> dict[str, Any]:
 
 
 def sweep_configs() -> list[BenchConfig]:
-    """The app's configuration, then one change at a time from it."""
+    """The app's configuration, then one change at a time from it (Q8_0 with the AMX/repacked kernels, which the
+    app turns on where they run; each configuration runs in a process of its own, so a crash stays there)."""
+    app = {"weights": "q8_0", "extra_bufts": True}
     configs = [BenchConfig(label="app defaults")]
-    configs += [BenchConfig(weights=w) for w in ("original", "bf16", "f16", "q8_0")]
-    configs.append(BenchConfig(weights="q8_0", flash_attn=True))
-    configs += [BenchConfig(weights="q8_0", n_ubatch=ub) for ub in (128, 512)]
+    configs += [BenchConfig(weights=w) for w in ("original", "bf16", "f16", "q8_0")]  # weight types, no AMX
+    configs.append(BenchConfig(**app, flash_attn=not llm_mod.FLASH_ATTN))
+    configs += [BenchConfig(**app, n_ubatch=ub) for ub in (128, 256) if ub != llm_mod.N_UBATCH]
     configs += [
-        BenchConfig(weights="q8_0", threads=1),
-        BenchConfig(weights="q8_0", threads=1, threads_batch=2),
-        BenchConfig(weights="q8_0", omp_wait_policy="ACTIVE"),
+        BenchConfig(**app, threads=1),
+        BenchConfig(**app, threads=1, threads_batch=2),
+        BenchConfig(**app, omp_wait_policy="ACTIVE"),
         BenchConfig(weights="bf16", extra_bufts=True),
-        BenchConfig(weights="q8_0", extra_bufts=True),
     ]
     return configs
 
