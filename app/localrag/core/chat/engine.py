@@ -41,7 +41,13 @@ import psycopg
 
 from localrag.core.chat import history as hist
 from localrag.core.chat import prompts
-from localrag.core.chat.citations import CitationCheck, Source, apply_citations, check_citations, find_quotes
+from localrag.core.chat.citations import (
+    CitationCheck,
+    Source,
+    apply_citations,
+    check_citations,
+    find_quotes,
+)
 from localrag.core.chat.echo import EchoFilter
 from localrag.core.chat.llm import LLMProvider, LocalLLM
 from localrag.core.chat.prompts import GROUNDED, NOT_FOUND, PLAIN, STRICT, Prompt, Turn
