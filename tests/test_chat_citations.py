@@ -90,6 +90,8 @@ def test_a_passage_the_answer_repeats_without_citing_it_is_found():
               "and on the opposite side. Tomatoes need six hours of sun [1].")
     check = check_citations(answer, 3)
     assert find_quotes(answer, sources, check) == [2]  # sentence 2 cites [1]; the Moon passage shares too little
+    assert apply_citations(sources, check, answer) == [10, 11, 20, 21]  # cited first, then quoted
+    assert [(s.cited, s.quoted) for s in sources] == [(True, False), (False, True), (False, False)]
     # Topical words alone are not a quote, and a sentence that cites is taken at its word.
     assert find_quotes("The Moon and the Earth pull on the water of the seas.", sources, check_citations("", 3)) == []
     cited = "The water bulges on the side of the Earth facing the Moon [2]."

@@ -165,14 +165,18 @@ def check_citations(answer: str, n_sources: int) -> CitationCheck:
     return check
 
 
-def apply_citations(sources: list[Source], check: CitationCheck) -> list[int]:
-    """Mark the cited sources (``Source.cited``) and return the chunk ids of the cited ones, in citation
-    order without repeats."""
-    chunk_ids: list[int] = []
+def apply_citations(sources: list[Source], check: CitationCheck, answer: str = "") -> list[int]:
+    """Mark the cited sources (``Source.cited``) and, given the ``answer``, those it repeats without citing them
+    (``Source.quoted``, see ``find_quotes``); return the chunk ids of the cited ones in citation order, then of
+    the quoted ones, without repeats."""
     for s in sources:
         s.cited = s.number in check.cited
+    quoted = [n for n in find_quotes(answer, sources, check) if n not in check.cited] if answer else []
+    for s in sources:
+        s.quoted = s.number in quoted
     by_number = {s.number: s for s in sources}
-    for n in check.cited:
+    chunk_ids: list[int] = []
+    for n in [*check.cited, *quoted]:
         for cid in by_number[n].chunk_ids if n in by_number else []:
             if cid not in chunk_ids:
                 chunk_ids.append(cid)

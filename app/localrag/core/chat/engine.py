@@ -41,13 +41,7 @@ import psycopg
 
 from localrag.core.chat import history as hist
 from localrag.core.chat import prompts
-from localrag.core.chat.citations import (
-    CitationCheck,
-    Source,
-    apply_citations,
-    check_citations,
-    find_quotes,
-)
+from localrag.core.chat.citations import CitationCheck, Source, apply_citations, check_citations
 from localrag.core.chat.echo import EchoFilter
 from localrag.core.chat.llm import LLMProvider, LocalLLM
 from localrag.core.chat.prompts import GROUNDED, NOT_FOUND, PLAIN, STRICT, Prompt, Turn
@@ -540,12 +534,7 @@ class _Run:
         """Check the citations, save the exchange, and build ``Done``."""
         sources = self._sources() if self.prompt is not None else []
         check = check_citations(self.answer, len(sources))
-        chunk_ids = apply_citations(sources, check)
-        # Sources the answer repeats without citing them were used too: marked, and their chunks kept.
-        for n in find_quotes(self.answer, sources, check):
-            source = sources[n - 1]
-            source.quoted = not source.cited
-            chunk_ids += [cid for cid in source.chunk_ids if cid not in chunk_ids]
+        chunk_ids = apply_citations(sources, check, self.answer)  # cited, then quoted without a number
         self.timings["total_s"] = time.monotonic() - self.started
         timings: dict[str, Any] = {
             k: round(v, 4) if isinstance(v, float) else v for k, v in self.timings.items()
