@@ -1,8 +1,11 @@
 """``local-rag ask QUESTION [--no-grounding] [--strict] [--doc-type T] [--chat ID | --save] [--json]``.
 
-Streams the answer, then the sources. ``--json`` prints one object instead: ``answer``, ``sources`` (``path``,
-``page_number``, ``chunk_ids``, ``cited``…), ``citations``, ``notice`` and ``timings`` in seconds
-(``retrieval_s``, ``ttft_s``, ``tokens_per_s``…). Nothing is kept unless ``--save`` (a new chat) or ``--chat ID``
+Prints the answer quoted from the sources at once, then streams what the model adds (each sentence checked),
+then the sources. ``--json`` prints one object instead: ``answer`` (what the person sees), ``evidence`` (the
+quoted sentences: ``text``, ``number``, ``path``, ``page_number``, ``char_start``, ``char_end``, ``score``),
+``generated`` (the model's sentences, each with ``supported``), ``sources`` (``path``, ``page_number``,
+``chunk_ids``, ``cited``…), ``citations``, ``notice`` and ``timings`` in seconds (``retrieval_s``,
+``evidence_at_s``, ``ttft_s``, ``tokens_per_s``…). Nothing is kept unless ``--save`` (a new chat) or ``--chat ID``
 (continue that chat: its earlier questions make follow-ups work).
 """
 
@@ -44,17 +47,36 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     keep.add_argument("--save", action="store_true", help="keep the exchange in a new chat")
     p.add_argument("--max-tokens", type=int, default=None, help="the answer's length limit")
+    p.add_argument("--lead", choices=("auto", "sources", "model"), default=None,
+                   help="what leads the answer: the quoted sources, the model's checked answer, or by model size")
+    p.add_argument("--no-reword", dest="reword", action="store_false", default=None,
+                   help="when the sources lead, do not let the model reword them")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from localrag.core.chat.engine import ChatEngine, Done, Failed, Retrieved, Searching, Token, WarmingUp
+    from localrag.core.chat.engine import (
+        MODEL,
+        ChatEngine,
+        Checked,
+        Done,
+        EvidenceReady,
+        Failed,
+        Retrieved,
+        Searching,
+        Token,
+        WarmingUp,
+    )
     from localrag.core.chat.llm import LLMProvider
     from localrag.core.library import Library
 
     started = time.monotonic()
     library = Library(owner=False)
+    if args.lead:
+        library.settings.answer_lead = args.lead
+    if args.reword is not None:
+        library.settings.reword = args.reword
     provider = LLMProvider(library.settings)
     provider.start()  # the model loads while the store opens and retrieval runs
     try:
@@ -66,6 +88,7 @@ def run(args: argparse.Namespace) -> int:
     out: dict[str, Any] = {"question": args.question, "grounded": args.grounded, "strict": args.strict}
     code = 0
     streamed = False
+    lead = ""
     try:
         for event in engine.ask(
             args.chat,
@@ -76,11 +99,20 @@ def run(args: argparse.Namespace) -> int:
             max_tokens=args.max_tokens,
             persist=bool(args.chat or args.save),
         ):
-            if isinstance(event, Token):
+            if isinstance(event, EvidenceReady):
+                lead = event.lead
                 if not args.json:
+                    print(event.text, flush=True)
+                    if lead != MODEL:
+                        streamed = False
+            elif isinstance(event, Token):
+                if not args.json and (lead == MODEL or not out.get("sources")):
                     sys.stdout.write(event.text)
                     sys.stdout.flush()
                     streamed = True
+            elif isinstance(event, Checked):
+                if not args.json and lead != MODEL and event.shown:
+                    print(f"  {event.sentence.shown()}", flush=True)
             elif isinstance(event, Searching | WarmingUp) and not args.json:
                 label = "Searching your documents…" if isinstance(event, Searching) else "Warming up…"
                 print(label, file=sys.stderr, flush=True)
@@ -111,23 +143,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _done(event: Any) -> dict[str, Any]:
-    return {
-        "answer": event.answer,
-        "sources": [_source_json(s) for s in event.sources],
-        "citations": {"cited": event.citations.cited, "invalid": event.citations.invalid},
-        "chunk_ids": event.chunk_ids,
-        "notice": event.notice,
-        "cancelled": event.cancelled,
-        "chat_id": event.chat_id,
-        "message_id": event.message_id,
-        "timings": event.timings,
-    }
-
-
-def _source_json(s: Any) -> dict[str, Any]:
-    d = s.to_dict()
-    d.pop("text", None)
-    return d
+    out = event.to_json()
+    out.pop("parts", None)
+    return out
 
 
 def _where(s: Any) -> str:

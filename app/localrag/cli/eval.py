@@ -1,4 +1,9 @@
-"""``local-rag eval DATASET_DIR [--split test|train] [--mode M] [--json]``: retrieval quality on a BEIR folder."""
+"""``local-rag eval DATASET_DIR [--split test|train] [--mode M] [--json]``: retrieval quality on a BEIR folder.
+
+``local-rag eval answers DATASET_DIR [--answer-mode M] [--limit N] [--kind K] [--json]``: answer quality — the
+real ``ask`` path over questions with gold answers and pages (see ``core/eval/answers.py``), in this data folder's
+library (``LOCALRAG_HOME``; its documents are ingested once and kept).
+"""
 
 from __future__ import annotations
 
@@ -16,8 +21,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "eval", help="measure retrieval (nDCG@10, recall, MRR, latency) on a BEIR folder in a throw-away database"
     )
-    p.add_argument("dataset", type=Path, metavar="DATASET_DIR",
-                   help="a BEIR folder: corpus.jsonl, queries*.jsonl, qrels/<split>.tsv")
+    p.add_argument("dataset", nargs="+", metavar="DATASET_DIR",
+                   help="a BEIR folder (corpus.jsonl, queries*.jsonl, qrels/<split>.tsv), or `answers DIR`: a "
+                        "folder of PDFs and questions with gold answers (datasets/debian-manuals)")
+    p.add_argument("--answer-mode", action="append", dest="answer_modes", choices=("evidence", "generated",
+                   "default"), help="answers: a mode to measure (repeatable; default: all three)")
+    p.add_argument("--limit", type=int, default=None, help="answers: only the first N questions")
+    p.add_argument("--kind", action="append", dest="kinds", help="answers: only questions of this kind")
     p.add_argument("--split", default="test", help="which qrels to use (test or train; default test)")
     p.add_argument("--mode", choices=MODES, action="append", dest="modes",
                    help="a mode to measure (repeatable; default: all three)")
@@ -29,6 +39,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.dataset[0] == "answers" and len(args.dataset) == 2:
+        return run_answers(args, Path(args.dataset[1]))
+    if len(args.dataset) != 1:
+        print("local-rag: eval takes one DATASET_DIR, or `answers DATASET_DIR`", file=sys.stderr)
+        return 2
+    args.dataset = Path(args.dataset[0])
     from localrag.core.eval.beir import evaluate
 
     cache = args.cache_dir or (Path(os.environ["LOCALRAG_EVAL_CACHE"]) if os.environ.get("LOCALRAG_EVAL_CACHE")
@@ -47,6 +63,29 @@ def run(args: argparse.Namespace) -> int:
     q = report["embed_query_ms"]
     print(f"(latency: retrieve with k=100 and the query vector cached; embedding a query: p50 {q['p50']} ms, "
           f"p95 {q['p95']} ms)")
+    return 0
+
+
+def run_answers(args: argparse.Namespace, folder: Path) -> int:
+    from localrag.core.eval.answers import MODES, evaluate
+
+    try:
+        report = evaluate(folder, modes=args.answer_modes or MODES, limit=args.limit, kinds=args.kinds,
+                          say=lambda line: print(line, file=sys.stderr, flush=True))
+    except FileNotFoundError as exc:
+        print(f"local-rag: {exc}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(report, indent=2, ensure_ascii=False))
+        return 0
+    print(f"{report['dataset']}: {report['questions']} questions, model {report.get('model')}")
+    print(f"{'mode':10} {'correct+cited':>13} {'page':>6} {'F1 ans':>7} {'F1 evid':>8} {'unsupp.':>8} "
+          f"{'unmarked':>8} {'evid s':>7} {'ttft s':>7} {'total s':>8}")
+    for mode, m in report["modes"].items():
+        s = m["summary"]
+        print(f"{mode:10} {s['correct_and_cited']:13.3f} {s['gold_page_cited']:6.3f} {s['f1_answer']:7.3f} "
+              f"{s['f1_evidence']:8.3f} {s['unsupported_shown_share']:8.3f} {s['unsupported_unmarked']:8d} "
+              f"{s['evidence_s']['p50'] or 0:7.3f} {s['ttft_s']['p50'] or 0:7.3f} {s['total_s']['p50'] or 0:8.3f}")
     return 0
 
 

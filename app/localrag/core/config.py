@@ -48,6 +48,10 @@ class Settings:
     n_ctx: int = 4096
     fast_llm_copy: bool = True  # convert the bundled GGUF once to the fastest type this CPU runs
     prepare_while_typing: bool = True  # a pause in typing lets the model read the question's prompt already
+    # Answers: what leads — "auto" (the sources for a model under a billion parameters, else the model's answer),
+    # "sources" or "model" — and whether a model rewords the quoted sources (its sentences are checked).
+    answer_lead: str = "auto"
+    reword: bool = True
 
     @classmethod
     def load(cls, path: Path | None = None) -> Settings:

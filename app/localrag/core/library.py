@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("localrag.library")
 
-QUERY_CACHE_SIZE = 512
+QUERY_CACHE_SIZE = 4096
 
 
 class Library:
@@ -138,6 +138,35 @@ class Library:
             while len(self._query_cache) > QUERY_CACHE_SIZE:
                 self._query_cache.popitem(last=False)
         return vector
+
+    def embed_texts(self, texts: list[str]) -> np.ndarray:
+        """The vectors of a few short texts asked for now (a question's candidate sentences), in one batch ahead
+        of queued ingestion batches; cached like queries, so the same sentence is embedded once."""
+        name = self.embedder.name
+        vectors: dict[str, np.ndarray] = {}
+        with self._embedder_lock:
+            for t in texts:
+                hit = self._query_cache.get((name, t))
+                if hit is not None:
+                    vectors[t] = hit
+        missing = list(dict.fromkeys(t for t in texts if t not in vectors))
+        if missing:
+            service = self.embedding_service
+            if service is not None:
+                from localrag.core.embed.service import QUERY
+
+                fresh = service.submit(missing, QUERY).result(60.0)
+            else:
+                fresh = self.embedder.embed(missing, batch_size=32)
+            with self._embedder_lock:
+                for t, v in zip(missing, fresh):
+                    vectors[t] = v
+                    self._query_cache[(name, t)] = v
+                while len(self._query_cache) > QUERY_CACHE_SIZE:
+                    self._query_cache.popitem(last=False)
+        if not texts:
+            return np.zeros((0, self.embedder.dimension), dtype=np.float32)
+        return np.stack([vectors[t] for t in texts])
 
     def drop_embedder(self) -> None:
         """Forget the loaded model (after a crash of its worker); the next use loads it again."""

@@ -1,7 +1,9 @@
 """Citations in an answer: ``[1]``, ``[1, 3]``, ``[2-4]`` checked against the sources the model was given.
 
 The check is strict whatever the model: a number that names no source given with the question is invalid and is
-never shown as a link. ``Source`` is what a message keeps of each source (stored as JSON with the message).
+never shown as a link. A citation closes a clause of prose: a bracket inside code (between backticks or in a
+fenced block), inside math (``$…$``), in an array or index (``x[1]``, ``= [1; 2; 3]``, ``[1][2]``), at the start
+of a line (R prints ``[1] FALSE``) or on a line that reads as code is not one, whatever numbers it holds. ``Source`` is what a message keeps of each source (stored as JSON with the message).
 
 Small models often repeat a passage's words without writing its number. ``find_quotes`` finds the sources that an
 uncited sentence of the answer repeats (most of its three-word runs appear in the passage), so that the sources
@@ -148,10 +150,52 @@ def _numbers(group: str) -> list[int]:
     return numbers
 
 
+# Text where a bracket is never a citation: fenced code, inline code, display and inline math.
+_NOT_PROSE = re.compile(r"```.*?(?:```|$)|`[^`\n]*`|\$\$.*?(?:\$\$|$)|\$[^$\n]+\$", re.DOTALL)
+# A line that reads as code: an assignment, a prompt, braces or a statement's semicolon.
+_CODE_LINE = re.compile(
+    r"^\s*(?:[>$#]|R>|>>>|octave:\d*>)\s|<-|==|!=|:=|\{|\}|;\s*$|^\s*\w+\s*\([^)]*\)\s*$|\w\[\]|=\s*\["
+)
+# What may stand right before a citation (after optional spaces): the end of a word, a quote, a closing
+# parenthesis or a sentence's punctuation; and right after it: the end, a space or punctuation.
+_BEFORE = re.compile(r"[`\w.,;:!?%\"'”’)]\s*$")
+_AFTER = re.compile(r"(?:\s|[.,;:!?)\"'”’]|$)")
+
+
+def _code_spans(text: str) -> list[tuple[int, int]]:
+    spans = [(m.start(), m.end()) for m in _NOT_PROSE.finditer(text)]
+    pos = 0
+    for line in text.splitlines(keepends=True):
+        if _CODE_LINE.search(re.sub(r"`[^`\n]*`", "``", line)):
+            spans.append((pos, pos + len(line)))
+        pos += len(line)
+    return spans
+
+
+def is_prose_citation(text: str, start: int, end: int, code: list[tuple[int, int]] | None = None) -> bool:
+    """Whether the bracket at ``text[start:end]`` closes a clause of prose (see the module docstring)."""
+    if code is None:
+        code = _code_spans(text)
+    if any(a <= start < b for a, b in code):
+        return False
+    before = text[text.rfind("\n", 0, start) + 1 : start]
+    if not before.strip() or not _BEFORE.search(before):
+        return False
+    if not before[-1].isspace():
+        # Written against a word: "Lima[1]." is a citation, "x[1]" or "f(a)[2]" an index.
+        word = re.search(r"[\w.$]*$", before).group(0)  # type: ignore[union-attr]
+        if not re.fullmatch(r"[^\W\d_]{3,}[.,;:!?]?", word):
+            return False
+    return _AFTER.match(text, end) is not None and text[end : end + 1] != "["
+
+
 def check_citations(answer: str, n_sources: int) -> CitationCheck:
     """Find the citations in ``answer`` and check each number against ``n_sources`` sources."""
     check = CitationCheck(n_sources=n_sources)
+    code = _code_spans(answer)
     for m in _BRACKET.finditer(answer):
+        if not is_prose_citation(answer, m.start(), m.end(), code):
+            continue
         mark = CitationMark(m.start(), m.end(), m.group(0))
         for n in _numbers(m.group(1)):
             (mark.valid if check.is_valid(n) else mark.invalid).append(n)

@@ -31,21 +31,26 @@ previous prompt's KV cache), ``total_s``.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import psycopg
 
 from localrag.core.chat import history as hist
 from localrag.core.chat import prompts
 from localrag.core.chat.citations import CitationCheck, Source, apply_citations, check_citations
 from localrag.core.chat.echo import EchoFilter
+from localrag.core.chat.evidence import Evidence, find_evidence
+from localrag.core.chat.support import CheckedSentence, SentenceStream, SupportChecker
 from localrag.core.chat.llm import LLMProvider, LocalLLM
 from localrag.core.chat.prompts import GROUNDED, NOT_FOUND, PLAIN, STRICT, Prompt, Turn
 from localrag.core.chat.query import follow_up_query, relevant
+from localrag.core.chat.spans import flat
 from localrag.core.errors import KnownError, ModelMissing, StoreUnavailable
 from localrag.core.progress import Cancelled, CancelToken
 
@@ -65,6 +70,16 @@ MISMATCH_NOTICE = (
 NOTHING_FOUND_NOTICE = "Nothing relevant was found in your documents; this answer is from the model alone."
 STRICT_STORE_DOWN = "I cannot search your documents right now ({why}), so I have no answer from them."
 NOT_SAVED_NOTICE = "This answer could not be saved to the chat history ({why})."
+# What leads an answer (``Settings.answer_lead``): the quoted sources, or the model's checked answer.
+SOURCES, MODEL = "sources", "model"
+# "auto" lets a model this large (parameters) lead; a smaller one only rewords the quoted sources.
+LARGE_MODEL_PARAMS = 1_000_000_000
+# A rewording is short (it adds words, not facts) and stops once it strays from the sources.
+REWORD_MAX_TOKENS = 80
+REWORD_MISSES = 2
+REWORD_LABEL = "In other words:"
+FROM_SOURCES_LABEL = "From your documents:"
+NOTHING_CHECKED = "Nothing the model wrote could be found in your documents."
 
 
 # -- events --------------------------------------------------------------------------------------------------
@@ -93,8 +108,27 @@ class Retrieved:
 
 
 @dataclass(frozen=True)
+class EvidenceReady:
+    """The answer taken from the sources (grounded questions, right after ``Retrieved``, before any model
+    runs). ``lead`` says what leads the answer: ``"sources"`` (the evidence is the answer; a model may add a
+    checked rewording) or ``"model"`` (the model's checked answer comes first)."""
+
+    evidence: Evidence
+    lead: str = "sources"
+    text: str = ""  # the evidence as the answer shows it
+
+
+@dataclass(frozen=True)
 class Token:
     text: str
+
+
+@dataclass(frozen=True)
+class Checked:
+    """A generated sentence was checked against the sources (``shown``: whether the answer keeps it)."""
+
+    sentence: CheckedSentence
+    shown: bool
 
 
 @dataclass(frozen=True)
@@ -111,6 +145,50 @@ class Done:
     notice: str = ""
     cancelled: bool = False
     question_id: int | None = None
+    evidence: Evidence | None = None
+    generated: list[CheckedSentence] = field(default_factory=list)
+    lead: str = ""
+
+    @property
+    def parts(self) -> dict[str, Any]:
+        """What the answer is made of, as stored with it and printed by ``ask --json``."""
+        return answer_parts(self.lead, self.evidence, self.generated)
+
+    def to_json(self) -> dict[str, Any]:
+        """The answer as ``ask --json`` prints it: ``answer`` (what the person sees), ``evidence`` (the quoted
+        sentences: text, number, path, page_number, char_start, char_end, score), ``generated`` (the model's
+        sentences, each with ``supported`` and ``shown``), ``sources``, citations and timings."""
+        parts = self.parts
+        evidence = parts.get("evidence") or {}
+        for g, d in zip(self.generated, parts["generated"]):
+            d["shown"] = g.supported or (self.lead == MODEL and g.shown() in self.answer)
+        return {
+            "answer": self.answer,
+            "lead": self.lead,
+            "evidence": [
+                {k: s[k] for k in ("text", "number", "path", "page_number", "char_start", "char_end", "score")}
+                for s in evidence.get("spans", [])
+            ],
+            "evidence_status": evidence.get("status"),
+            "generated": parts["generated"],
+            "parts": parts,
+            "sources": [{k: v for k, v in s.to_dict().items() if k != "text"} for s in self.sources],
+            "citations": {"cited": self.citations.cited, "invalid": self.citations.invalid},
+            "chunk_ids": self.chunk_ids,
+            "notice": self.notice,
+            "cancelled": self.cancelled,
+            "chat_id": self.chat_id,
+            "message_id": self.message_id,
+            "timings": self.timings,
+        }
+
+
+def answer_parts(lead: str, evidence: Evidence | None, generated: Sequence[CheckedSentence]) -> dict[str, Any]:
+    return {
+        "lead": lead,
+        "evidence": evidence.to_dict() if evidence is not None else None,
+        "generated": [g.to_dict() for g in generated],
+    }
 
 
 @dataclass(frozen=True)
@@ -119,7 +197,7 @@ class Failed:
     known: bool = True
 
 
-ChatEvent = Searching | WarmingUp | Retrieved | Prompt | Token | Done | Failed
+ChatEvent = Searching | WarmingUp | Retrieved | EvidenceReady | Prompt | Token | Checked | Done | Failed
 
 
 # -- the engine ----------------------------------------------------------------------------------------------
@@ -359,68 +437,108 @@ class _Run:
         self.history: list[Turn] = []
         self.earlier: list[str] = []
         self.store_ok = True
+        self.sources_used: list[Result] = []
+        self.evidence: Evidence | None = None
+        self.generated: list[CheckedSentence] = []
+        self.lead = SOURCES
+        self._misses = 0
 
     def events(self) -> Iterator[ChatEvent]:
         if not self.question:
             yield Failed("Type a question first.", known=True)
             return
         self._load_history()
-        mode = PLAIN
-        results: list[Result] = []
-        resp = None
-        if self.grounded:
-            query = follow_up_query(self.question, self.earlier)
-            yield Searching(query)
-            resp, results = self._retrieve(query)
-            mode, notice = self._mode(resp, results)
-            if mode is None:  # strict, and nothing to answer from: say so plainly, without the model
-                why = resp.error or "the database is not reachable"
-                text = STRICT_STORE_DOWN.format(why=why) if resp.reason else NOT_FOUND
-                yield Retrieved(query, resp, _nothing_packed(resp), None, [], notice)
-                yield from self._fixed_answer(text, notice)
-                return
-            if notice:
-                self.notices.append(notice)
-        llm = yield from self._model(resp, results)
-        if llm is None:
+        if not self.grounded:
+            yield from self._generate(PLAIN, None)
             return
-        self.prompt = self._build_prompt(llm, mode, results)
-        sources = self._sources()
-        if resp is not None:
-            packed = self.prompt.packed if self.prompt.packed is not None else _nothing_packed(resp)
-            yield Retrieved(resp.query, resp, packed, self.prompt, sources, self.notice)
-        else:
-            yield self.prompt
+        query = follow_up_query(self.question, self.earlier)
+        yield Searching(query)
+        resp, results = self._retrieve(query)
+        if resp.reason is None:
+            found = self._overview()
+            if found is not None:
+                yield from self._overview_answer(query, resp, found)
+                return
+        mode, notice = self._mode(resp, results)
+        if mode is None:  # strict, and nothing to answer from: say so plainly, without the model
+            why = resp.error or "the database is not reachable"
+            text = STRICT_STORE_DOWN.format(why=why) if resp.reason else NOT_FOUND
+            yield Retrieved(query, resp, _nothing_packed(resp), None, [], notice)
+            yield from self._fixed_answer(text, notice)
+            return
+        if notice:
+            self.notices.append(notice)
+        if mode == PLAIN:  # nothing relevant found, or the store is down: the model alone, and the notice says so
+            yield from self._generate(PLAIN, resp)
+            return
+        packed = self._pack(results)
+        self._find_evidence(packed.sources)
+        assert self.evidence is not None
+        yield Retrieved(query, resp, packed, None, self._sources(), self.notice)
+        yield EvidenceReady(self.evidence, self.lead, self.evidence.text())
+        if self.lead == SOURCES and not (self.settings.reword and self.evidence.answered):
+            self.answer = self.evidence.text()
+            yield self.finish(cancelled=False)
+            return
+        yield from self._generate(mode, resp)
+
+    def _generate(self, mode: str, resp: RetrievalResponse | None) -> Iterator[ChatEvent]:
+        """The model's part: a plain answer, the answer itself (``lead`` model) or a rewording of the evidence
+        (``lead`` sources), each grounded sentence checked against the sources as it completes."""
+        llm = yield from self._model(resp, self.sources_used)
+        if llm is None:
+            if self.evidence is not None:  # the sources still answer
+                why = (self.engine.llm_error or "No language model is loaded").rstrip(".")
+                self.notices.append(f"{why}: the answer is quoted from your documents.")
+                self.lead = SOURCES
+                self.answer = self.evidence.text()
+                yield self.finish(cancelled=False)
+            return
+        self.prompt = self._prompt_for(llm, mode)
+        yield self.prompt
         self.cancel.raise_if_cancelled()
+        checker = SupportChecker(self.sources_used, self._embed) if self.evidence is not None else None
+        rewording = checker is not None and self.lead == SOURCES
         before_first = time.monotonic()
         pieces: list[str] = []
+        sentences = SentenceStream()
         # Copies of the worked example (grounded prompts only) and repeats of the answer's own lines are dropped.
         echo = EchoFilter(prompts.example_phrases() if self.prompt.sources else ())
-        for piece in llm.stream(
+        stream = llm.stream(
             self.prompt.tokens,
-            max_tokens=self.max_tokens,
+            max_tokens=min(self.max_tokens, REWORD_MAX_TOKENS) if rewording else self.max_tokens,
             temperature=self.settings.temperature,
             stop=prompts.STOP,
             cancel=self.cancel,
-        ):
+        )
+        for piece in stream:
             if "ttft_s" not in self.timings:
                 self.timings["ttft_s"] = time.monotonic() - self.started - self.timings.get("wait_s", 0.0)
             shown = echo.feed(piece)
             if shown:
                 pieces.append(shown)
                 yield Token(shown)
+                if checker is not None:
+                    yield from self._check(checker, sentences.feed(shown), rewording)
             if echo.looping:  # the model writes the same lines over and over: the answer is what came before
                 self.timings["loop_stopped"] = True
+                break
+            if rewording and self._misses >= REWORD_MISSES:  # it no longer says what the sources say
+                self.timings["reword_stopped"] = True
                 break
         if tail := echo.flush():
             pieces.append(tail)
             yield Token(tail)
+            if checker is not None:
+                yield from self._check(checker, sentences.feed(tail), rewording)
+        if checker is not None:
+            yield from self._check(checker, sentences.flush(), rewording)
         if echo.dropped:
             self.timings["echo_dropped"] = len(echo.dropped)
         stats = llm.last_stats
-        self.answer = "".join(pieces).strip()
+        self.answer = self._compose("".join(pieces).strip())
         if not self.answer and not (stats.cancelled or self.cancel.cancelled):
-            self.answer = prompts.NO_ANSWER_SOURCES if self.prompt.sources else prompts.NO_ANSWER
+            self.answer = prompts.NO_ANSWER_SOURCES if self.sources_used else prompts.NO_ANSWER
             yield Token(self.answer)
         self.timings.update(
             prompt_s=stats.prompt_s if stats.tokens else time.monotonic() - before_first,
@@ -431,18 +549,136 @@ class _Run:
         )
         yield self.finish(cancelled=stats.cancelled or self.cancel.cancelled)
 
+    def _check(self, checker: SupportChecker, sentences: Iterator[str], rewording: bool) -> Iterator[ChatEvent]:
+        for text in sentences:
+            checked = checker.check(text)
+            if not checked.text:
+                continue
+            shown = checked.supported or not (rewording or self.strict)
+            self._misses = 0 if checked.supported else self._misses + 1
+            self.generated.append(checked)
+            yield Checked(checked, shown)
+
+    def _compose(self, raw: str) -> str:
+        """The answer a person reads, from the evidence and the checked sentences."""
+        if self.evidence is None:  # a plain answer: there is nothing to check it against
+            return raw
+        kept = [g for g in self.generated if g.supported or not (self.lead == SOURCES or self.strict)]
+        generated = " ".join(g.shown() for g in kept)
+        if self.lead == SOURCES:
+            text = self.evidence.text()
+            return f"{text}\n\n{REWORD_LABEL} {generated}" if generated else text
+        if not generated:
+            generated = NOTHING_CHECKED if self.generated else ""
+        if self.evidence.answered:
+            return f"{generated}\n\n{FROM_SOURCES_LABEL}\n{self.evidence.text()}".strip()
+        return generated
+
     def draft_prompt(self, llm: LocalLLM) -> Prompt | None:
         """The prompt this question would get if it were asked now (``None`` when it would get none: strict mode
-        with nothing found); nothing is shown, saved or generated."""
+        with nothing found, or an answer the sources give without the model); nothing is shown, saved or
+        generated."""
         self._load_history()
-        mode, results = PLAIN, []
+        mode = PLAIN
         if self.grounded:
             resp, results = self._retrieve(follow_up_query(self.question, self.earlier))
             found, _ = self._mode(resp, results)
             if found is None:
                 return None
             mode = found
-        return self._build_prompt(llm, mode, results)
+            if mode != PLAIN:
+                self._find_evidence(self._pack(results, llm).sources)
+                assert self.evidence is not None
+                if self.lead == SOURCES and not (self.settings.reword and self.evidence.answered):
+                    return None
+        return self._prompt_for(llm, mode)
+
+    # -- evidence --------------------------------------------------------------------------------------------
+
+    def _pack(self, results: list[Result], llm: LocalLLM | None = None) -> PackedContext:
+        from localrag.core.retrieve import pack_context
+
+        if llm is None and self.engine.provider is not None:
+            llm = self.engine.provider.llm
+        return pack_context(
+            results,
+            budget_tokens=self.settings.context_tokens,
+            count_tokens=llm.count_tokens if llm is not None else None,
+        )
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
+        return self.library.embed_texts(texts)
+
+    def _find_evidence(self, sources: list[Result]) -> None:
+        t = time.monotonic()
+        self.sources_used = list(sources)
+        try:
+            self.evidence = find_evidence(self.question, sources, self._embed)
+        except KnownError as exc:  # the embedding worker failed: words alone still pick a sentence
+            log.warning("evidence scored without the embedding model: %s", exc.message)
+            self.evidence = find_evidence(self.question, sources, None)
+        self.lead = self._lead()
+        self.timings["evidence_s"] = time.monotonic() - t
+        self.timings["evidence_at_s"] = time.monotonic() - self.started
+
+    def _lead(self) -> str:
+        """What leads the answer: the setting, or for "auto" the sources unless the model is a large one."""
+        choice = str(self.settings.answer_lead or "auto").lower()
+        if choice in (SOURCES, MODEL):
+            return choice
+        provider = self.engine.provider
+        llm = provider.llm if provider is not None else None
+        if llm is None and provider is not None and not provider.failed:
+            try:  # the answer waits for the model anyway; its size decides
+                llm = provider.get(self.cancel)
+            except ModelMissing:
+                llm = None
+        return MODEL if llm is not None and llm.n_params >= LARGE_MODEL_PARAMS else SOURCES
+
+    def _prompt_for(self, llm: LocalLLM, mode: str) -> Prompt:
+        """The prompt: the question alone (plain), with every source (the model leads), or with the evidence
+        sentences only (the model rewords them: a short prompt, a short answer)."""
+        if mode == PLAIN or self.evidence is None:
+            return self._build_prompt(llm, PLAIN if mode == PLAIN else mode, [])
+        if self.lead == SOURCES:
+            by_number = {i: r for i, r in enumerate(self.sources_used, 1)}
+            quoted = [
+                dataclasses.replace(by_number[s.number], text=flat(s.text))
+                for s in self.evidence.spans
+                if s.number in by_number
+            ]
+            return self._build_prompt(llm, mode, quoted)
+        return self._build_prompt(llm, mode, self.sources_used)
+
+    # -- whole-document questions ----------------------------------------------------------------------------
+
+    def _overview(self) -> Any:
+        """An answer from the documents' structure for "summarize X", "sections of X", "which documents
+        mention Z"… (``None``: an ordinary question)."""
+        from localrag.core.chat import overview
+
+        intent = overview.detect(self.question)
+        if intent is None:
+            return None
+        try:
+            return overview.answer(self.library, self.question, intent, list(self.doc_ids or []) or None)
+        except (StoreUnavailable, psycopg.Error) as exc:
+            log.warning("cannot answer from the documents' structure: %s", exc)
+            return None
+
+    def _overview_answer(self, query: str, resp: RetrievalResponse, found: Any) -> Iterator[ChatEvent]:
+        from localrag.core.chat.evidence import ANSWERED
+        from localrag.core.retrieve import PackedContext
+
+        self.sources_used = list(found.sources)
+        self.evidence = Evidence(ANSWERED, spans=list(found.spans), kind=found.kind)
+        self.lead = SOURCES
+        self.timings["evidence_at_s"] = time.monotonic() - self.started
+        packed = PackedContext(sources=list(found.sources), budget=self.settings.context_tokens)
+        yield Retrieved(query, resp, packed, None, self._sources(), self.notice)
+        self.answer = found.text
+        yield EvidenceReady(self.evidence, SOURCES, found.text)
+        yield self.finish(cancelled=False)
 
     # -- steps ---------------------------------------------------------------------------------------------
 
@@ -502,6 +738,8 @@ class _Run:
                 yield WarmingUp()
             llm = provider.get(self.cancel)
         except ModelMissing as exc:
+            if self.evidence is not None:  # the sources answer without the model
+                return None
             if resp is not None:  # retrieval only: the sources still show
                 from localrag.core.retrieve import pack_context
 
@@ -517,8 +755,7 @@ class _Run:
         return llm
 
     def _sources(self) -> list[Source]:
-        assert self.prompt is not None
-        return [Source.from_result(i, r) for i, r in enumerate(self.prompt.sources, 1)]
+        return [Source.from_result(i, r) for i, r in enumerate(self.sources_used, 1)]
 
     @property
     def notice(self) -> str:
@@ -532,7 +769,7 @@ class _Run:
 
     def finish(self, *, cancelled: bool) -> Done:
         """Check the citations, save the exchange, and build ``Done``."""
-        sources = self._sources() if self.prompt is not None else []
+        sources = self._sources()
         check = check_citations(self.answer, len(sources))
         chunk_ids = apply_citations(sources, check, self.answer)  # cited, then quoted without a number
         self.timings["total_s"] = time.monotonic() - self.started
@@ -553,6 +790,9 @@ class _Run:
             self.notice,
             cancelled,
             question_id,
+            self.evidence,
+            list(self.generated),
+            self.lead if self.evidence is not None else "",
         )
 
     def _save(
@@ -577,6 +817,7 @@ class _Run:
                     chunk_ids=chunk_ids,
                     sources=sources,
                     timings=stored,
+                    parts=answer_parts(self.lead, self.evidence, self.generated) if self.evidence else None,
                 )
         except (StoreUnavailable, psycopg.Error) as exc:
             why = exc.message if isinstance(exc, KnownError) else str(exc).strip().splitlines()[0]

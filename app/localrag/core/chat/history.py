@@ -48,6 +48,7 @@ class Message:
     sources: list[Source] = field(default_factory=list)
     timings: dict[str, Any] = field(default_factory=dict)
     created_at: datetime | None = None
+    parts: dict[str, Any] | None = None  # lead, evidence and checked generated sentences (see engine.Done)
 
     @property
     def notice(self) -> str:
@@ -123,12 +124,13 @@ def add_message(
     chunk_ids: Sequence[int] = (),
     sources: Sequence[Source] = (),
     timings: dict[str, Any] | None = None,
+    parts: dict[str, Any] | None = None,
     commit: bool = True,
 ) -> int:
     """Append a message and touch the chat's ``updated_at``; returns the message id."""
     row = conn.execute(
-        "INSERT INTO messages (chat_id, role, content, grounded, strict, chunk_ids, sources, timings)"
-        " VALUES (%s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
+        "INSERT INTO messages (chat_id, role, content, grounded, strict, chunk_ids, sources, timings, parts)"
+        " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
         (
             chat_id,
             role,
@@ -138,6 +140,7 @@ def add_message(
             list(chunk_ids),
             Jsonb([s.to_dict() for s in sources]),
             Jsonb(timings or {}),
+            Jsonb(parts) if parts else None,
         ),
     ).fetchone()
     conn.execute("UPDATE chats SET updated_at = now() WHERE id = %s", (chat_id,))
@@ -158,6 +161,7 @@ def add_exchange(
     chunk_ids: Sequence[int],
     sources: Sequence[Source],
     timings: dict[str, Any],
+    parts: dict[str, Any] | None = None,
 ) -> tuple[int, int]:
     """Store a question and its answer together (one transaction); returns both message ids."""
     with conn.transaction():
@@ -172,6 +176,7 @@ def add_exchange(
             chunk_ids=chunk_ids,
             sources=sources,
             timings=timings,
+            parts=parts,
             commit=False,
         )
     if not conn.autocommit:
@@ -182,7 +187,7 @@ def add_exchange(
 def load_messages(conn: psycopg.Connection[Any], chat_id: int, *, last: int | None = None) -> list[Message]:
     """The chat's messages in order (only the ``last`` ones when given), with their sources restored."""
     sql = (
-        "SELECT id, chat_id, role, content, grounded, strict, chunk_ids, sources, timings, created_at"
+        "SELECT id, chat_id, role, content, grounded, strict, chunk_ids, sources, timings, created_at, parts"
         " FROM messages WHERE chat_id = %s ORDER BY id"
     )
     params: tuple[Any, ...] = (chat_id,)
@@ -202,6 +207,7 @@ def load_messages(conn: psycopg.Connection[Any], chat_id: int, *, last: int | No
             sources=[Source.from_dict(s) for s in (r[7] or []) if isinstance(s, dict)],
             timings=dict(r[8] or {}),
             created_at=r[9],
+            parts=dict(r[10]) if isinstance(r[10], dict) else None,
         )
         for r in rows
     ]

@@ -209,6 +209,13 @@ class LocalLLM:
     def name(self) -> str:
         return self.source.name
 
+    @property
+    def n_params(self) -> int:
+        """The model's parameter count (what an answer may be trusted with depends on it)."""
+        import llama_cpp
+
+        return int(llama_cpp.llama_model_n_params(self.llama.model))
+
     # -- tokens --------------------------------------------------------------------------------------------
 
     def tokenize(self, text: str) -> list[int]:

@@ -1,0 +1,359 @@
+"""The answer taken from the sources: the sentences of the retrieved passages that best answer the question.
+
+A small language model cannot be trusted to restate a passage; the passage itself can be. For each grounded
+question the sentences of the best passages are scored and the best one to three are shown as the answer, each
+with its source number, page and character offsets (so the viewer highlights exactly that sentence).
+
+A sentence's score combines, with weights chosen on the answer benchmark (docs/benchmarks.md, "Answers"):
+
+- ``semantic``: the embedding model's cosine similarity of the sentence and the question;
+- ``lexical``: the share of the question's content words the sentence holds, each weighted by how rare it is
+  among the candidate sentences (a word every candidate shares says little);
+- ``passage``: how highly retrieval ranked its passage;
+- ``kind``: what the question asks for — a "which variable / option / command" question wants an identifier,
+  a "how many / how big / what is the default" question a number;
+- ``context``: a sentence right after a heading or a question (an FAQ's entry) that matches the question
+  inherits part of that match, and headings, questions and fragments themselves are marked down.
+
+When even the best sentence scores under ``MIN_SCORE`` the documents do not seem to answer the question: nothing
+is quoted as an answer, and the closest passages are listed instead.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from localrag.core.chat import spans as sp
+
+# How many of the best passages are read for sentences.
+PASSAGES = 5
+# At most this many sentences are scored by the embedding model (the best by the cheap features first).
+EMBED_CANDIDATES = 40
+# Score weights (tuned on the answer benchmark's questions).
+W_SEMANTIC = 0.50
+W_LEXICAL = 0.35
+W_PASSAGE = 0.15
+KIND_BONUS = 0.08
+HEADING_PENALTY = 0.20
+QUESTION_PENALTY = 0.15
+FRAGMENT_PENALTY = 0.10
+CONTEXT_SHARE = 0.5
+# The best sentence must reach this score to be quoted as the answer.
+MIN_SCORE = 0.38
+# A further sentence is quoted when it scores at least this share of the best one.
+SECOND_SHARE = 0.93
+MAX_SPANS = 3
+# A sentence longer than this (characters) is cut at a clause boundary for display; its offsets shrink with it.
+MAX_SPAN_CHARS = 420
+
+ANSWERED, NOT_FOUND = "answered", "not_found"
+NOT_FOUND_TEXT = "Your documents do not seem to answer this. The closest passages are listed below."
+
+_IDENTIFIER_Q = re.compile(
+    r"\b(which|what)\b.{0,40}\b(variable|option|setting|command|function|flag|file|directory|folder|path|"
+    r"argument|parameter|key|field|package|module|library|keyword|macro|name|program|tool|environment)s?\b"
+    r"|\bwhat (?:do|should) i (?:type|run|call|use|set)\b|\bhow do i (?:call|invoke|run)\b",
+    re.IGNORECASE,
+)
+_NUMBER_Q = re.compile(
+    r"\bhow (?:many|much|big|large|long|old|often|far|wide|high|small)\b|\bwhat (?:is|are) the "
+    r"(?:default|maximum|minimum|max|min|limit|size|number|version|value|year|range|length|width)\b|"
+    r"\b(?:default|maximum|minimum|limit)\b.{0,30}\?$|\bwhat (?:year|version|percentage|number)\b",
+    re.IGNORECASE,
+)
+
+
+@dataclass
+class EvidenceSpan:
+    """One quoted sentence: its text, the source ``[number]`` it is from, where it is, and why it was chosen.
+
+    ``char_start``/``char_end`` are offsets in the page text (like a chunk's), ``-1`` when the passage it came
+    from was not an exact slice of the page (a join of chunks that did not overlap exactly)."""
+
+    text: str
+    number: int
+    doc_id: int
+    title: str
+    path: str
+    page_number: int
+    char_start: int
+    char_end: int
+    score: float
+    features: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["score"] = round(self.score, 4)
+        d["features"] = {k: round(v, 4) for k, v in self.features.items()}
+        return d
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> EvidenceSpan:
+        known = {f: data[f] for f in cls.__dataclass_fields__ if f in data}
+        known.setdefault("features", {})
+        for name, default in (("text", ""), ("number", 0), ("doc_id", 0), ("title", ""), ("path", ""),
+                              ("page_number", 1), ("char_start", -1), ("char_end", -1), ("score", 0.0)):
+            known.setdefault(name, default)
+        return cls(**known)
+
+
+@dataclass
+class Evidence:
+    """What the sources answer: ``status`` is ``answered`` (``spans`` hold the answer) or ``not_found``
+    (``closest`` are the numbers of the passages to read instead). ``kind`` is the question's kind
+    (``identifier``, ``number`` or ``""``); ``candidates`` are the best-scored sentences, for the developer pane."""
+
+    status: str
+    spans: list[EvidenceSpan] = field(default_factory=list)
+    closest: list[int] = field(default_factory=list)
+    kind: str = ""
+    candidates: list[EvidenceSpan] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def answered(self) -> bool:
+        return self.status == ANSWERED
+
+    def text(self) -> str:
+        """The answer as a person reads it: each sentence on one line with its ``[n]``."""
+        if not self.answered:
+            return NOT_FOUND_TEXT
+        return "\n".join(f"{display(s.text)} [{s.number}]" for s in self.spans)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "kind": self.kind,
+            "spans": [s.to_dict() for s in self.spans],
+            "closest": list(self.closest),
+            "candidates": [s.to_dict() for s in self.candidates],
+            "seconds": round(self.seconds, 4),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None) -> Evidence | None:
+        if not data:
+            return None
+        return cls(
+            status=str(data.get("status") or NOT_FOUND),
+            spans=[EvidenceSpan.from_dict(s) for s in data.get("spans") or []],
+            closest=[int(n) for n in data.get("closest") or []],
+            kind=str(data.get("kind") or ""),
+            candidates=[EvidenceSpan.from_dict(s) for s in data.get("candidates") or []],
+            seconds=float(data.get("seconds") or 0.0),
+        )
+
+
+def display(text: str) -> str:
+    """A sentence as shown: on one line, unless it is several lines of code or a table."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    if len(lines) > 1 and all(sp._is_code_line(ln) or len(ln) < 40 for ln in lines):
+        return "`" + "` `".join(lines) + "`" if all(sp._is_code_line(ln) for ln in lines) else " · ".join(lines)
+    flat = sp.flat(text)
+    return f"`{flat}`" if sp._is_code_line(flat) else flat
+
+
+def question_kind(question: str) -> str:
+    if _IDENTIFIER_Q.search(question):
+        return "identifier"
+    if _NUMBER_Q.search(question.strip()):
+        return "number"
+    return ""
+
+
+@dataclass
+class _Candidate:
+    span: sp.Span
+    source: Any  # a packed source (``Result``): text, doc_id, title, path, page_number, char_start…
+    number: int
+    rank: int
+    index: int  # the sentence's position in its passage
+    terms: set[str]
+    heading: bool
+    features: dict[str, float] = field(default_factory=dict)
+    score: float = 0.0
+
+
+def find_evidence(
+    question: str,
+    sources: Sequence[Any],
+    embed: Callable[[list[str]], np.ndarray] | None,
+    *,
+    question_vector: np.ndarray | None = None,
+) -> Evidence:
+    """The sentences of ``sources`` (numbered from 1, best first) that best answer ``question``.
+
+    Args:
+        embed: the embedding model (a list of texts → unit vectors); ``None`` scores by words alone.
+        question_vector: the question's vector when already at hand (retrieval computed it).
+    """
+    started = time.monotonic()
+    kind = question_kind(question)
+    q_terms = [t for t in sp.content_terms(question) if t not in sp.QUESTION_WORDS]
+    candidates = _candidates(sources[:PASSAGES])
+    if not candidates or not q_terms and embed is None:
+        return Evidence(NOT_FOUND, closest=_closest(sources), kind=kind, seconds=time.monotonic() - started)
+    weights = _term_weights(q_terms, candidates)
+    total = sum(weights.values()) or 1.0
+    for c in candidates:
+        c.features["lexical"] = sum(w for t, w in weights.items() if t in c.terms) / total
+        c.features["passage"] = 1.0 / (1.0 + 0.5 * c.rank)
+    # The embedding model reads the most promising sentences only (its cost grows with their number).
+    candidates.sort(key=lambda c: (c.features["lexical"], c.features["passage"]), reverse=True)
+    scored = candidates[:EMBED_CANDIDATES]
+    if embed is not None:
+        qv = question_vector if question_vector is not None else embed([question])[0]
+        vectors = embed([sp.flat(c.span.text) for c in scored])
+        sims = vectors @ np.asarray(qv, dtype=np.float32)
+        for c, s in zip(scored, sims):
+            c.features["semantic"] = float(s)
+    for c in scored:
+        _score(c, kind)
+    _carry_context(scored)
+    scored.sort(key=lambda c: c.score, reverse=True)
+    top = [_span(c) for c in scored[:8]]
+    best = scored[0] if scored else None
+    if best is None or best.score < MIN_SCORE:
+        return Evidence(NOT_FOUND, closest=_closest(sources), kind=kind, candidates=top,
+                        seconds=time.monotonic() - started)
+    chosen = [best]
+    for c in scored[1:]:
+        if len(chosen) >= MAX_SPANS or c.score < SECOND_SHARE * best.score:
+            break
+        if c.heading or any(_overlaps(c, o) for o in chosen):
+            continue
+        chosen.append(c)
+    chosen.extend(_continuation(best, candidates, chosen))
+    order = sorted(chosen[:MAX_SPANS + 1], key=lambda c: (c.number, c.span.start))
+    return Evidence(ANSWERED, spans=[_span(c) for c in order], kind=kind, candidates=top,
+                    seconds=time.monotonic() - started)
+
+
+def _candidates(sources: Sequence[Any]) -> list[_Candidate]:
+    out = []
+    for rank, src in enumerate(sources):
+        text = str(getattr(src, "text", "") or "")
+        heading_terms = set(sp.content_terms(str(getattr(src, "heading_path", "") or "").split(" > ")[-1]))
+        spans = split_long(sp.split_spans(text))
+        for index, span in enumerate(spans):
+            terms = set(sp.content_terms(span.text))
+            if not terms:
+                continue
+            heading = _looks_like_heading(span, heading_terms)
+            out.append(_Candidate(span, src, rank + 1, rank, index, terms, heading))
+    return out
+
+
+def split_long(spans: list[sp.Span]) -> list[sp.Span]:
+    """Sentences longer than ``MAX_SPAN_CHARS`` cut at their clauses (after a semicolon or colon, or before a
+    conjunction that follows a comma)."""
+    out = []
+    for s in spans:
+        if len(s.text) <= MAX_SPAN_CHARS:
+            out.append(s)
+            continue
+        cuts = [0]
+        for m in re.finditer(r"(?<=[;:])\s+|(?<=,)\s+(?=(?:and|but|or|which|so|while|because)\b)", s.text):
+            if m.start() - cuts[-1] >= MAX_SPAN_CHARS // 3:
+                cuts.append(m.end())
+        cuts.append(len(s.text))
+        for a, b in zip(cuts, cuts[1:]):
+            out.extend(sp.Span(s.start + x.start, s.start + x.end, x.text) for x in sp._trimmed(s.text, a, b))
+    return out
+
+
+def _looks_like_heading(span: sp.Span, heading_terms: set[str]) -> bool:
+    text = sp.flat(span.text)
+    if re.match(r"^(?:chapter|section|appendix|part)?\s*\d+(?:\.\d+)*\.?\s+\S", text, re.IGNORECASE) and \
+            not text.endswith("."):
+        return True
+    terms = set(sp.content_terms(text))
+    return bool(heading_terms) and terms <= heading_terms and not text.endswith(".")
+
+
+def _term_weights(q_terms: list[str], candidates: list[_Candidate]) -> dict[str, float]:
+    n = len(candidates)
+    df = Counter(t for c in candidates for t in set(q_terms) & c.terms)
+    return {t: math.log(1.0 + (n + 1) / (df[t] + 0.5)) for t in set(q_terms)}
+
+
+def _score(c: _Candidate, kind: str) -> None:
+    f = c.features
+    f.setdefault("semantic", 0.0)
+    f["kind"] = 0.0
+    text = c.span.text
+    if kind == "identifier" and sp.has_identifier(text):
+        f["kind"] = KIND_BONUS
+    elif kind == "number" and sp.numbers(text):
+        f["kind"] = KIND_BONUS
+    penalty = 0.0
+    if c.heading:
+        penalty += HEADING_PENALTY
+    if c.span.ends_with_question:
+        penalty += QUESTION_PENALTY
+    if len(c.terms) < 3:
+        penalty += FRAGMENT_PENALTY
+    f["penalty"] = -penalty
+    c.score = W_SEMANTIC * f["semantic"] + W_LEXICAL * f["lexical"] + W_PASSAGE * f["passage"] + f["kind"] - penalty
+
+
+def _carry_context(scored: list[_Candidate]) -> None:
+    """A sentence right after a matching heading or question inherits part of its match (an FAQ's answer)."""
+    by_place = {(c.number, c.index): c for c in scored}
+    for c in scored:
+        prev = by_place.get((c.number, c.index - 1))
+        if prev is not None and (prev.heading or prev.span.ends_with_question):
+            lift = CONTEXT_SHARE * max(0.0, _raw(prev) - _raw(c))
+            c.features["context"] = lift
+            c.score += lift
+
+
+def _raw(c: _Candidate) -> float:
+    f = c.features
+    return W_SEMANTIC * f.get("semantic", 0.0) + W_LEXICAL * f.get("lexical", 0.0)
+
+
+def _continuation(best: _Candidate, candidates: list[_Candidate], chosen: list[_Candidate]) -> list[_Candidate]:
+    """The line after a sentence that ends with a colon ("Use the following command:") belongs to it."""
+    if not best.span.text.rstrip().endswith(":"):
+        return []
+    nxt = [c for c in candidates if c.number == best.number and c.index == best.index + 1]
+    return [c for c in nxt if c not in chosen]
+
+
+def _overlaps(a: _Candidate, b: _Candidate) -> bool:
+    if a.source is b.source:
+        return a.span.start < b.span.end and b.span.start < a.span.end
+    return sp.flat(a.span.text) == sp.flat(b.span.text)
+
+
+def _span(c: _Candidate) -> EvidenceSpan:
+    src = c.source
+    start = int(getattr(src, "char_start", 0) or 0)
+    end = int(getattr(src, "char_end", 0) or 0)
+    text = str(getattr(src, "text", "") or "")
+    exact = end - start >= len(text)  # a passage cut to its leading sentences starts where it did
+    return EvidenceSpan(
+        text=c.span.text,
+        number=c.number,
+        doc_id=int(getattr(src, "doc_id", 0) or 0),
+        title=str(getattr(src, "title", "") or ""),
+        path=str(getattr(src, "path", "") or ""),
+        page_number=int(getattr(src, "page_number", 1) or 1),
+        char_start=start + c.span.start if exact else -1,
+        char_end=start + c.span.end if exact else -1,
+        score=c.score,
+        features=dict(c.features),
+    )
+
+
+def _closest(sources: Sequence[Any]) -> list[int]:
+    return list(range(1, min(3, len(sources)) + 1))

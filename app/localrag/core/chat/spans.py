@@ -1,0 +1,178 @@
+"""Sentences of a passage with their offsets, and the words, numbers and identifiers they carry.
+
+Shared by the evidence picker (``evidence``) and the check of generated sentences (``support``). Passages come
+from PDFs as often as from Markdown: lines are wrapped in the middle of sentences, so a line break alone does not
+end a sentence — but a short line (a heading, a line of code, a table row) stands on its own, and so does a list
+item.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# The end of a sentence: . ! ? (and closing quotes or brackets) followed by white space and something that can
+# start a sentence; a paragraph break; a line break before a list item.
+_END = re.compile(r"(?<=[.!?])[\"'”’)\]]*(?=\s+(?:[\"'“‘(]?[A-Z0-9`$.<>/\\-]|$))|\n\s*\n|\n(?=\s*(?:[-*•◦▪]|\d{1,2}[.)])\s)")
+_LINE = re.compile(r"[^\n]*\n?")
+# A line this much shorter than the passage's longest line is taken as ending where it ends.
+SHORT_LINE = 0.62
+MIN_SPAN_CHARS = 3
+
+STOPWORDS = frozenset(
+    """a about above after again against all also am an and any are aren't as at be because been before being
+    below between both but by can can't cannot could couldn't did didn't do does doesn't doing don't down during
+    each either else etc few for from further get gets got had hadn't has hasn't have haven't having he her here
+    hers herself him himself his how however i i'd i'm i've if in into is isn't it it's its itself just let's
+    like may me might more most much must mustn't my myself need no nor not now of off on once one only or other
+    ought our ours ourselves out over own please same shall shan't she should shouldn't so some such than that
+    that's the their theirs them themselves then there there's these they they're this those through thus to
+    too under until up upon us use used using very via want was wasn't we we're were weren't what what's when
+    where which while who whom whose why will with within without won't would wouldn't yes you your yours
+    yourself yourselves tell know way ways thing things something anything there kind sort e.g i.e""".split()
+)
+# Words of a question that say what kind of answer it wants rather than what it is about.
+QUESTION_WORDS = frozenset(
+    "what which how why when where who whom whose does do did can could should would is are was were will".split()
+)
+
+_WORDS = re.compile(r"[^\W_][\w'’.$-]*[^\W_]|[^\W_]", re.UNICODE)
+_NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d[\d,]*(?:\.\d+)?(?:[eE][-+]?\d+)?|\.\d+)%?")
+# An identifier: snake_case, ALLCAPS (3+), dotted or $ names, calls, options, paths, CamelCase.
+_IDENTIFIER = re.compile(
+    r"(?<![\w$.])(?:"
+    r"--?[A-Za-z][\w-]*"  # --option, -v
+    r"|/[\w.+-]+(?:/[\w.+-]*)+"  # /usr/local/bin
+    r"|\.?[A-Za-z_][\w]*(?:[.$][A-Za-z_]\w*)+(?:\(\))?"  # all.equal, .Machine$double.eps, os.path
+    r"|[A-Za-z]\w*\(\)"  # library()
+    r"|[A-Za-z]*_[\w]*"  # R_LIBS_USER, n_ctx
+    r"|[A-Z][A-Z0-9]{2,}"  # CRAN, PATH
+    r"|[a-z]+[A-Z]\w*"  # camelCase
+    r")(?![\w$])"
+)
+
+
+@dataclass(frozen=True)
+class Span:
+    """A sentence (or line, list item) of ``text[start:end]``."""
+
+    start: int
+    end: int
+    text: str
+
+    @property
+    def ends_with_question(self) -> bool:
+        return self.text.rstrip(" \"'”’)").endswith("?")
+
+
+def split_spans(text: str) -> list[Span]:
+    """The sentences of ``text`` with their offsets in it, trimmed of surrounding white space."""
+    lines = [m for m in _LINE.finditer(text) if m.group(0)]
+    longest = max((len(m.group(0).rstrip()) for m in lines), default=0)
+    cuts = {m.end() for m in _END.finditer(text) if not _abbreviation(text, m.start())}
+    for m in lines:
+        line = m.group(0).rstrip()
+        stripped = line.strip()
+        if not stripped or not m.group(0).endswith("\n"):
+            continue
+        short = len(line) < SHORT_LINE * longest
+        if short and not stripped.endswith(("-", ",")) or stripped.endswith(":") or _is_code_line(stripped):
+            cuts.add(m.end())
+    spans = []
+    start = 0
+    for cut in sorted(cuts) + [len(text)]:
+        if cut <= start:
+            continue
+        spans.extend(_trimmed(text, start, cut))
+        start = cut
+    return spans
+
+
+_ABBREVIATIONS = frozenset("e.g i.e etc vs cf fig figs no nos dr mr mrs ms st vol pp approx resp sec ch eq".split())
+
+
+def _abbreviation(text: str, end: int) -> bool:
+    """Whether the full stop before ``end`` closes an initial ("M.") or an abbreviation ("e.g.", "Fig.")."""
+    if end == 0 or text[end - 1] != ".":
+        return False
+    word = re.search(r"[\w.]*$", text[: end - 1]).group(0)  # type: ignore[union-attr]
+    return len(word) == 1 and word.isupper() or word.lower() in _ABBREVIATIONS
+
+
+def _trimmed(text: str, start: int, end: int) -> list[Span]:
+    piece = text[start:end]
+    lead = len(piece) - len(piece.lstrip())
+    trail = len(piece.rstrip())
+    if trail - lead < MIN_SPAN_CHARS or not re.search(r"\w", piece):
+        return []
+    return [Span(start + lead, start + trail, piece[lead:trail])]
+
+
+def _is_code_line(line: str) -> bool:
+    return bool(re.match(r"(?:R>|>>>|\$|#|octave:\d*>|>)\s", line)) or line.endswith((";", "{", "}"))
+
+
+def flat(text: str) -> str:
+    """``text`` on one line: line breaks and runs of spaces become one space."""
+    return " ".join(text.split())
+
+
+def stem(word: str) -> str:
+    """A light stem, the same on both sides of a comparison (plural and -ing/-ed forms meet)."""
+    w = word.lower().strip("'’.-")
+    if w.endswith(("'s", "’s")):
+        w = w[:-2]
+    if len(w) <= 3 or not w.isalpha():
+        return w
+    for suffix, repl in (("ies", "y"), ("sses", "ss"), ("ing", ""), ("ied", "y"), ("ed", ""), ("es", ""), ("s", "")):
+        if w.endswith(suffix) and len(w) - len(suffix) >= 3 and not w.endswith("ss"):
+            w = w[: len(w) - len(suffix)] + repl
+            break
+    if len(w) > 4 and w[-1] == w[-2] and w[-1] not in "lsz":  # running -> runn -> run
+        w = w[:-1]
+    return w
+
+
+def words(text: str) -> list[str]:
+    return [w for w in _WORDS.findall(text)]
+
+
+def content_terms(text: str) -> list[str]:
+    """The stems of ``text``'s words that carry meaning (no stop words), in order, with repeats."""
+    out = []
+    for w in words(text):
+        low = w.lower().strip("'’.-")
+        if not low or low in STOPWORDS or len(low) == 1 and not low.isdigit():
+            continue
+        out.append(stem(low))
+        if re.search(r"[._$-]", low):  # all.equal also matches "equal", R_LIBS_USER "libs"
+            out.extend(stem(p) for p in re.split(r"[._$-]+", low) if len(p) > 1 and p not in STOPWORDS)
+    return out
+
+
+def numbers(text: str) -> list[str]:
+    """Numbers written in ``text``, normalised (no thousands separators, no trailing zeros after a point)."""
+    out = []
+    for m in _NUMBER.finditer(text):
+        raw = m.group(0).replace(",", "").rstrip("%").lstrip("+")
+        if not any(ch.isdigit() for ch in raw):
+            continue
+        if "." in raw and "e" not in raw.lower():
+            raw = raw.rstrip("0").rstrip(".") or "0"
+        out.append(raw)
+    return out
+
+
+def identifiers(text: str) -> list[str]:
+    """Identifiers written in ``text``: names of variables, functions, options, files and commands."""
+    found = []
+    for m in _IDENTIFIER.finditer(text):
+        ident = m.group(0).rstrip(".")
+        if ident.lower() in STOPWORDS or len(ident) < 2:
+            continue
+        found.append(ident)
+    return found
+
+
+def has_identifier(text: str) -> bool:
+    return bool(identifiers(text)) or "`" in text
