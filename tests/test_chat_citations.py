@@ -96,3 +96,19 @@ def test_a_passage_the_answer_repeats_without_citing_it_is_found():
     assert find_quotes("The Moon and the Earth pull on the water of the seas.", sources, check_citations("", 3)) == []
     cited = "The water bulges on the side of the Earth facing the Moon [2]."
     assert find_quotes(cited, sources, check_citations(cited, 3)) == []
+
+
+def test_brackets_in_code_arrays_math_and_program_output_are_not_citations():
+    for text in (
+        "double[] = [1; 2; 3]",
+        "Read the value with `a[1]` here.",
+        "Let $x_[1]$ be the first.",
+        "x[1] is the first element",
+        "a[1][2] values",
+        "R> a * a == 2\n[1] FALSE",
+        "```\nv = [1, 2]\n```",
+    ):
+        check = check_citations(text, 3)
+        assert check.cited == [] and check.marks == [], text
+    assert check_citations("Compare with `all.equal()` instead [2].", 3).cited == [2]
+    assert check_citations("Lima[1]. See the manual [1] and [3]", 3).cited == [1, 3]

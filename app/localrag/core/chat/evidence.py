@@ -38,19 +38,22 @@ PASSAGES = 5
 # At most this many sentences are scored by the embedding model (the best by the cheap features first).
 EMBED_CANDIDATES = 40
 # Score weights (tuned on the answer benchmark's questions).
-W_SEMANTIC = 0.50
-W_LEXICAL = 0.35
+W_SEMANTIC = 0.40
+W_LEXICAL = 0.25
 W_PASSAGE = 0.15
+# The lexical match counts the sentence's own words, and in part those of its heading and the sentence before
+# ("The default is 79 by 24." answers a question about the dumb terminal its heading names).
+CONTEXT_WORDS = 0.4
 KIND_BONUS = 0.08
 HEADING_PENALTY = 0.20
 QUESTION_PENALTY = 0.15
 FRAGMENT_PENALTY = 0.10
-CONTEXT_SHARE = 0.5
+CONTEXT_SHARE = 0.25
 # The best sentence must reach this score to be quoted as the answer.
-MIN_SCORE = 0.38
+MIN_SCORE = 0.30
 # A further sentence is quoted when it scores at least this share of the best one.
-SECOND_SHARE = 0.93
-MAX_SPANS = 3
+SECOND_SHARE = 0.90
+MAX_SPANS = 2
 # A sentence longer than this (characters) is cut at a clause boundary for display; its offsets shrink with it.
 MAX_SPAN_CHARS = 420
 
@@ -178,6 +181,7 @@ class _Candidate:
     index: int  # the sentence's position in its passage
     terms: set[str]
     heading: bool
+    context_terms: set[str] = field(default_factory=set)  # its heading's and the previous sentence's
     features: dict[str, float] = field(default_factory=dict)
     score: float = 0.0
 
@@ -188,53 +192,115 @@ def find_evidence(
     embed: Callable[[list[str]], np.ndarray] | None,
     *,
     question_vector: np.ndarray | None = None,
+    keep: int = 8,
 ) -> Evidence:
     """The sentences of ``sources`` (numbered from 1, best first) that best answer ``question``.
+
+    A question in two parts ("why …, and how should I …?") gets the best sentence for each part as well.
 
     Args:
         embed: the embedding model (a list of texts → unit vectors); ``None`` scores by words alone.
         question_vector: the question's vector when already at hand (retrieval computed it).
+        keep: how many of the best-scored sentences ``Evidence.candidates`` keeps (the developer pane).
     """
     started = time.monotonic()
     kind = question_kind(question)
-    q_terms = [t for t in sp.content_terms(question) if t not in sp.QUESTION_WORDS]
     candidates = _candidates(sources[:PASSAGES])
-    if not candidates or not q_terms and embed is None:
+    parts = question_parts(question)
+    if not candidates or not _terms(question) and embed is None:
         return Evidence(NOT_FOUND, closest=_closest(sources), kind=kind, seconds=time.monotonic() - started)
-    weights = _term_weights(q_terms, candidates)
-    total = sum(weights.values()) or 1.0
     for c in candidates:
-        c.features["lexical"] = sum(w for t, w in weights.items() if t in c.terms) / total
         c.features["passage"] = 1.0 / (1.0 + 0.5 * c.rank)
+    _lexical(question, candidates)
     # The embedding model reads the most promising sentences only (its cost grows with their number).
     candidates.sort(key=lambda c: (c.features["lexical"], c.features["passage"]), reverse=True)
     scored = candidates[:EMBED_CANDIDATES]
+    part_sims: list[np.ndarray] = []
     if embed is not None:
-        qv = question_vector if question_vector is not None else embed([question])[0]
-        vectors = embed([sp.flat(c.span.text) for c in scored])
-        sims = vectors @ np.asarray(qv, dtype=np.float32)
-        for c, s in zip(scored, sims):
-            c.features["semantic"] = float(s)
+        asks = ([] if question_vector is not None else [question]) + (parts if len(parts) > 1 else [])
+        vectors = embed(asks + [sp.flat(c.span.text) for c in scored])
+        qv = question_vector if question_vector is not None else vectors[0]
+        sentences = vectors[len(asks) :]
+        for c, sim in zip(scored, sentences @ np.asarray(qv, dtype=np.float32)):
+            c.features["semantic"] = float(sim)
+        part_sims = [sentences @ v for v in vectors[len(asks) - len(parts) : len(asks)]] if len(parts) > 1 else []
     for c in scored:
         _score(c, kind)
     _carry_context(scored)
+    chosen = _choose(scored)
+    for i, part in enumerate(parts if len(parts) > 1 else []):
+        chosen = _choose_for_part(part, i, scored, part_sims, kind, chosen)
     scored.sort(key=lambda c: c.score, reverse=True)
-    top = [_span(c) for c in scored[:8]]
-    best = scored[0] if scored else None
-    if best is None or best.score < MIN_SCORE:
+    top = [_span(c) for c in scored[:keep]]
+    if not chosen:
         return Evidence(NOT_FOUND, closest=_closest(sources), kind=kind, candidates=top,
                         seconds=time.monotonic() - started)
+    order = sorted(chosen, key=lambda c: (c.number, c.span.start))
+    return Evidence(ANSWERED, spans=[_span(c) for c in order], kind=kind, candidates=top,
+                    seconds=time.monotonic() - started)
+
+
+_PARTS = re.compile(
+    r",?\s+(?:and|but)\s+(?=(?:how|what|which|why|when|where|who|is|are|do|does|can|should|could|would|will)\b)",
+    re.IGNORECASE,
+)
+
+
+def question_parts(question: str) -> list[str]:
+    """A question asking two things ("why …, and how …?") as its parts; otherwise the question alone."""
+    parts = [p.strip() for p in _PARTS.split(question) if len(p.split()) >= 3]
+    return parts if len(parts) > 1 else [question]
+
+
+def _terms(text: str) -> list[str]:
+    return [t for t in sp.content_terms(text) if t not in sp.QUESTION_WORDS]
+
+
+def _lexical(question: str, candidates: list[_Candidate], key: str = "lexical") -> None:
+    weights = _term_weights(_terms(question), candidates)
+    total = sum(weights.values()) or 1.0
+    for c in candidates:
+        own = sum(w for t, w in weights.items() if t in c.terms) / total
+        around = sum(w for t, w in weights.items() if t in c.context_terms) / total
+        c.features[key] = (1 - CONTEXT_WORDS) * own + CONTEXT_WORDS * around
+
+
+def _choose(scored: list[_Candidate]) -> list[_Candidate]:
+    """The best sentence if it is good enough, the ones nearly as good, and the line a colon announces."""
+    ranked = sorted(scored, key=lambda c: c.score, reverse=True)
+    if not ranked or ranked[0].score < MIN_SCORE:
+        return []
+    best = ranked[0]
     chosen = [best]
-    for c in scored[1:]:
+    for c in ranked[1:]:
         if len(chosen) >= MAX_SPANS or c.score < SECOND_SHARE * best.score:
             break
         if c.heading or any(_overlaps(c, o) for o in chosen):
             continue
         chosen.append(c)
-    chosen.extend(_continuation(best, candidates, chosen))
-    order = sorted(chosen[:MAX_SPANS + 1], key=lambda c: (c.number, c.span.start))
-    return Evidence(ANSWERED, spans=[_span(c) for c in order], kind=kind, candidates=top,
-                    seconds=time.monotonic() - started)
+    return chosen + _continuation(best, scored, chosen)
+
+
+def _choose_for_part(
+    part: str, i: int, scored: list[_Candidate], sims: list[np.ndarray], kind: str, chosen: list[_Candidate]
+) -> list[_Candidate]:
+    """Adds the best sentence for one part of a two-part question when the answer lacks one."""
+    key = f"lexical_{i}"
+    _lexical(part, scored, key)
+    part_kind = question_kind(part) or kind
+
+    def part_score(j: int, c: _Candidate) -> float:
+        semantic = float(sims[i][j]) if sims else 0.0
+        bonus = c.features.get("kind", 0.0) if part_kind == kind else 0.0
+        return (W_SEMANTIC * semantic + W_LEXICAL * c.features[key] + W_PASSAGE * c.features["passage"]
+                + bonus + c.features.get("penalty", 0.0) + c.features.get("context", 0.0))
+
+    j, best = max(enumerate(scored), key=lambda jc: part_score(*jc))
+    if best in chosen or part_score(j, best) < MIN_SCORE or len(chosen) >= MAX_SPANS + 1:
+        return chosen
+    if any(_overlaps(best, o) for o in chosen):
+        return chosen
+    return chosen + [best]
 
 
 def _candidates(sources: Sequence[Any]) -> list[_Candidate]:
@@ -243,12 +309,14 @@ def _candidates(sources: Sequence[Any]) -> list[_Candidate]:
         text = str(getattr(src, "text", "") or "")
         heading_terms = set(sp.content_terms(str(getattr(src, "heading_path", "") or "").split(" > ")[-1]))
         spans = split_long(sp.split_spans(text))
+        previous: set[str] = set()
         for index, span in enumerate(spans):
             terms = set(sp.content_terms(span.text))
             if not terms:
                 continue
             heading = _looks_like_heading(span, heading_terms)
-            out.append(_Candidate(span, src, rank + 1, rank, index, terms, heading))
+            out.append(_Candidate(span, src, rank + 1, rank, index, terms, heading, terms | heading_terms | previous))
+            previous = terms
     return out
 
 

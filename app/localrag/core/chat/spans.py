@@ -118,17 +118,28 @@ def flat(text: str) -> str:
 
 
 def stem(word: str) -> str:
-    """A light stem, the same on both sides of a comparison (plural and -ing/-ed forms meet)."""
+    """A light stem, the same on both sides of a comparison: plurals, -ing, -ed and a final e meet
+    ("compare", "compares", "compared", "comparing" → "compar")."""
     w = word.lower().strip("'’.-")
     if w.endswith(("'s", "’s")):
         w = w[:-2]
     if len(w) <= 3 or not w.isalpha():
         return w
-    for suffix, repl in (("ies", "y"), ("sses", "ss"), ("ing", ""), ("ied", "y"), ("ed", ""), ("es", ""), ("s", "")):
-        if w.endswith(suffix) and len(w) - len(suffix) >= 3 and not w.endswith("ss"):
-            w = w[: len(w) - len(suffix)] + repl
-            break
+    if w.endswith("ies") and len(w) > 4:
+        w = w[:-3] + "y"
+    elif w.endswith(("sses", "xes", "ches", "shes", "zes")):
+        w = w[:-2]
+    elif w.endswith("s") and not w.endswith(("ss", "us", "is")):
+        w = w[:-1]
+    elif w.endswith("ied") and len(w) > 4:
+        w = w[:-3] + "y"
+    elif w.endswith("ing") and len(w) - 3 >= 3:
+        w = w[:-3]
+    elif w.endswith("ed") and len(w) - 2 >= 3:
+        w = w[:-2]
     if len(w) > 4 and w[-1] == w[-2] and w[-1] not in "lsz":  # running -> runn -> run
+        w = w[:-1]
+    if len(w) > 4 and w.endswith("e"):
         w = w[:-1]
     return w
 

@@ -1,0 +1,113 @@
+"""The answer taken from the sources: sentences with offsets, the best sentence for a question, and "not found".
+
+Real parts: the bundled embedding model scores the sentences (no store needed: the passages are given)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from localrag.core.chat import spans
+from localrag.core.chat.evidence import ANSWERED, NOT_FOUND, Evidence, find_evidence, question_kind
+
+FAQ_PAGE = (
+    "7.30 I installed a package but the functions are not there\n"
+    "To actually use the package, it needs to be loaded using library().\n"
+    "7.31 Why doesn't R think these numbers are equal?\n"
+    "The only numbers that can be represented exactly in R's numeric type are integers and\n"
+    "fractions whose denominator is a power of 2. All other numbers are internally rounded\n"
+    "to (typically) 53 binary digits accuracy.\n"
+    "R> a <- sqrt(2)\n"
+    "R> a * a == 2\n"
+    "[1] FALSE\n"
+    "The function all.equal() compares two objects using a numeric tolerance of\n"
+    ".Machine$double.eps ^ 0.5. If you want much greater accuracy than this you will need\n"
+    "to consider error propagation carefully.\n"
+)
+LIBS_PAGE = (
+    "6.1 Managing libraries\n"
+    "R packages are installed into libraries, which are directories in the file system containing a\n"
+    "subdirectory for each package installed there. The default value of the environment variable\n"
+    "R_LIBS_USER is a directory in the user's home area where personal packages are installed.\n"
+    "Users can have one or more libraries, normally specified by the environment variable R_LIBS.\n"
+)
+GARDEN = "Tomatoes need at least six hours of direct sunlight every day. Basil grows well next to tomatoes.\n"
+
+
+@dataclass
+class Passage:
+    """A retrieved passage as the engine hands it over (the fields ``find_evidence`` reads)."""
+
+    text: str
+    doc_id: int = 1
+    title: str = "R FAQ"
+    path: str = "/docs/R-FAQ.pdf"
+    page_number: int = 41
+    heading_path: str = ""
+    char_start: int = 100
+
+    @property
+    def char_end(self) -> int:
+        return self.char_start + len(self.text)
+
+
+@pytest.fixture(scope="module")
+def embed(embedder):
+    return lambda texts: embedder.embed(texts)
+
+
+def test_sentences_keep_their_offsets_and_short_lines_stand_alone():
+    found = spans.split_spans(FAQ_PAGE)
+    texts = [s.text for s in found]
+    assert "7.31 Why doesn't R think these numbers are equal?" in texts
+    assert "R> a <- sqrt(2)" in texts and "[1] FALSE" in texts  # code and output lines are not run together
+    # a sentence wrapped over lines stays one sentence
+    assert any(t.startswith("The function all.equal() compares") and t.endswith("0.5.") for t in texts)
+    for s in found:
+        assert FAQ_PAGE[s.start : s.end] == s.text
+
+
+def test_the_sentence_that_answers_is_quoted_with_its_page_and_exact_offsets(embed):
+    passages = [Passage(GARDEN, doc_id=2, title="Garden", path="/docs/garden.txt", page_number=1),
+                Passage(FAQ_PAGE)]
+    ev = find_evidence("Why does R think 0.1 + 0.2 is not equal to 0.3, and how should I compare such numbers?",
+                       passages, embed)
+    assert ev.status == ANSWERED
+    quoted = " ".join(s.text for s in ev.spans)
+    assert "all.equal()" in quoted
+    span = next(s for s in ev.spans if "all.equal()" in s.text)
+    assert span.number == 2 and span.page_number == 41 and span.path == "/docs/R-FAQ.pdf"
+    # the offsets point at exactly this sentence of the page (the viewer highlights them)
+    page = " " * 100 + FAQ_PAGE
+    assert page[span.char_start : span.char_end] == span.text
+    assert "Why doesn't R" not in quoted  # the heading asks; it does not answer
+
+
+def test_an_identifier_question_is_answered_by_the_sentence_naming_the_variable(embed):
+    ev = find_evidence("Which environment variable sets the directory for a user's personal R package library?",
+                       [Passage(LIBS_PAGE, page_number=29)], embed)
+    assert ev.kind == "identifier"
+    assert ev.answered and "R_LIBS_USER" in ev.text()
+    assert ev.text().rstrip().endswith("[1]")
+
+
+def test_nothing_is_quoted_when_no_sentence_answers(embed):
+    ev = find_evidence("What is the boiling point of liquid nitrogen in kelvin?", [Passage(GARDEN)], embed)
+    assert ev.status == NOT_FOUND
+    assert ev.spans == [] and ev.closest == [1]
+    assert "do not seem to answer" in ev.text()
+
+
+def test_question_kinds():
+    assert question_kind("Which option makes R CMD INSTALL use my own library?") == "identifier"
+    assert question_kind("What environment variable holds the CRAN mirror?") == "identifier"
+    assert question_kind("How many samples does gnuplot use by default?") == "number"
+    assert question_kind("What is the default resolution of print?") == "number"
+    assert question_kind("Why does R think these numbers are different?") == ""
+
+
+def test_evidence_survives_a_round_trip_through_json(embed):
+    ev = find_evidence("Which environment variable sets the personal library?", [Passage(LIBS_PAGE)], embed)
+    back = Evidence.from_dict(ev.to_dict())
+    assert back is not None and back.text() == ev.text() and back.spans[0].char_start == ev.spans[0].char_start
