@@ -12,7 +12,9 @@ from localrag.core.chat.citations import check_citations
 from localrag.core.chat.engine import (
     NOT_FOUND,
     ChatEngine,
+    Checked,
     Done,
+    EvidenceReady,
     Failed,
     Retrieved,
     Searching,
@@ -99,15 +101,58 @@ def _kinds(events: list) -> list[str]:
 
 
 def test_grounded_answer_streams_events_in_order(engine):
+    """The sentence that answers comes from the sources before the model runs; the model's rewording follows,
+    each sentence checked, and only supported ones join the answer."""
     events = _run(engine, None, "How do I install Local RAG on Windows?")
-    assert _kinds(events) == ["Searching", "Retrieved", "Token", "Done"]
-    retrieved, done = events[1], events[-1]
+    kinds = _kinds(events)
+    assert kinds[:5] == ["Searching", "Retrieved", "EvidenceReady", "Prompt", "Token"] and kinds[-1] == "Done"
+    retrieved, ready, done = events[1], events[2], events[-1]
     assert retrieved.sources and retrieved.sources[0].title == "Installing Local RAG"
-    assert retrieved.prompt.prompt_tokens <= 2048 - 24
-    tokens = [e.text for e in events if isinstance(e, Token)]
-    assert "".join(tokens).strip() == done.answer
+    assert ready.lead == "sources" and ready.evidence.answered  # the bundled model is small: the sources lead
+    assert "LocalRAG-Setup.exe" in ready.text and ready.evidence.spans[0].number == 1
+    assert events[3].prompt_tokens <= 2048 - 24
+    assert done.answer.startswith(ready.text)
+    checked = [e for e in events if isinstance(e, Checked)]
+    for c in checked:
+        assert (c.sentence.shown() in done.answer) == c.shown == c.sentence.supported
+    assert done.evidence is ready.evidence and done.lead == "sources"
     assert done.chat_id is not None and done.message_id is not None
-    assert done.timings["ttft_s"] > 0 and done.timings["retrieval_s"] > 0 and done.timings["tokens"] > 0
+    assert done.timings["evidence_at_s"] > 0 and done.timings["retrieval_s"] > 0 and done.timings["tokens"] > 0
+    with engine.library.connect() as conn:
+        stored = history.load_messages(conn, done.chat_id)[-1]
+    assert stored.parts is not None and stored.parts["evidence"]["spans"][0]["text"] == ready.evidence.spans[0].text
+
+
+def test_with_rewording_off_the_answer_is_the_evidence_and_no_model_runs(engine, monkeypatch):
+    monkeypatch.setattr(engine.settings, "reword", False)
+    events = _run(engine, None, "How do I install Local RAG on Windows?", persist=False)
+    assert _kinds(events) == ["Searching", "Retrieved", "EvidenceReady", "Done"]
+    done = events[-1]
+    assert done.answer == done.evidence.text() and "tokens" not in done.timings
+    assert done.citations.cited == [1] and done.sources[0].cited
+
+
+def test_a_question_the_documents_do_not_answer_says_so_and_lists_the_closest(engine, monkeypatch):
+    monkeypatch.setattr(engine.settings, "reword", False)
+    done = _run(engine, None, "How do I install Local RAG with pip on Linux and which Python does it need?",
+                persist=False)[-1]
+    assert done.evidence.answered  # sanity: a question they do answer
+    done = _run(engine, None, "Which compost pile temperature kills tomato blight spores?", persist=False)[-1]
+    if done.evidence is not None and not done.evidence.answered:
+        assert "do not seem to answer" in done.answer and done.evidence.closest
+
+
+def test_the_model_leads_when_asked_and_its_sentences_are_checked(engine, monkeypatch):
+    monkeypatch.setattr(engine.settings, "answer_lead", "model")
+    events = _run(engine, None, "How do I back up my library?", persist=False, max_tokens=60)
+    ready = next(e for e in events if isinstance(e, EvidenceReady))
+    assert ready.lead == "model"
+    done = events[-1]
+    assert done.lead == "model" and done.generated
+    for g in done.generated:
+        assert g.shown() in done.answer  # supported with its [n], or marked as not found
+        if g.supported:
+            assert g.number is not None and 1 <= g.number <= len(done.sources)
 
 
 def test_citations_map_to_the_sources_given(engine):
@@ -155,7 +200,8 @@ def test_follow_up_retrieves_from_the_earlier_topic(engine):
     assert retrieved.sources[0].title == "Backups"
     assert events[-1].chat_id == first.chat_id
     # The earlier exchange is in the prompt, before the new sources.
-    contents = [m["content"] for m in retrieved.prompt.messages]
+    prompt = next(e for e in events if isinstance(e, Prompt))
+    contents = [m["content"] for m in prompt.messages]
     assert "How do I back up my library?" in contents
 
 
@@ -168,7 +214,8 @@ def test_follow_up_detection():
     assert follow_up_query("and on Windows?", []) == "and on Windows?"
 
 
-def test_cancel_keeps_what_was_generated(engine):
+def test_cancel_keeps_what_was_generated(engine, monkeypatch):
+    monkeypatch.setattr(engine.settings, "answer_lead", "model")
     cancel = CancelToken()
     events = []
     for event in engine.ask(None, "Tell me everything about backups.", cancel=cancel, max_tokens=200):
@@ -198,7 +245,9 @@ def test_a_question_before_warm_up_waits_for_the_model(corpus):
         events.append(event)
         if isinstance(event, WarmingUp):
             gate.set()
-    assert _kinds(events) == ["Searching", "WarmingUp", "Retrieved", "Token", "Done"]
+    kinds = _kinds(events)
+    # The evidence does not wait for the model (the file's size says it is a small one); the rewording does.
+    assert kinds[:4] == ["Searching", "Retrieved", "EvidenceReady", "WarmingUp"] and kinds[-1] == "Done"
     assert events[-1].timings["wait_s"] > 0
 
 
@@ -215,9 +264,15 @@ def test_llm_load_failure_leaves_retrieval_working(corpus, tmp_path):
     bad.write_bytes(b"GGUF" + b"\0" * 4096)
     engine = ChatEngine(corpus, LLMProvider(Settings(gguf_path=str(bad), n_ctx=2048)))
     events = list(engine.ask(None, "How do I install Local RAG on Windows?"))
-    assert [type(e) for e in events if not isinstance(e, WarmingUp)] == [Searching, Retrieved, Failed]
-    assert events[-1].known and "broken.gguf" in events[-1].message
-    assert events[-2].sources[0].title == "Installing Local RAG"
+    # The sources still answer: the evidence is the answer, and the notice says why no model reworded it.
+    kinds = [type(e) for e in events if not isinstance(e, WarmingUp)]
+    assert kinds == [Searching, Retrieved, EvidenceReady, Done]
+    done = events[-1]
+    assert done.answer == done.evidence.text() and "LocalRAG-Setup.exe" in done.answer
+    assert "broken.gguf" in done.notice and "quoted from your documents" in done.notice
+    assert events[1].sources[0].title == "Installing Local RAG"
+    plain = list(engine.ask(None, "Hello there, how are you?", grounded=False))
+    assert isinstance(plain[-1], Failed) and plain[-1].known and "broken.gguf" in plain[-1].message
     only = engine.retrieve_only("How do I install Local RAG on Windows?")
     assert only.sources[0].title == "Installing Local RAG" and only.response.reason is None
     assert engine.warm_up()["embedder_s"] >= 0  # warm-up survives the failure too
@@ -272,7 +327,12 @@ def test_cli_ask_json(corpus, home):
     data = json.loads(out.stdout)
     assert data["answer"] and data["sources"][0]["path"].endswith("install.md")
     assert {"path", "page_number", "chunk_ids"} <= set(data["sources"][0])
-    assert {"retrieval_s", "ttft_s", "tokens_per_s"} <= set(data["timings"])
+    assert {"retrieval_s", "evidence_at_s"} <= set(data["timings"])
+    evidence = data["evidence"][0]
+    assert evidence["path"].endswith("install.md") and evidence["number"] == 1
+    assert {"text", "page_number", "char_start", "char_end", "score"} <= set(evidence)
+    assert data["answer"].startswith(evidence["text"].split()[0])
+    assert all({"text", "supported"} <= set(g) for g in data["generated"])
     assert data["chat_id"] is None  # nothing kept without --save
 
 

@@ -395,6 +395,17 @@ def _notice_for(resp: RetrievalResponse, results: Sequence[Result], *, strict: b
     return ""
 
 
+def _small_model_file(settings: Any) -> bool:
+    """Whether the configured GGUF is too small a file to hold ``LARGE_MODEL_PARAMS`` parameters (at 4.5 bits a
+    weight, the smallest quantisation worth running), so that what leads is known before the model loads."""
+    from localrag.core.chat.llm import gguf_path
+
+    try:
+        return gguf_path(settings).stat().st_size < LARGE_MODEL_PARAMS * 4.5 / 8
+    except (ModelMissing, OSError):
+        return True
+
+
 def _nothing_packed(resp: RetrievalResponse) -> PackedContext:
     """An empty context that says why each passage found was left out (so no view lists them as sources)."""
     from localrag.core.retrieve import PackedContext
@@ -442,6 +453,7 @@ class _Run:
         self.generated: list[CheckedSentence] = []
         self.lead = SOURCES
         self._misses = 0
+        self.model_error = ""
 
     def events(self) -> Iterator[ChatEvent]:
         if not self.question:
@@ -469,10 +481,11 @@ class _Run:
         if notice:
             self.notices.append(notice)
         if mode == PLAIN:  # nothing relevant found, or the store is down: the model alone, and the notice says so
+            yield Retrieved(query, resp, _nothing_packed(resp), None, [], self.notice)
             yield from self._generate(PLAIN, resp)
             return
         packed = self._pack(results)
-        self._find_evidence(packed.sources)
+        self._find_evidence(packed.sources, query)
         assert self.evidence is not None
         yield Retrieved(query, resp, packed, None, self._sources(), self.notice)
         yield EvidenceReady(self.evidence, self.lead, self.evidence.text())
@@ -488,7 +501,7 @@ class _Run:
         llm = yield from self._model(resp, self.sources_used)
         if llm is None:
             if self.evidence is not None:  # the sources still answer
-                why = (self.engine.llm_error or "No language model is loaded").rstrip(".")
+                why = (self.model_error or self.engine.llm_error or "No language model is loaded").rstrip(".")
                 self.notices.append(f"{why}: the answer is quoted from your documents.")
                 self.lead = SOURCES
                 self.answer = self.evidence.text()
@@ -581,13 +594,14 @@ class _Run:
         self._load_history()
         mode = PLAIN
         if self.grounded:
-            resp, results = self._retrieve(follow_up_query(self.question, self.earlier))
+            query = follow_up_query(self.question, self.earlier)
+            resp, results = self._retrieve(query)
             found, _ = self._mode(resp, results)
             if found is None:
                 return None
             mode = found
             if mode != PLAIN:
-                self._find_evidence(self._pack(results, llm).sources)
+                self._find_evidence(self._pack(results, llm).sources, query)
                 assert self.evidence is not None
                 if self.lead == SOURCES and not (self.settings.reword and self.evidence.answered):
                     return None
@@ -609,14 +623,15 @@ class _Run:
     def _embed(self, texts: list[str]) -> np.ndarray:
         return self.library.embed_texts(texts)
 
-    def _find_evidence(self, sources: list[Result]) -> None:
+    def _find_evidence(self, sources: list[Result], query: str) -> None:
+        """The sentences that answer ``query`` (the question, with the one before for a follow-up)."""
         t = time.monotonic()
         self.sources_used = list(sources)
         try:
-            self.evidence = find_evidence(self.question, sources, self._embed)
+            self.evidence = find_evidence(query, sources, self._embed)
         except KnownError as exc:  # the embedding worker failed: words alone still pick a sentence
             log.warning("evidence scored without the embedding model: %s", exc.message)
-            self.evidence = find_evidence(self.question, sources, None)
+            self.evidence = find_evidence(query, sources, None)
         self.lead = self._lead()
         self.timings["evidence_s"] = time.monotonic() - t
         self.timings["evidence_at_s"] = time.monotonic() - self.started
@@ -629,7 +644,9 @@ class _Run:
         provider = self.engine.provider
         llm = provider.llm if provider is not None else None
         if llm is None and provider is not None and not provider.failed:
-            try:  # the answer waits for the model anyway; its size decides
+            if _small_model_file(self.settings):  # decided without waiting for it to load
+                return SOURCES
+            try:  # a large model leads, and the answer waits for it anyway
                 llm = provider.get(self.cancel)
             except ModelMissing:
                 llm = None
@@ -739,6 +756,7 @@ class _Run:
             llm = provider.get(self.cancel)
         except ModelMissing as exc:
             if self.evidence is not None:  # the sources answer without the model
+                self.model_error = exc.message
                 return None
             if resp is not None:  # retrieval only: the sources still show
                 from localrag.core.retrieve import pack_context

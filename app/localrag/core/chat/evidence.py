@@ -340,6 +340,8 @@ def split_long(spans: list[sp.Span]) -> list[sp.Span]:
 
 def _looks_like_heading(span: sp.Span, heading_terms: set[str]) -> bool:
     text = sp.flat(span.text)
+    if text.startswith("#"):  # a Markdown heading
+        return True
     if re.match(r"^(?:chapter|section|appendix|part)?\s*\d+(?:\.\d+)*\.?\s+\S", text, re.IGNORECASE) and \
             not text.endswith("."):
         return True

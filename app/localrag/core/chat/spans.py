@@ -13,7 +13,10 @@ from dataclasses import dataclass
 
 # The end of a sentence: . ! ? (and closing quotes or brackets) followed by white space and something that can
 # start a sentence; a paragraph break; a line break before a list item.
-_END = re.compile(r"(?<=[.!?])[\"'”’)\]]*(?=\s+(?:[\"'“‘(]?[A-Z0-9`$.<>/\\-]|$))|\n\s*\n|\n(?=\s*(?:[-*•◦▪]|\d{1,2}[.)])\s)")
+_END = re.compile(
+    r"(?<=[.!?])[\"'”’)\]]*(?=\s+(?:[\"'“‘(\[]?[A-Z0-9`$.<>/\\#*_-]|$))|\n\s*\n"
+    r"|\n(?=\s*(?:[-*•◦▪]|\d{1,2}[.)]|#{1,6})\s)"
+)
 _LINE = re.compile(r"[^\n]*\n?")
 # A line this much shorter than the passage's longest line is taken as ending where it ends.
 SHORT_LINE = 0.62
@@ -137,6 +140,8 @@ def stem(word: str) -> str:
         w = w[:-3]
     elif w.endswith("ed") and len(w) - 2 >= 3:
         w = w[:-2]
+    elif w.endswith("er") and len(w) >= 7:  # installer -> install, browser -> brows(e)
+        w = w[:-2]
     if len(w) > 4 and w[-1] == w[-2] and w[-1] not in "lsz":  # running -> runn -> run
         w = w[:-1]
     if len(w) > 4 and w.endswith("e"):
@@ -158,6 +163,9 @@ def content_terms(text: str) -> list[str]:
         out.append(stem(low))
         if re.search(r"[._$-]", low):  # all.equal also matches "equal", R_LIBS_USER "libs"
             out.extend(stem(p) for p in re.split(r"[._$-]+", low) if len(p) > 1 and p not in STOPWORDS)
+        camel = re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+", w)
+        if len(camel) > 1:  # LocalRAG also matches "local" and "rag", colClasses "classes"
+            out.extend(stem(p.lower()) for p in camel if len(p) > 1 and p.lower() not in STOPWORDS)
     return out
 
 
