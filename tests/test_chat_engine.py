@@ -100,9 +100,10 @@ def _kinds(events: list) -> list[str]:
     return out
 
 
-def test_grounded_answer_streams_events_in_order(engine):
-    """The sentence that answers comes from the sources before the model runs; the model's rewording follows,
-    each sentence checked, and only supported ones join the answer."""
+def test_grounded_answer_streams_events_in_order(engine, monkeypatch):
+    """The sentence that answers comes from the sources before the model runs; the model's rewording (when
+    turned on) follows, each sentence checked, and only supported ones join the answer."""
+    monkeypatch.setattr(engine.settings, "reword", True)
     events = _run(engine, None, "How do I install Local RAG on Windows?")
     kinds = _kinds(events)
     assert kinds[:5] == ["Searching", "Retrieved", "EvidenceReady", "Prompt", "Token"] and kinds[-1] == "Done"
@@ -123,8 +124,8 @@ def test_grounded_answer_streams_events_in_order(engine):
     assert stored.parts is not None and stored.parts["evidence"]["spans"][0]["text"] == ready.evidence.spans[0].text
 
 
-def test_with_rewording_off_the_answer_is_the_evidence_and_no_model_runs(engine, monkeypatch):
-    monkeypatch.setattr(engine.settings, "reword", False)
+def test_with_rewording_off_the_answer_is_the_evidence_and_no_model_runs(engine):
+    assert not engine.settings.reword  # the default
     events = _run(engine, None, "How do I install Local RAG on Windows?", persist=False)
     assert _kinds(events) == ["Searching", "Retrieved", "EvidenceReady", "Done"]
     done = events[-1]
@@ -230,7 +231,8 @@ def test_cancel_keeps_what_was_generated(engine, monkeypatch):
     assert stored[-1].cancelled and stored[-1].content == done.answer
 
 
-def test_a_question_before_warm_up_waits_for_the_model(corpus):
+def test_a_question_before_warm_up_waits_for_the_model(corpus, monkeypatch):
+    monkeypatch.setattr(corpus.settings, "reword", True)
     gate = threading.Event()
 
     def slow_load(settings):
@@ -253,9 +255,13 @@ def test_a_question_before_warm_up_waits_for_the_model(corpus):
 
 def test_warm_up_primes_the_system_prompt(corpus):
     engine = ChatEngine(corpus, LLMProvider(Settings(n_ctx=2048)))
+    engine.settings.answer_lead = "model"  # a prompt with the sources follows the primed prefix
     timings = engine.warm_up()
     assert engine.llm_ready and timings["prime_s"] > 0
-    done = _run(engine, None, "How much sun do tomatoes need?", persist=False, max_tokens=4)[-1]
+    try:
+        done = _run(engine, None, "How much sun do tomatoes need?", persist=False, max_tokens=4)[-1]
+    finally:
+        engine.settings.answer_lead = "auto"
     assert done.timings["cached_tokens"] > 100  # the system prompt and the worked example
 
 
@@ -354,8 +360,9 @@ def test_weak_passages_next_to_a_strong_one_are_left_out():
     assert relevant(keyword_only) == keyword_only
 
 
-def test_a_question_prepared_while_typed_starts_from_the_cache(engine):
+def test_a_question_prepared_while_typed_starts_from_the_cache(engine, monkeypatch):
     """Evaluated while it is typed, the question's prompt is what the model continues from when it is asked."""
+    monkeypatch.setattr(engine.settings, "answer_lead", "model")
     question = "How do I back up my library?"
     prepared = engine.prepare(None, question)
     assert prepared > 100  # system prompt, sources and question
