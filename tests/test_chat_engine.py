@@ -189,7 +189,8 @@ def test_strict_mode_with_nothing_relevant_says_so(engine):
     assert [m.content for m in stored] == ["What is the capital of Peru?", NOT_FOUND] and stored[1].strict
 
 
-def test_follow_up_retrieves_from_the_earlier_topic(engine):
+def test_follow_up_retrieves_from_the_earlier_topic(engine, monkeypatch):
+    monkeypatch.setattr(engine.settings, "reword", True)
     first = _run(engine, None, "How do I back up my library?")[-1]
     follow = "How often should I do it?"
     alone = retrieve(engine.library, follow)
@@ -265,7 +266,8 @@ def test_warm_up_primes_the_system_prompt(corpus):
     assert done.timings["cached_tokens"] > 100  # the system prompt and the worked example
 
 
-def test_llm_load_failure_leaves_retrieval_working(corpus, tmp_path):
+def test_llm_load_failure_leaves_retrieval_working(corpus, tmp_path, monkeypatch):
+    monkeypatch.setattr(corpus.settings, "reword", True)  # the model is wanted, and cannot load
     bad = tmp_path / "broken.gguf"
     bad.write_bytes(b"GGUF" + b"\0" * 4096)
     engine = ChatEngine(corpus, LLMProvider(Settings(gguf_path=str(bad), n_ctx=2048)))
