@@ -33,6 +33,7 @@ import numpy as np
 import psycopg
 from psycopg.types.json import Jsonb
 
+from localrag.core.chat import overview
 from localrag.core.embed.service import BATCH, EmbeddingService
 from localrag.core.errors import BadDocument, KnownError, StoreUnavailable
 from localrag.core.ingest import loaders
@@ -306,6 +307,7 @@ class Ingestor:
                 continue
             try:
                 self._embed(doc_id, path, title, doc_type, summary, _DocCancel(self, doc_id, cancel))
+                self._store_sections(doc_id)  # the central chunks follow the new vectors
                 summary.ready += 1
                 summary.events.append(self._emit(IngestEvent(doc_id, path, title, doc_type, "ready",
                                                              message="re-embedded")))
@@ -628,6 +630,7 @@ class Ingestor:
             "UPDATE documents SET status = 'ready', chunks_embedded = chunks_total, indexed_at = now(), "
             "updated_at = now() WHERE id = %s RETURNING pages, chunks_total", (doc_id,)
         ).fetchone()
+        self._store_sections(doc_id)
         older = conn.execute(
             "SELECT o.id, o.status FROM documents o JOIN documents d ON d.id = %s "
             "WHERE o.id < d.id AND o.path = d.path AND o.path_bytes IS NOT DISTINCT FROM d.path_bytes "
@@ -639,6 +642,14 @@ class Ingestor:
                 bm25.unindex_document(conn, old_id)
             conn.execute("DELETE FROM documents WHERE id = %s", (old_id,))
         return pages, chunks
+
+    def _store_sections(self, doc_id: int) -> None:
+        """Store the document's top-level sections and their central chunks (core/chat/overview.py). A failure is
+        logged and undone (a savepoint) and the document still becomes ready: the chat computes them later."""
+        try:
+            overview.compute_sections(self.conn, doc_id, self.library.embedder.name)
+        except Exception:
+            log.warning("could not compute the sections of document %s", doc_id, exc_info=True)
 
     def _delete_if_superseded(self, doc_id: int) -> bool:
         """Delete this version when a newer version of its file is queued, in progress or ready (call inside a

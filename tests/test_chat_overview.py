@@ -1,0 +1,372 @@
+"""Whole-document and library questions answered from structure: real documents through the real pipeline, the
+real store and the real embedding model. Recognising the questions, the sections stored at ingest (titles, pages,
+central chunks), outline, summary and compare answers, "which documents mention Z", and questions that name no
+document."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from fixtures_docs import write_pdf
+from localrag.core.chat import overview
+from localrag.core.chat.overview import detect, section_keys
+
+TOMATOES = [
+    "Tomatoes need at least six hours of direct sunlight every day.",
+    "Water tomato plants deeply twice a week rather than a little every day.",
+    "Stake or cage each plant early so the stems do not bend under the weight of the fruit.",
+    "Pinch out the side shoots of cordon varieties to keep the plant tidy and productive.",
+    "Feed the plants with a potash-rich fertiliser once the first flowers appear.",
+    "Yellow lower leaves are normal late in the season and can be removed.",
+    "Blossom end rot comes from irregular watering, not from a lack of fertiliser.",
+    "Harvest tomatoes when they are fully coloured and slightly soft to the touch.",
+    "A zeppelin-shaped variety called Long Keeper stores well into the winter.",
+    "Green tomatoes left at the end of the season ripen indoors on a sunny windowsill.",
+    "Rotate the tomato bed every year to keep soil diseases from building up.",
+    "Mulch around the stems keeps the soil moist and the roots cool in summer.",
+]
+BASIL = [
+    "Basil grows well next to tomatoes and likes the same warm, sunny spot.",
+    "Pinch off the flower buds of basil to keep the leaves tender and sweet.",
+]
+COMPOST = [
+    "Compost made from kitchen scraps feeds the soil and the creatures living in it.",
+    "Mix green material such as grass clippings with brown material such as dry leaves.",
+    "Turn the compost pile every two weeks so that it gets enough air.",
+    "A compost heap that smells bad is too wet and needs more brown material.",
+    "Finished compost is dark, crumbly and smells like a forest floor.",
+    "Spread a layer of compost on the beds in autumn and let the worms work it in.",
+    "Do not add meat, dairy or diseased plants to a garden compost heap.",
+    "An old zeppelin hangar in the village now houses the community compost bays.",
+    "Leaf mould is a slower kind of compost made from autumn leaves alone.",
+    "A closed bin keeps rain off the heap and holds the heat that speeds it up.",
+    "Chop large stems into small pieces so that they rot down faster.",
+    "A handful of soil adds the microbes that start the composting process.",
+]
+
+
+def _handbook() -> str:
+    body = " ".join(TOMATOES * 2)
+    return (
+        "# Gardening Handbook\n\n## Tomatoes\n\n" + body + "\n\n## Basil\n\n" + " ".join(BASIL) + "\n\n## Compost\n\n"
+        + " ".join(COMPOST * 2) + "\n"
+    )
+
+
+def _manual_pages() -> list[list[str]]:
+    return [
+        ["Introduction", "This manual explains how to install and run the fixture program.",
+         "The program indexes local documents and answers questions about them.",
+         "Every answer cites the page of the document it comes from."],
+        ["Installing", "Installing the program takes one command in a terminal.",
+         "The installer checks the version of Python before it starts.",
+         "A log file records every step of the installation."],
+        ["The installer creates a data folder in your home directory.",
+         "Remove the data folder to start again from an empty library."],
+        ["Troubleshooting", "If the program does not start, read the log file first.",
+         "A zeppelin icon in the status bar means an update is being downloaded.",
+         "Restart the program after the update has been installed."],
+    ]
+
+
+NOTES = (
+    "Meeting notes from the spring planning session.\n\nThe group agreed to meet every second Tuesday. "
+    "The treasurer will present the budget at the next meeting. Volunteers are needed for the seed swap.\n"
+)
+
+
+@pytest.fixture(scope="module")
+def corpus(library, tmp_path_factory):
+    """Three documents through the real pipeline into an emptied store: a Markdown handbook with three
+    sections, a four-page PDF manual with an outline, and plain notes. "zeppelin" is in the first two only."""
+    from localrag.core.ingest.pipeline import Ingestor
+
+    with library.connect() as conn:
+        conn.execute(
+            "TRUNCATE documents, document_chunks, chunk_embeddings, bm25_postings, bm25_terms, chats, messages "
+            "RESTART IDENTITY CASCADE"
+        )
+        conn.execute("UPDATE bm25_stats SET n_chunks = 0, total_len = 0")
+        conn.commit()
+    folder = tmp_path_factory.mktemp("overview")
+    (folder / "gardening-handbook.md").write_text(_handbook(), encoding="utf-8")
+    write_pdf(folder / "fixture-manual.pdf", _manual_pages(), title="Fixture Manual",
+              outline=[("Introduction", 0, None), ("Installing", 1, None), ("Troubleshooting", 3, None)])
+    (folder / "meeting-notes.txt").write_text(NOTES, encoding="utf-8")
+    ingestor = Ingestor(library)
+    try:
+        ingestor.enqueue([folder])
+        summary = ingestor.run()
+    finally:
+        ingestor.close()
+    assert summary.ready == 3
+    return library
+
+
+def _doc_id(library, file_name: str) -> int:
+    with library.connect() as conn:
+        return conn.execute("SELECT id FROM documents WHERE path LIKE %s", ("%" + file_name,)).fetchone()[0]
+
+
+def _sections(library, doc_id: int) -> list[tuple]:
+    with library.connect() as conn:
+        return conn.execute(
+            "SELECT ordinal, title, page_number, chunk_count, first_chunk_id, central_chunk_id "
+            "FROM document_sections WHERE doc_id = %s ORDER BY ordinal", (doc_id,)
+        ).fetchall()
+
+
+def _ask(library, question: str, doc_ids: list[int] | None = None):
+    intent = detect(question)
+    assert intent is not None, question
+    return overview.answer(library, question, intent, doc_ids)
+
+
+# -- recognising the questions -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("question", "kind", "subject"),
+    [
+        ("List the chapters of the R FAQ.", "outline", "the R FAQ"),
+        ("What are the main sections of the Filesystem Hierarchy Standard?", "outline",
+         "the Filesystem Hierarchy Standard"),
+        ("What are the main parts of the R Installation and Administration manual?", "outline",
+         "the R Installation and Administration manual"),
+        ("How is the R FAQ organized?", "outline", "the R FAQ"),
+        ("Table of contents", "outline", ""),
+        ("Summarize the Octave manual: what does it cover?", "summary", "the Octave manual"),
+        ("Can you summarise this document, please?", "summary", "this document"),
+        ("What is the R FAQ about?", "summary", "the R FAQ"),
+        ("What topics does the R FAQ cover?", "summary", "the R FAQ"),
+        ("Give me an overview of what the gnuplot 5.4 manual covers.", "summary", "the gnuplot 5.4 manual"),
+        ("Compare the R FAQ and the R admin manual", "compare", "the R FAQ"),
+        ("What is the difference between R and S?", "compare", "R"),
+        ("Which of my documents mention CRAN?", "which_documents", "CRAN"),
+        ("Which documents talk about “mirrors”?", "which_documents", "mirrors"),
+        ("Where do my documents mention lattice?", "which_documents", "lattice"),
+        ("Do any of my files discuss zeppelins?", "which_documents", "zeppelins"),
+    ],
+)
+def test_detect_recognises_whole_document_questions(question, kind, subject):
+    intent = detect(question)
+    assert intent is not None and (intent.kind, intent.subject) == (kind, subject)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "How do I set the CRAN mirror?",
+        "What is R?",
+        "Why doesn't R think these numbers are equal?",
+        "Which files does R read at startup?",
+        "Which file contains the site profile?",
+        "What does the lm function return?",
+        "What is the structure of a data frame?",
+        "What are the parts of a function?",
+        "Where is the data folder?",
+        "What is the default backup interval?",
+        "Which documents do I need for a visa?",
+        "Can R read Excel files?",
+    ],
+)
+def test_detect_leaves_ordinary_questions_alone(question):
+    assert detect(question) is None
+
+
+def test_compare_names_keep_their_words():
+    intent = detect("Compare the R FAQ and R Installation and Administration")
+    assert intent is not None and intent.kind == "compare"
+    assert [intent.subject, *intent.others] == ["the R FAQ", "R Installation", "Administration"]
+    assert ["the R FAQ", "R Installation and Administration"] in overview._groupings(intent)
+
+
+def test_section_keys_use_the_second_level_under_a_shared_title():
+    paths = ["Book", "Book > One", "Book > One > Detail", "Book > Two"]
+    texts = ["# Book\n\n## One\n\nThe first part starts here.", None, None, None]
+    assert section_keys(paths, texts) == ["One", "One", "One", "Two"]
+    # Body text before the next heading keeps the chunk above the sections; no shared title: the first level.
+    assert section_keys(["Book", "Book > One"], ["Words of a preface. More of them.", None]) == ["", "One"]
+    assert section_keys(["A > x", "B", ""], [None, None, "text"]) == ["A", "B", ""]
+
+
+# -- sections stored at ingest --------------------------------------------------------------------------------------
+
+
+def test_markdown_sections_are_stored_at_ingest_with_central_chunks(corpus):
+    doc_id = _doc_id(corpus, "gardening-handbook.md")
+    sections = _sections(corpus, doc_id)
+    assert [s[1] for s in sections] == ["Tomatoes", "Basil", "Compost"]
+    assert all(s[2] == 1 for s in sections)  # Markdown is one page
+    with corpus.connect() as conn:
+        chunks = conn.execute(
+            "SELECT c.id, c.chunk_index, e.embedding::text FROM document_chunks c JOIN chunk_embeddings e "
+            "ON e.chunk_id = c.id AND e.embedding_model = %s WHERE c.doc_id = %s ORDER BY c.chunk_index",
+            (corpus.embedder.name, doc_id),
+        ).fetchall()
+    index = {cid: i for i, (cid, _, _) in enumerate(chunks)}
+    vectors = np.array([np.array(v.strip("[]").split(","), dtype=np.float64) for _, _, v in chunks])
+    starts = [index[s[4]] for s in sections] + [len(chunks)]
+    assert starts[0] == 0 and starts == sorted(starts)
+    assert sum(s[3] for s in sections) == len(chunks)
+    for s, lo, hi in zip(sections, starts, starts[1:]):
+        assert s[3] == hi - lo
+        members = vectors[lo:hi]
+        mean = members.mean(axis=0)
+        cosine = members @ mean / (np.linalg.norm(members, axis=1) * np.linalg.norm(mean))
+        assert index[s[5]] == lo + int(np.argmax(cosine)), s[1]  # the chunk nearest the section's mean
+    assert sections[0][3] >= 2 and sections[2][3] >= 2  # the long sections span several chunks
+
+
+def test_pdf_sections_start_on_their_outline_pages(corpus):
+    sections = _sections(corpus, _doc_id(corpus, "fixture-manual.pdf"))
+    titled = [(s[1], s[2]) for s in sections if s[1]]
+    assert titled == [("Introduction", 1), ("Installing", 2), ("Troubleshooting", 4)]
+
+
+def test_sections_are_computed_on_first_use_when_missing(corpus):
+    doc_id = _doc_id(corpus, "gardening-handbook.md")
+    before = _sections(corpus, doc_id)
+    with corpus.connect() as conn:
+        conn.execute("DELETE FROM document_sections WHERE doc_id = %s", (doc_id,))
+    found = _ask(corpus, "What are the sections of the gardening handbook?")
+    assert found is not None and _sections(corpus, doc_id) == [
+        (i, *rest) for i, *rest in before
+    ]
+
+
+# -- answers ----------------------------------------------------------------------------------------------------
+
+
+def _check_citations(found) -> None:
+    """Every line but the headings ("X has 3 top-level sections:") cites real sources, each of them; every span
+    is in its source."""
+    lines = [ln for ln in found.text.splitlines() if ln.strip() and not ln.endswith(":")]
+    assert lines and all(re.search(r"\[\d+\]$", ln) for ln in lines), found.text
+    numbers = {int(n) for n in re.findall(r"\[(\d+)\]", found.text)}
+    assert numbers == set(range(1, len(found.sources) + 1))
+    for span in found.spans:
+        src = found.sources[span.number - 1]
+        assert src.text[span.char_start - src.char_start : span.char_end - src.char_start] == span.text
+        assert span.page_number == src.page_number and span.doc_id == src.doc_id
+
+
+def test_outline_names_the_top_level_sections_and_cites_them(corpus):
+    found = _ask(corpus, "What are the chapters of the Fixture Manual?")
+    assert found is not None and found.kind == "outline"
+    assert found.documents == [_doc_id(corpus, "fixture-manual.pdf")]
+    lines = found.text.splitlines()
+    assert lines[0] == "Fixture Manual has 3 top-level sections:"
+    assert lines[1:] == ["1. Introduction — p. 1 [1]", "2. Installing — p. 2 [2]", "3. Troubleshooting — p. 4 [3]"]
+    assert [s.page_number for s in found.sources] == [1, 2, 4]  # each cites where its section starts
+    assert [s.text for s in found.spans] == ["Introduction", "Installing", "Troubleshooting"]
+    _check_citations(found)
+
+
+def test_summary_lists_each_section_with_its_central_sentence(corpus):
+    found = _ask(corpus, "Summarize the gardening handbook")
+    assert found is not None and found.kind == "summary"
+    lines = found.text.splitlines()
+    assert lines[0] == "Gardening Handbook has 3 top-level sections:"
+    assert [ln.split(":")[0].split(" [")[0] for ln in lines[1:]] == ["1. Tomatoes", "2. Basil", "3. Compost"]
+    assert len(found.spans) == 3
+    assert all(s.text[0].isupper() and s.text.endswith(".") for s in found.spans)
+    assert any(s.text in TOMATOES for s in found.spans[:1]) and found.spans[2].text in COMPOST
+    _check_citations(found)
+
+
+def test_selected_document_answers_a_question_that_names_none(corpus):
+    doc_id = _doc_id(corpus, "fixture-manual.pdf")
+    found = _ask(corpus, "What is this document about?", [doc_id])
+    assert found is not None and found.documents == [doc_id]
+    assert found.text.startswith("Fixture Manual has 3 top-level sections:")
+
+
+def test_compare_gives_one_block_per_document(corpus):
+    found = _ask(corpus, "Compare the gardening handbook and the fixture manual")
+    assert found is not None and found.kind == "compare"
+    assert found.documents == [_doc_id(corpus, "gardening-handbook.md"), _doc_id(corpus, "fixture-manual.pdf")]
+    assert found.text.startswith("Comparing Gardening Handbook and Fixture Manual:")
+    assert "Gardening Handbook has 3 top-level sections:" in found.text
+    assert "Fixture Manual has 3 top-level sections:" in found.text
+    _check_citations(found)
+
+
+def test_which_documents_counts_matching_passages_per_document(corpus):
+    found = _ask(corpus, "Which of my documents mention zeppelins?")
+    assert found is not None and found.kind == "which_documents"
+    with corpus.connect() as conn:
+        expected = dict(conn.execute(
+            "SELECT doc_id, count(*) FROM document_chunks WHERE (heading_path || ' ' || text) ILIKE '%zeppelin%' "
+            "GROUP BY doc_id"
+        ).fetchall())
+    assert len(expected) == 2
+    order = sorted(expected, key=lambda d: (-expected[d], d))
+    assert found.documents == order
+    lines = found.text.splitlines()
+    assert lines[0] == "2 documents mention “zeppelins”:"
+    for line, doc_id, src in zip(lines[1:], order, found.sources):
+        n = expected[doc_id]
+        assert line.endswith(f": {n} passage{'s' if n > 1 else ''} [{found.sources.index(src) + 1}]")
+        assert src.doc_id == doc_id and "zeppelin" in src.text.lower()
+    assert all("zeppelin" in s.text.lower() for s in found.spans)
+    _check_citations(found)
+
+
+def test_which_documents_within_the_selection(corpus):
+    notes = _doc_id(corpus, "meeting-notes.txt")
+    found = _ask(corpus, "Which documents mention zeppelins?", [notes])
+    assert found is not None and found.sources == [] and found.documents == []
+    assert found.text == "None of the selected documents mention “zeppelins”."
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Summarize the quantum physics lecture notes",
+        "What is the difference between R and S?",
+        "What are the sections of the tax return?",
+        "What is the fuss about?",
+    ],
+)
+def test_a_question_naming_no_known_document_is_left_to_retrieval(corpus, question):
+    assert _ask(corpus, question) is None
+
+
+def test_ingest_survives_a_failure_to_compute_sections(corpus, tmp_path):
+    """With the sections table out of the way the document still becomes ready; its sections are computed on
+    first use."""
+    from localrag.core.ingest.documents import remove_document
+    from localrag.core.ingest.pipeline import Ingestor
+
+    path = tmp_path / "pond-notes.md"
+    path.write_text("# Pond Notes\n\nFrogs lay their eggs in shallow water early in the spring.\n", encoding="utf-8")
+    with corpus.connect() as conn:
+        conn.execute("ALTER TABLE document_sections RENAME TO document_sections_away")
+    try:
+        ingestor = Ingestor(corpus)
+        try:
+            ingestor.enqueue([path])
+            summary = ingestor.run()
+        finally:
+            ingestor.close()
+    finally:
+        with corpus.connect() as conn:
+            conn.execute("ALTER TABLE document_sections_away RENAME TO document_sections")
+    assert summary.ready == 1
+    doc_id = _doc_id(corpus, "pond-notes.md")
+    try:
+        assert _sections(corpus, doc_id) == []
+        found = _ask(corpus, "What is the pond notes document about?")
+        assert found is not None and found.documents == [doc_id]
+        assert found.text == (
+            "Pond Notes has 1 top-level section:\n"
+            "1. Pond Notes: Frogs lay their eggs in shallow water early in the spring. [1]"
+        )
+        assert [s[1] for s in _sections(corpus, doc_id)] == ["Pond Notes"]
+    finally:
+        with corpus.connect() as conn:
+            remove_document(conn, doc_id)
