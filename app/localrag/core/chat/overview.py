@@ -8,15 +8,16 @@ answered from what the store already holds:
   component of their ``heading_path`` ("7 R Miscellanea > 7.31 Why…" → "7 R Miscellanea"); when every
   heading shares one first component (a book's title), the second level is used instead. A chunk that starts
   above that level but opens with the next section's heading (a bare title run on into it) belongs to that
-  section.
-  ``compute_sections`` stores each section's title, the page it starts on, its first chunk and its *central*
-  chunk: the one whose vector is nearest (cosine, pgvector's ``<=>``) to the mean (``avg``) of the section's
-  vectors, computed in PostgreSQL. It runs when a document becomes ready and after re-embedding
-  (ingest/pipeline.py); a document of an older library gets its sections on first use.
+  section. ``compute_sections`` stores each section's title, the page it starts on, its first chunk and its
+  *central* chunk: the one whose vector is nearest (cosine, pgvector's ``<=>``) to the mean (``avg``) of the
+  section's vectors, computed in PostgreSQL (a chunk with a table of contents' dot leaders comes last). It
+  runs when a document becomes ready and after re-embedding (ingest/pipeline.py); a document of an older
+  library gets its sections on first use.
 - **Outline**: the titled sections with the page each starts on, each citing its first chunk (where its
   heading is). **Summary**: the same list, each with the most representative sentence of its central chunk
   (its first full sentence of body text), citing that chunk. **Compare**: one such block per document, then
-  the section titles they share.
+  the section titles they share. A document without headings is one untitled section: the answer says so and
+  quotes its central passage.
 - **Which documents mention Z**: the chunks whose BM25 postings hold every lexeme of Z
   (``to_tsvector('english', Z)``), counted per document, best first, each document citing its best-matching
   chunk (and quoting its first sentence that matches Z).
@@ -131,8 +132,8 @@ _WORDINGS = {
     COMPARE: [
         r"compare(?: and contrast)? (?P<x>.+)",
         (
-            r"(?:what(?:'s| is| are) )?(?:the )?(?:main |key |major |biggest )?(?:differences?|distinctions?) "
-            r"between (?P<x>.+)"
+            r"(?:what(?:'s| is| are) )?(?:the )?(?:main |key |major |biggest )?"
+            r"(?:differences?|distinctions?) between (?P<x>.+)"
         ),
         r"how (?:does|do|is|are) (?P<x>.+?) (?:differ|different) from (?P<y>.+)",
         r"how does (?P<x>.+?) compare (?:to|with) (?P<y>.+)",
@@ -582,6 +583,7 @@ def _representative(section: _Section) -> tuple[sp.Span, Result] | None:
 
 
 def _no_headings(doc: _Doc, sections: list[_Section], book: _Sources) -> tuple[list[str], list[EvidenceSpan]]:
+    """A document without headings: says so, and quotes its central passage."""
     quote = next((q for s in sections if (q := _representative(s))), None)
     if quote is None:
         return [f"{doc.title} has no section headings."], []
@@ -628,7 +630,8 @@ def _is_text(span: sp.Span, heads: list[str]) -> bool:
     folded = _fold(flat)
     if flat.startswith("#") or sp._is_code_line(flat) or re.search(r"(?:\.\s?){4,}", flat):
         return False
-    if any(h and h in folded and len(folded.replace(h, " ").split()) <= 3 for h in heads):
+    padded = f" {folded} "
+    if any(h and f" {h} " in padded and len(padded.replace(f" {h} ", " ").split()) <= 3 for h in heads):
         return False  # the heading itself, or a running header ("Chapter 5: R Add-On Packages 24")
     return len(sp.words(flat)) >= 6
 

@@ -8,7 +8,8 @@ A document moves ``queued → extracting → embedding → ready`` (or ``failed`
 2. Extraction and chunking write all chunks in one transaction (COPY) together with the switch to ``embedding``.
 3. Vectors are written in committed batches (COPY). Chunks whose text an indexed chunk already has reuse its
    vector. After a kill, the next run embeds only the chunks that still lack a vector.
-4. One transaction adds the BM25 postings, marks the document ``ready`` and drops the older versions of its file.
+4. One transaction adds the BM25 postings and the document's sections (``chat/overview.py``), marks the document
+   ``ready`` and drops the older versions of its file.
    Retrieval only sees ``ready`` documents, so nothing is ever half-visible. A version overtaken by a newer one
    (the file was edited again before it finished) is dropped instead of finishing: the newest version wins.
 
@@ -621,9 +622,9 @@ class Ingestor:
                                       chunks_embedded=chunks, chunks_total=chunks, message="ready"))
 
     def _mark_ready(self, doc_id: int) -> tuple[int, int]:
-        """Add the BM25 postings, mark the document ready and drop the older versions of its file (the one this
-        row was queued to replace among them; unfinished ones drop themselves when their turn comes). Call inside
-        a transaction. Returns (pages, chunks)."""
+        """Add the BM25 postings and the sections, mark the document ready and drop the older versions of its file
+        (the one this row was queued to replace among them; unfinished ones drop themselves when their turn
+        comes). Call inside a transaction. Returns (pages, chunks)."""
         conn = self.conn
         bm25.index_document(conn, doc_id)
         pages, chunks = conn.execute(
