@@ -62,6 +62,8 @@ def short(library):
         # One thread: llama.cpp's threads spin at their barriers, and on a busy machine (other test processes)
         # two of them slow generation down many times over.
         "threads": 1,
+        # What leads is fixed here; the tests that need the model's own words ask for them.
+        "answer_lead": "auto", "reword": False,
     }
     saved = {name: getattr(settings, name) for name in fast}
     for name, value in fast.items():
@@ -114,15 +116,23 @@ def _ask(qtbot, panel, question, timeout=60000):
 # -- the worker ------------------------------------------------------------------------------------------------
 
 
-def test_streaming_delivers_tokens_as_signals_in_order(qtbot, worker):
+def test_streaming_delivers_tokens_as_signals_in_order(qtbot, worker, short, monkeypatch):
+    """Searching, retrieved, the evidence (before the model runs), the prompt, then the tokens with each
+    sentence checked as it completes, and done. The small model only rewords the quoted evidence: the answer is the
+    evidence, then the reworded sentences the sources support."""
+    from localrag.core.chat.engine import REWORD_LABEL
+    from localrag.core.chat.support import strip_marks
     from localrag.gui.chat_worker import AskRequest
 
+    monkeypatch.setattr(short.settings, "reword", True)
     seen: list[tuple[str, object]] = []
     slots = {
         worker.searching: lambda: seen.append(("searching", None)),
         worker.retrieved: lambda e: seen.append(("retrieved", e)),
+        worker.evidence: lambda e: seen.append(("evidence", e)),
         worker.prompt: lambda p: seen.append(("prompt", p)),
         worker.token: lambda t: seen.append(("token", t)),
+        worker.checked: lambda e: seen.append(("checked", e)),
         worker.done: lambda e: seen.append(("done", e)),
         worker.failed: lambda m, k: seen.append(("failed", m)),
     }
@@ -137,15 +147,26 @@ def test_streaming_delivers_tokens_as_signals_in_order(qtbot, worker):
             signal.disconnect(slot)
     kinds = [k for k, _ in seen]
     assert "failed" not in kinds, seen
-    assert kinds[:3] == ["searching", "retrieved", "prompt"] and kinds[-1] == "done"
+    assert kinds[:4] == ["searching", "retrieved", "evidence", "prompt"] and kinds[-1] == "done"
     tokens = [v for k, v in seen if k == "token"]
-    assert len(tokens) >= 2 and set(kinds[3:-1]) == {"token"}
+    checked = [v.sentence for k, v in seen if k == "checked"]
+    assert len(tokens) >= 2 and set(kinds[4:-1]) == {"token", "checked"} and kinds[4] == "token"
     done = seen[-1][1]
-    # The tokens arrived in order: together they are exactly the answer.
-    assert "".join(tokens).strip() == done.answer.strip()
+    evidence = seen[2][1]
+    assert evidence.lead == done.lead == "sources" and evidence.evidence is done.evidence
+    assert done.evidence.answered and "thirty minutes before sunset" in evidence.text
+    # The tokens arrived in order: each checked sentence is the next one of what they spell.
+    written = " ".join(strip_marks("".join(tokens)).split())
+    at = 0
+    for sentence in checked:
+        at = written.index(" ".join(sentence.text.split()), at)
+    assert [g.to_dict() for g in done.generated] == [g.to_dict() for g in checked] and checked
+    # The answer: the evidence, then the reworded sentences the sources support (and only those).
+    supported = [g.shown() for g in checked if g.supported]
+    assert done.answer == evidence.text + (f"\n\n{REWORD_LABEL} {' '.join(supported)}" if supported else "")
     assert done.sources and any("lighthouse" in s.path for s in done.sources)
     # The prompt the developer pane shows is the one the model read, special tokens included.
-    view = seen[2][1]
+    view = seen[3][1]
     assert "When is the lamp lit?" in view.rendered and "<|im_start|>" in view.rendered
     assert view.prompt.prompt_tokens == len(view.prompt.tokens) > 0
 
@@ -164,7 +185,8 @@ def test_shutdown_during_generation_stops_and_waits(qtbot, short, docs):
 # -- the panel -------------------------------------------------------------------------------------------------
 
 
-def test_answer_streams_with_linked_citations_and_sources(qtbot, panel):
+def test_answer_quotes_the_sources_with_linked_citations(qtbot, panel):
+    """A small model does not reword (the setting is off): the quoted sentence is the answer, at once."""
     from localrag.gui.qt import QtCore
 
     tokens: list[str] = []
@@ -175,7 +197,12 @@ def test_answer_streams_with_linked_citations_and_sources(qtbot, panel):
             assert "Searching your documents" in panel.transcript.toPlainText()
             assert panel.generating and panel.stop_button.isEnabled() and not panel.send_button.isEnabled()
     turn = panel.turns[-1]
-    assert tokens and "".join(tokens).strip() == turn.answer.strip()
+    # The quoted sentence is the answer; the model was not needed.
+    assert not tokens and turn.evidence is not None and turn.lead == "sources" and not turn.generated
+    assert turn.answer == turn.evidence.text()
+    assert "two blasts every sixty seconds" in turn.evidence.spans[0].text
+    assert "two blasts every sixty seconds" in panel.transcript.toPlainText()
+    assert 'href="ev:0:0"' in panel.transcript.toHtml()
     assert turn.sources and not turn.error
     assert retrieved.args[0].response.results
     assert not panel.generating and panel.send_button.isEnabled()
@@ -220,10 +247,13 @@ def test_ctrl_enter_sends_and_escape_stops(qtbot, panel, monkeypatch):
     assert len(turn.answer) < 400 * 8
 
 
-def test_a_pause_in_typing_prepares_the_question_so_its_answer_starts_from_the_cache(qtbot, panel, worker):
+def test_a_pause_in_typing_prepares_the_question_so_its_answer_starts_from_the_cache(
+        qtbot, panel, worker, short, monkeypatch):
     """Typing, then a pause: the worker evaluates the question's prompt in the background; sent as typed, the
     answer continues from it. Typing again cancels what was being prepared."""
     from localrag.gui.qt import Qt
+
+    monkeypatch.setattr(short.settings, "answer_lead", "model")  # the model writes the answer: it has a prompt
 
     panel.question.setFocus()
     with qtbot.waitSignal(worker.prepared, timeout=60000) as prepared:
@@ -233,6 +263,7 @@ def test_a_pause_in_typing_prepares_the_question_so_its_answer_starts_from_the_c
         qtbot.keyClick(panel.question, Qt.Key_Return, Qt.ControlModifier)
     timings = done.args[0].timings
     assert timings["cached_tokens"] >= timings["prompt_tokens"] - 1
+    qtbot.waitUntil(lambda: not worker.busy, timeout=10000)  # ``done`` comes just before the worker is free
     # More typing cancels the draft in hand (``cancel_draft``): nothing is prepared.
     from localrag.gui.chat_worker import AskRequest
 
@@ -314,10 +345,14 @@ def test_model_that_cannot_load_still_shows_sources(qtbot, short, docs):
         with qtbot.waitSignal(panel.model_state_changed, timeout=10000, check_params_cb=lambda s: s == "failed"):
             panel.warm_up()
         turn = _ask(qtbot, panel, "How often does the fog horn sound?")
-        assert "broken.gguf" in turn.error and "passages found are listed" in turn.error
-        assert turn.sources and not turn.answer
-        assert "Sources" in panel.transcript.toPlainText()
+        # The sources answer without the model: the quoted sentence.
+        assert not turn.error and turn.lead == "sources" and turn.evidence.answered and not turn.generated
+        assert turn.answer == turn.evidence.text() and "two blasts every sixty seconds" in turn.answer
+        assert turn.sources
+        text = panel.transcript.toPlainText()
+        assert "Sources" in text and "two blasts every sixty seconds" in text
         assert "sources only" in panel.status_label.text()
+        assert "broken.gguf" in panel.status_label.toolTip()
     finally:
         panel.worker.shutdown(60000)
 
@@ -399,8 +434,10 @@ def test_chats_are_kept_renamed_reopened_and_deleted(qtbot, panel, short):
     assert chats.empty_label.isVisible() or not chats.isVisible()
 
 
-def test_dev_pane_follows_the_last_question(qtbot, panel, short):
+def test_dev_pane_follows_the_last_question(qtbot, panel, short, monkeypatch):
     from localrag.gui.views.devpane import DevPane, result_row
+
+    monkeypatch.setattr(short.settings, "answer_lead", "model")  # every source goes into the prompt
 
     pane = DevPane(short)
     qtbot.addWidget(pane)

@@ -474,6 +474,34 @@ def test_settings_survive_a_restart(qtbot, clean_db, saved_settings, prefs, tmp_
     close_window(qtbot, again)
 
 
+def test_what_leads_the_answer_is_saved_and_shown_again(qtbot, saved_settings, prefs):
+    """Settings → Answers: "What leads the answer" and "Let the model reword" go through settings.json."""
+    from localrag.core.config import Settings
+    from localrag.gui.views.settings import LEAD_LABELS, SettingsDialog
+
+    settings = Settings.load()
+    settings.answer_lead, settings.reword = "auto", False
+    dialog = SettingsDialog(settings, settings_path=saved_settings)
+    qtbot.addWidget(dialog)
+    assert [dialog.answer_lead.itemData(i) for i in range(dialog.answer_lead.count())] == list(LEAD_LABELS)
+    assert dialog.answer_lead.currentData() == "auto" and not dialog.reword.isChecked()
+    dialog.reword.setChecked(True)
+    dialog.answer_lead.setCurrentIndex(dialog.answer_lead.findData("model"))
+    assert not dialog.reword.isEnabled()  # rewording is for when the quoted sources lead
+    dialog.answer_lead.setCurrentIndex(dialog.answer_lead.findData("sources"))
+    assert dialog.reword.isEnabled()
+    with qtbot.waitSignal(dialog.applied, timeout=5000) as applied:
+        dialog.buttons.button(dialog.buttons.StandardButton.Save).click()
+    assert set(applied.args[0]) == {"answer_lead", "reword"}
+    assert (settings.answer_lead, settings.reword) == ("sources", True)  # in force at once
+    saved = Settings.load(saved_settings)
+    assert (saved.answer_lead, saved.reword) == ("sources", True)
+    again = SettingsDialog(saved, settings_path=saved_settings)
+    qtbot.addWidget(again)
+    assert again.answer_lead.currentData() == "sources" and again.reword.isChecked()
+    again.reject()
+
+
 def test_window_layout_is_restored(qtbot, clean_db, prefs, tmp_path):
     layout = tmp_path / "window.ini"
     window = open_window(qtbot, layout, start=False)

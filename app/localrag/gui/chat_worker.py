@@ -139,10 +139,14 @@ class ChatWorker(QObject):
         searching(): retrieval started.
         retrieved(object): the engine's ``Retrieved`` event (``query``, ``response``, ``packed``, ``sources``,
             ``notice``; see ``core.chat.engine``).
+        evidence(object): the engine's ``EvidenceReady`` event: the sentences quoted from the sources and what
+            leads the answer (``lead``), right after ``retrieved`` and before the model runs.
         prompt(object): a ``PromptView``: the exact prompt sent to the model.
         token(str): the next piece of the answer, in order.
+        checked(object): the engine's ``Checked`` event: one generated sentence checked against the sources
+            (``sentence``, a ``CheckedSentence``, and ``shown``: whether the answer keeps it).
         done(object): the engine's ``Done`` event (chat id, message id, answer, citations, sources, timings,
-            notice, cancelled).
+            notice, cancelled, and the answer's parts: ``lead``, ``evidence``, ``generated``).
         failed(str, bool): the answer failed; the message says why, the flag whether it is a known
             (environment) problem rather than a bug.
         request_finished(): the question is over (always, after ``done`` or ``failed``).
@@ -155,8 +159,10 @@ class ChatWorker(QObject):
     waiting = Signal()
     searching = Signal()
     retrieved = Signal(object)
+    evidence = Signal(object)
     prompt = Signal(object)
     token = Signal(str)
+    checked = Signal(object)
     done = Signal(object)
     failed = Signal(str, bool)
     request_finished = Signal()
@@ -350,6 +356,10 @@ class ChatWorker(QObject):
                     self.retrieved.emit(event)
                     if event.prompt is not None:
                         self.prompt.emit(self._prompt_view(event.prompt))
+                elif isinstance(event, chat.EvidenceReady):
+                    self.evidence.emit(event)
+                elif isinstance(event, chat.Checked):
+                    self.checked.emit(event)
                 elif isinstance(event, Prompt):
                     self.prompt.emit(self._prompt_view(event))
                 elif isinstance(event, chat.Done):

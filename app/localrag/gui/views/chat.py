@@ -1,24 +1,37 @@
-"""The chat panel: ask, watch the answer stream in, check its citations.
+"""The chat panel: ask, see the quoted evidence at once, watch the answer come in, check its citations.
 
-The transcript is a ``QTextBrowser``. Finished turns are rendered as HTML: the question, the answer with its
-citations as links (only numbers that name a real source become links), a notice when the answer is not
-grounded, and the sources list (title, page, heading, score). While an answer streams, its tokens are appended
-at the end of the document; when it is done the turn is rendered again with its links and sources.
-Clicking a citation or a source opens the ``SourceViewer``.
+The transcript is a ``QTextBrowser`` showing HTML built by ``views.transcript`` from each ``Turn``: the
+question, the answer "evidence first" (the sentences quoted from the documents, each linked to exactly that
+sentence, and the model's sentences checked against them), a notice when the answer is not grounded, and the
+sources list. The quoted sentences show as soon as retrieval has found them, before the model's first token.
+When the model leads, its tokens are inserted where the answer goes as they arrive (no re-render per token);
+when it is done the turn is rendered again from its checked sentences. Clicking a link opens the
+``SourceViewer``.
 """
 
 from __future__ import annotations
 
 import logging
-import re
-from dataclasses import dataclass, field
-from html import escape
 from typing import Any
 
 from localrag.core.library import Library
 from localrag.gui.chat_worker import FAILED, LOADING, AskRequest, ChatWorker, run_for
 from localrag.gui.qt import QtCore, QtGui, QtWidgets, Signal
 from localrag.gui.views.sources import SourceRef, SourceViewer
+from localrag.gui.views.transcript import (
+    OVERVIEW_KINDS,
+    REWORDING,
+    SOURCES,
+    STREAM_MARK,
+    Turn,
+    checked_ref,
+    link_citations,
+    span_ref,
+    turn_html,
+    turns_from_messages,
+)
+
+__all__ = ["ChatPanel", "Turn", "link_citations", "turns_from_messages"]
 
 log = logging.getLogger("localrag.gui.chat")
 
@@ -33,69 +46,6 @@ def _get(obj: Any, name: str, default: Any = None) -> Any:
     if obj is None:
         return default
     return obj.get(name, default) if isinstance(obj, dict) else getattr(obj, name, default)
-
-
-@dataclass
-class Turn:
-    """One question and its answer as the transcript shows them."""
-
-    question: str
-    grounded: bool = True
-    strict: bool = False
-    answer: str = ""
-    sources: list[SourceRef] = field(default_factory=list)
-    status: str = ""  # transient: searching, waiting, answering
-    notice: str = ""  # stays with the answer: not grounded because…, nothing relevant found…
-    error: str = ""
-    message_id: int | None = None
-    pending: bool = False
-    stopped: bool = False
-
-    def valid(self, number: int) -> bool:
-        return 1 <= number <= len(self.sources)
-
-
-def link_citations(answer: str, turn_index: int, n_sources: int) -> str:
-    """The answer as HTML paragraphs whose citations (``[1]``, ``[1, 3]``, ``[2-4]``) link to their sources.
-
-    Only numbers that name one of the ``n_sources`` sources become links (checked by ``core.chat.citations``);
-    a lone ``[n]`` is one link, brackets included, for a bigger target.
-    """
-    from localrag.core.chat.citations import check_citations, segments
-
-    parts = []
-    for text, number in segments(answer, check_citations(answer, n_sources)):
-        if number is None:
-            parts.append(escape(text))
-        else:
-            parts.append(f'<a href="cite:{turn_index}:{number}" style="text-decoration:none; font-weight:600">'
-                         f"{escape(text)}</a>")
-    paragraphs = re.split(r"\n\s*\n", "".join(parts).strip())
-    return "".join(f"<p>{p.replace(chr(10), '<br>')}</p>" for p in paragraphs if p)
-
-
-def _text_html(text: str) -> str:
-    paragraphs = re.split(r"\n\s*\n", text.strip())
-    return "".join(f"<p>{escape(p).replace(chr(10), '<br>')}</p>" for p in paragraphs if p)
-
-
-def _source_line(number: int, ref: SourceRef, turn_index: int, muted: str) -> str:
-    """One row of a sources list; a source the answer cites is in bold."""
-    title = escape(ref.title or ref.path.rsplit("/", 1)[-1] or "Untitled")
-    bits = []
-    if ref.doc_type == "pdf" or ref.page_number > 1:
-        bits.append(f"p.&nbsp;{ref.page_number}")
-    if ref.heading_path and ref.heading_path != ref.title:
-        bits.append(escape(ref.heading_path.replace(" > ", " › ")))
-    if ref.score is not None:
-        bits.append(f"score {ref.score:.2f}")
-    if ref.quoted:
-        bits.append("quoted in the answer, not cited")
-    detail = f" <span style='color:{muted}'>· {' · '.join(bits)}</span>" if bits else ""
-    href = f"src:{turn_index}:{number}"
-    weight = "font-weight:600; " if ref.cited else ""
-    return (f"<tr><td style='padding:1px 6px 1px 0'><a href='{href}' style='{weight}'>[{number}]</a></td>"
-            f"<td style='padding:1px 0'><a href='{href}' style='{weight}'>{title}</a>{detail}</td></tr>")
 
 
 class ChatPanel(QtWidgets.QWidget):
@@ -118,6 +68,9 @@ class ChatPanel(QtWidgets.QWidget):
         open_chat(chat_id): show a kept chat with its messages and sources (loaded in the background).
         forget_chat(chat_id): the chat was deleted elsewhere; clear the view if it was shown.
         open_source(turn_index, number): open the viewer on source ``number`` of a turn.
+        open_evidence(turn_index, index): open the viewer on quoted sentence ``index`` of a turn, highlighted.
+        open_checked(turn_index, index): open the viewer on the source sentence that generated sentence
+            ``index`` of a turn matched when it was checked.
         chat_id: the chat shown (None for a new one); turns: the ``Turn`` list; generating: an answer runs.
         new_chat_action (Ctrl+N) and stop_action (Esc): QActions the window may also put in its menus.
         question, transcript, use_documents, strict, send_button, stop_button: the widgets.
@@ -126,6 +79,8 @@ class ChatPanel(QtWidgets.QWidget):
         generation_started(): a question was sent.
         generation_finished(): its answer ended (done, failed or stopped).
         retrieval_done(object): the engine's ``Retrieved`` event of the last question (for the dev pane).
+        evidence_shown(object): the engine's ``EvidenceReady`` event, once the quoted sentences are shown.
+        sentence_checked(object): the engine's ``Checked`` event (a generated sentence and its verdict).
         prompt_ready(object): the exact prompt of the last question, when the engine reports it.
         answer_done(object): the engine's ``Done`` event (timings for the dev pane).
         token_received(str): one streamed piece of the answer.
@@ -140,6 +95,8 @@ class ChatPanel(QtWidgets.QWidget):
     generation_started = Signal()
     generation_finished = Signal()
     retrieval_done = Signal(object)
+    evidence_shown = Signal(object)
+    sentence_checked = Signal(object)
     prompt_ready = Signal(object)
     answer_done = Signal(object)
     token_received = Signal(str)
@@ -167,6 +124,7 @@ class ChatPanel(QtWidgets.QWidget):
         self._after_request: list[Any] = []
         self._load_seq = 0
         self.viewers: list[SourceViewer] = []
+        self._stream_cursor: QtGui.QTextCursor | None = None  # where a pending answer's tokens go
 
         self.owns_worker = worker is None
         self.worker = worker or ChatWorker(library, parent=self)
@@ -174,8 +132,10 @@ class ChatPanel(QtWidgets.QWidget):
         w.waiting.connect(self._on_waiting)
         w.searching.connect(self._on_searching)
         w.retrieved.connect(self._on_retrieved)
-        w.prompt.connect(self.prompt_ready)
+        w.evidence.connect(self._on_evidence)
+        w.prompt.connect(self._on_prompt)
         w.token.connect(self._on_token)
+        w.checked.connect(self._on_checked)
         w.done.connect(self._on_done)
         w.failed.connect(self._on_failed)
         w.request_finished.connect(self._on_request_finished)
@@ -452,17 +412,53 @@ class ChatPanel(QtWidgets.QWidget):
         self.retrieval_done.emit(event)
         self.sources_changed.emit(list(turn.sources))
 
+    def _on_evidence(self, event: Any) -> None:
+        """The sentences quoted from the sources: shown at once, before the model says anything."""
+        turn = self._pending_turn()
+        if turn is None:
+            return
+        turn.evidence = event.evidence
+        turn.lead = str(event.lead or SOURCES)
+        if event.evidence.kind in OVERVIEW_KINDS:  # about whole documents: the answer is already written
+            turn.answer = str(event.text or "")
+        if turn.lead == SOURCES:  # the quotes are the answer; "Rewording…" once the model starts
+            turn.status = ""
+        self._render_pending()
+        self.evidence_shown.emit(event)
+
+    def _on_prompt(self, view: Any) -> None:
+        turn = self._pending_turn()
+        if turn is not None and turn.evidence is not None and turn.lead == SOURCES:
+            turn.status = REWORDING
+            self._render_pending()
+        self.prompt_ready.emit(view)
+
     def _on_token(self, text: str) -> None:
         turn = self._pending_turn()
         if turn is None:
             return
+        if not turn.streams:  # the model rewords the quotes: only its checked sentences show
+            if turn.status != REWORDING:
+                turn.status = REWORDING
+                self._render_pending()
+            self.token_received.emit(text)
+            return
         first = not turn.answer
         turn.answer += text
-        if first or turn.status in (SEARCHING, WAITING):
+        if first or turn.status in (SEARCHING, WAITING) or self._stream_cursor is None:
             self._render_pending()
         else:
             self._append_stream(text)
         self.token_received.emit(text)
+
+    def _on_checked(self, event: Any) -> None:
+        turn = self._pending_turn()
+        if turn is None:
+            return
+        turn.generated.append(event.sentence)
+        if event.shown and turn.lead == SOURCES and turn.evidence is not None:
+            self._render_pending()
+        self.sentence_checked.emit(event)
 
     def _on_done(self, event: Any) -> None:
         turn = self._pending_turn()
@@ -470,6 +466,9 @@ class ChatPanel(QtWidgets.QWidget):
             return
         turn.answer = str(event.answer)
         turn.sources = [SourceRef.from_any(s, i + 1) for i, s in enumerate(event.sources)]
+        turn.evidence = getattr(event, "evidence", None)
+        turn.lead = str(getattr(event, "lead", "") or "") if turn.evidence is not None else ""
+        turn.generated = list(getattr(event, "generated", None) or [])
         turn.notice = event.notice
         turn.stopped = turn.stopped or event.cancelled
         turn.message_id = event.message_id
@@ -603,10 +602,12 @@ class ChatPanel(QtWidgets.QWidget):
 
     def _on_anchor(self, url: QtCore.QUrl) -> None:
         kind, _, rest = url.toString().partition(":")
-        if kind in ("cite", "src"):
-            turn_index, _, number = rest.partition(":")
+        opener = {"cite": self.open_source, "src": self.open_source, "ev": self.open_evidence,
+                  "gen": self.open_checked}.get(kind)
+        turn_index, _, number = rest.partition(":")
+        if opener is not None:
             try:
-                self.open_source(int(turn_index), int(number))
+                opener(int(turn_index), int(number))
             except ValueError:
                 pass
 
@@ -617,7 +618,26 @@ class ChatPanel(QtWidgets.QWidget):
         turn = self.turns[turn_index]
         if not turn.valid(number):
             return None
-        viewer = SourceViewer(self.library, turn.sources[number - 1], self.window(), number=number)
+        return self._open_viewer(turn.sources[number - 1], number)
+
+    def open_evidence(self, turn_index: int, index: int) -> SourceViewer | None:
+        """Open the viewer on quoted sentence ``index`` (0-based) of turn ``turn_index``, with exactly that
+        sentence highlighted (the whole source when its place in the page is not known)."""
+        if not 0 <= turn_index < len(self.turns):
+            return None
+        ref = span_ref(self.turns[turn_index], index)
+        return self._open_viewer(ref, ref.number) if ref is not None else None
+
+    def open_checked(self, turn_index: int, index: int) -> SourceViewer | None:
+        """Open the viewer on the source sentence that generated sentence ``index`` of turn ``turn_index``
+        matched when it was checked."""
+        if not 0 <= turn_index < len(self.turns):
+            return None
+        ref = checked_ref(self.turns[turn_index], index)
+        return self._open_viewer(ref, ref.number) if ref is not None else None
+
+    def _open_viewer(self, ref: SourceRef, number: int | None) -> SourceViewer:
+        viewer = SourceViewer(self.library, ref, self.window(), number=number)
         viewer.setWindowFlag(QtCore.Qt.Window, True)
         self.viewers.append(viewer)
         viewer.destroyed.connect(lambda *_: self.viewers.remove(viewer) if viewer in self.viewers else None)
@@ -628,6 +648,7 @@ class ChatPanel(QtWidgets.QWidget):
     # -- rendering -----------------------------------------------------------------------------------------
 
     def _colors(self) -> dict[str, str]:
+        """The transcript's colours for the scheme in force (see ``transcript.turn_html``)."""
         pal = self.palette()
         dark = pal.color(QtGui.QPalette.Window).lightness() < 128
         try:
@@ -640,63 +661,35 @@ class ChatPanel(QtWidgets.QWidget):
         return {
             "muted": muted, "warning": warning, "error": error,
             "you_bg": "#26324a" if dark else "#eef3fc",
+            "quote_bg": "#2b2a24" if dark else "#faf7ec",
+            "quote_bar": "#a8842c" if dark else "#e0b53a",
             "text": pal.color(QtGui.QPalette.Text).name(),
         }
 
-    def _turn_html(self, index: int, turn: Turn, c: dict[str, str], *, streaming: bool = False) -> str:
-        mode = "plain chat" if not turn.grounded else ("documents · strict" if turn.strict else "documents")
-        parts = [
-            f"<table width='100%' cellspacing='0' cellpadding='8' style='margin-top:12px; "
-            f"background-color:{c['you_bg']}'><tr><td>"
-            f"<b>You</b> <span style='color:{c['muted']}'>· {mode}</span>"
-            f"{_text_html(turn.question)}</td></tr></table>",
-            "<p style='margin-top:10px; margin-bottom:2px'><b>Local RAG</b></p>",
-        ]
-        if turn.status:
-            parts.append(f"<p style='color:{c['muted']}'><i>{escape(turn.status)}</i></p>")
-        if streaming:
-            return "".join(parts)
-        if turn.answer:
-            parts.append(link_citations(turn.answer, index, len(turn.sources)))
-        if turn.error:
-            parts.append(f"<p style='color:{c['error']}'>{escape(turn.error)}</p>")
-        if turn.stopped and not turn.pending:
-            parts.append(f"<p style='color:{c['muted']}'><i>Stopped.</i></p>")
-        if turn.notice:
-            parts.append(f"<p style='color:{c['warning']}'>{escape(turn.notice)}</p>")
-        if turn.sources and not turn.pending:
-            cited = sum(1 for s in turn.sources if s.cited)
-            quoted = sum(1 for s in turn.sources if s.quoted)
-            note = f" · {cited} cited" if cited else (" · none cited in the answer" if turn.answer else "")
-            if quoted:
-                note += f" · {quoted} quoted"
-            parts.append(f"<p style='margin-top:8px; margin-bottom:2px; color:{c['muted']}'><b>Sources</b>{note}</p>"
-                         "<table cellspacing='0' cellpadding='0'>")
-            parts.extend(_source_line(i + 1, ref, index, c["muted"]) for i, ref in enumerate(turn.sources))
-            parts.append("</table>")
-        return "".join(parts)
-
     def _render(self, *, scroll_to_end: bool = False) -> None:
-        """Render every turn; a pending answer is left as plain text at the end for tokens to append to."""
+        """Render every turn; the tokens of a pending answer go where ``STREAM_MARK`` is, and later ones after
+        them (``_append_stream``)."""
         bar = self.transcript.verticalScrollBar()
         at_end = bar.value() >= bar.maximum() - 4
         old = bar.value()
         c = self._colors()
+        self._stream_cursor = None
         if not self.turns:
             muted = c["muted"]
             body = (f"<div style='color:{muted}; margin-top:40px' align='center'>"
                     "<p style='font-size:13pt'>Ask a question about your documents.</p>"
-                    "<p>Answers cite their sources as [1], [2]… — click one to see the page.<br>"
-                    "Ctrl+Enter sends · Esc stops · Ctrl+N starts a new chat</p></div>")
+                    "<p>Answers quote your documents and cite them as [1], [2]… — click one to see the page."
+                    "<br>Ctrl+Enter sends · Esc stops · Ctrl+N starts a new chat</p></div>")
             self.transcript.setHtml(body)
             return
-        html = []
+        self.transcript.setHtml("".join(turn_html(i, turn, c) for i, turn in enumerate(self.turns)))
         pending = self._pending_turn()
-        for i, turn in enumerate(self.turns):
-            html.append(self._turn_html(i, turn, c, streaming=turn is pending))
-        self.transcript.setHtml("".join(html))
-        if pending is not None and pending.answer:
-            self._append_stream(pending.answer, paragraph=True)
+        if pending is not None and pending.streams and pending.answer:
+            cursor = self.transcript.document().find(STREAM_MARK)
+            if not cursor.isNull():
+                cursor.removeSelectedText()
+                cursor.insertText(pending.answer)
+                self._stream_cursor = cursor
         if scroll_to_end or at_end:
             bar.setValue(bar.maximum())
         else:
@@ -705,36 +698,12 @@ class ChatPanel(QtWidgets.QWidget):
     def _render_pending(self) -> None:
         self._render(scroll_to_end=True)
 
-    def _append_stream(self, text: str, *, paragraph: bool = False) -> None:
+    def _append_stream(self, text: str) -> None:
+        """Insert a piece of the streamed answer after the pieces before it (the rest of the turn stays)."""
+        if self._stream_cursor is None:
+            return
         bar = self.transcript.verticalScrollBar()
         at_end = bar.value() >= bar.maximum() - 4
-        cursor = QtGui.QTextCursor(self.transcript.document())
-        cursor.movePosition(QtGui.QTextCursor.End)
-        if paragraph:
-            cursor.insertBlock(QtGui.QTextBlockFormat(), QtGui.QTextCharFormat())
-        cursor.insertText(text)
+        self._stream_cursor.insertText(text)
         if at_end:
             bar.setValue(bar.maximum())
-
-
-def turns_from_messages(messages: list[Any]) -> list[Turn]:
-    """Rebuild the transcript from stored messages (user/assistant pairs, with the answer's sources)."""
-    turns: list[Turn] = []
-    for m in messages:
-        role = _get(m, "role")
-        if role == "user":
-            turns.append(Turn(str(_get(m, "content") or ""), grounded=bool(_get(m, "grounded", True)),
-                              strict=bool(_get(m, "strict", False))))
-        elif role == "assistant":
-            if not turns or turns[-1].answer or turns[-1].message_id is not None:
-                turns.append(Turn("", grounded=bool(_get(m, "grounded", True))))
-            turn = turns[-1]
-            turn.answer = str(_get(m, "content") or "")
-            turn.message_id = _get(m, "id")
-            turn.grounded = bool(_get(m, "grounded", turn.grounded))
-            turn.strict = bool(_get(m, "strict", turn.strict))
-            sources = _get(m, "sources") or []
-            turn.sources = [SourceRef.from_any(s, i + 1) for i, s in enumerate(sources)]
-            turn.notice = str(_get(m, "notice") or "")
-            turn.stopped = bool(_get(m, "cancelled", False))
-    return turns

@@ -1,9 +1,13 @@
-"""The developer pane: what retrieval and the prompt did for the last question, and a retrieval-only box.
+"""The developer pane: what retrieval, the evidence, the prompt and the check did for the last question, and
+a retrieval-only box.
 
 For the last question it lists every retrieved span (its merged chunk ids) with both scores, its rank in each
 list, the fused score, whether it passed the floor, and where it is (document, page, heading); the time each
-stage took; and the exact prompt sent to the language model with its token counts and what the budget dropped.
-The retrieval-only box runs a query through ``retrieve`` and shows the same table without the model.
+stage took; the exact prompt sent to the language model with its token counts and what the budget dropped; the
+evidence candidates (the best-scored sentences, which of them the answer quotes, the score and its features);
+and each generated sentence as checked against the sources (support, coverage, similarity, verdict and the
+source span it matched). The retrieval-only box runs a query through ``retrieve`` and shows the same table
+without the model.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from typing import Any
 from localrag.core.library import Library
 from localrag.gui.chat_worker import run_for
 from localrag.gui.qt import QtCore, QtGui, QtWidgets, Signal
+from localrag.gui.views.devpane_answer import CheckedPage, EvidencePage, shown_in
 
 log = logging.getLogger("localrag.gui.devpane")
 
@@ -68,17 +73,22 @@ class DevPane(QtWidgets.QWidget):
     """Retrieval and prompt details for developers; meant for a dock widget.
 
     Feed it from the chat panel: ``retrieval_done`` → ``show_retrieval``, ``prompt_ready`` → ``show_prompt``,
-    ``answer_done`` → ``show_done``.
+    ``answer_done`` → ``show_done`` (and ``evidence_shown`` → ``show_evidence`` to see the evidence before the
+    answer is done).
 
     Public:
         show_retrieval(event): an object with ``query``, ``response`` (a ``RetrievalResponse``) and optionally
             ``packed`` (a ``PackedContext``); the engine's ``Retrieved`` event qualifies.
         show_prompt(view): the exact prompt (the worker's ``PromptView``, an engine ``Prompt`` or a string) with
             its token counts and what the budget dropped.
-        show_done(event): the answer's timings (first token, prompt processing, tokens/s) from ``Done``.
+        show_evidence(event): the evidence candidates of the engine's ``EvidenceReady`` event.
+        show_done(event): the answer's timings (first token, prompt processing, tokens/s) from ``Done``, its
+            evidence candidates and each generated sentence as checked.
         run_retrieval(query): run the retrieval-only box (off the UI thread).
         set_scope(doc_ids, doc_types): the filters the retrieval-only box uses (the chat's document scope).
         table: the results table (rows in retrieval order; ``result_row`` gives each row's cells).
+        evidence_table: the evidence candidates, best first (``devpane_answer.evidence_row`` gives each row's
+            cells); checked_table: the generated sentences in order (``devpane_answer.checked_row``).
 
     Signals:
         retrieval_finished(object): the retrieval-only box got a ``RetrievalResponse``.
@@ -187,7 +197,13 @@ class DevPane(QtWidgets.QWidget):
         pl.addWidget(self.prompt_view, 1)
         self.tabs = QtWidgets.QTabWidget(self)
         self.tabs.addTab(results_page, "Retrieved")
+        self.evidence_page = EvidencePage(self)
+        self.checked_page = CheckedPage(self)
+        self.evidence_table = self.evidence_page.table
+        self.checked_table = self.checked_page.table
+        self.tabs.addTab(self.evidence_page, "Evidence")
         self.tabs.addTab(prompt_page, "Prompt")
+        self.tabs.addTab(self.checked_page, "Checked")
 
         layout = QtWidgets.QVBoxLayout(self)
         layout.setContentsMargins(6, 6, 6, 6)
@@ -253,6 +269,7 @@ class DevPane(QtWidgets.QWidget):
         """Show a question's retrieval: ``event.response`` and, when given, ``event.packed`` and
         ``event.sources`` (the numbered sources of the prompt)."""
         self._generation = {}
+        self._clear_answer_parts()
         response = _get(event, "response")
         query = _get(event, "query") or _get(response, "query") or ""
         self._prompt_fate = self._fates(_get(event, "packed"), _get(event, "sources"))
@@ -438,3 +455,19 @@ class DevPane(QtWidgets.QWidget):
                 generation[name] = str(value)
         self._generation = generation
         self._render_timings()
+        evidence = _get(event, "evidence")
+        if evidence is None:
+            self._clear_answer_parts("No evidence: the answer was not taken from the documents.")
+            return
+        lead = str(_get(event, "lead") or "")
+        self.evidence_page.set_evidence(evidence, lead)
+        self.checked_page.set_rows([(g, shown_in(event, g)) for g in _get(event, "generated") or []], lead)
+
+    def show_evidence(self, event: Any) -> None:
+        """Show the evidence of the engine's ``EvidenceReady`` event (it comes before the model runs)."""
+        self.evidence_page.set_evidence(_get(event, "evidence"), str(_get(event, "lead") or ""))
+        self.checked_page.clear()
+
+    def _clear_answer_parts(self, why: str = "") -> None:
+        self.evidence_page.clear(why)
+        self.checked_page.clear(why)

@@ -20,6 +20,12 @@ MODE_LABELS = {
     "vector": "Meaning only (vectors)",
     "keyword": "Keywords only (BM25)",
 }
+# What leads an answer (``Settings.answer_lead``).
+LEAD_LABELS = {
+    "auto": "Automatic (the quoted sources for small models, the model's answer for large ones)",
+    "sources": "The quoted sources",
+    "model": "The model's answer (checked)",
+}
 # Settings that only take effect when the app starts again.
 RESTART_FIELDS = ("database_url",)
 
@@ -183,6 +189,22 @@ class SettingsDialog(QtWidgets.QDialog):
             "When typing pauses, search and let the model read the question so far, so the answer starts as "
             "soon as it is sent. Uses the processor during pauses."
         )
+        self.answer_lead = QtWidgets.QComboBox()
+        self.answer_lead.setAccessibleName("What leads the answer")
+        for value, label in LEAD_LABELS.items():
+            self.answer_lead.addItem(label, value)
+        self.answer_lead.setToolTip(
+            "The quoted sources: the sentences of your documents that answer the question are the answer. "
+            "The model's answer: the model writes it, each sentence is checked against your documents (one "
+            "they do not support is marked), and the quoted sentences follow."
+        )
+        self.reword = QtWidgets.QCheckBox("Let the model reword the quoted answer")
+        self.reword.setAccessibleName("Let the model reword the quoted answer")
+        self.reword.setToolTip(
+            "When the quoted sources lead, the model may add a short rewording; only the sentences your "
+            "documents support are kept."
+        )
+        self.answer_lead.currentIndexChanged.connect(self._sync_reword)
         cores = os.cpu_count() or 1
         self.threads = self._spin("Threads", 0, 256, "CPU threads for the language model.")
         self.threads.setSpecialValueText(f"Automatic ({cores})")
@@ -227,6 +249,8 @@ class SettingsDialog(QtWidgets.QDialog):
                     ("Longest answer", self.max_tokens),
                     ("Threads", self.threads),
                     ("Read ahead", self.prepare_while_typing),
+                    ("What leads the answer", self.answer_lead),
+                    ("Rewording", self.reword),
                 ],
             )
         )
@@ -288,6 +312,10 @@ class SettingsDialog(QtWidgets.QDialog):
             form.addRow(lab, widget)
         return box
 
+    def _sync_reword(self) -> None:
+        """Rewording applies when the quoted sources lead (not when the model's answer does)."""
+        self.reword.setEnabled(self.answer_lead.currentData() != "model")
+
     # -- values -------------------------------------------------------------------------------------------
 
     def load(self, s: Settings, data_folder: str) -> None:
@@ -307,6 +335,14 @@ class SettingsDialog(QtWidgets.QDialog):
         self.max_tokens.setValue(s.max_tokens)
         self.threads.setValue(s.threads)
         self.prepare_while_typing.setChecked(bool(s.prepare_while_typing))
+        lead = str(s.answer_lead or "auto").lower()
+        i = self.answer_lead.findData(lead)
+        if i < 0:
+            self.answer_lead.addItem(lead, lead)
+            i = self.answer_lead.count() - 1
+        self.answer_lead.setCurrentIndex(i)
+        self.reword.setChecked(bool(s.reword))
+        self._sync_reword()
         self.data_folder.set_text(data_folder)
         self.database_url.setText(s.database_url)
 
@@ -325,6 +361,8 @@ class SettingsDialog(QtWidgets.QDialog):
             max_tokens=self.max_tokens.value(),
             threads=self.threads.value(),
             prepare_while_typing=self.prepare_while_typing.isChecked(),
+            answer_lead=str(self.answer_lead.currentData()),
+            reword=self.reword.isChecked(),
             database_url=self.database_url.text().strip(),
         )
 

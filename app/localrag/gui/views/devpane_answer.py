@@ -1,0 +1,264 @@
+"""The developer pane's view of an answer's parts: the evidence candidates and the checked sentences.
+
+``EvidencePage`` lists the best-scored sentences of the retrieved passages (``Evidence.candidates``), which of
+them the answer quotes, and the score with the features behind it. ``CheckedPage`` lists every sentence the
+model wrote with its verdict, the measures behind it and the source span it matched. Both show the full text
+of the selected row below the table.
+"""
+
+from __future__ import annotations
+
+from html import escape
+from typing import Any
+
+from localrag.core.chat import evidence as ev
+from localrag.core.chat import support
+from localrag.gui.qt import QtCore, QtGui, QtWidgets
+
+FEATURES = ("semantic", "lexical", "passage", "kind", "penalty", "context")
+EVIDENCE_COLUMNS = ("#", "Quoted", "[n]", "Page", "Score", "Semantic", "Lexical", "Passage", "Kind",
+                    "Penalty", "Context", "Sentence")
+CHECKED_COLUMNS = ("#", "Verdict", "Shown", "Support", "Coverage", "Similarity", "[n]", "Page", "Chars",
+                   "Missing", "Sentence", "Matched in the source")
+EVIDENCE_HELP = (f"Quoted: the answer quotes this sentence. Score = {ev.W_SEMANTIC:.2f} semantic + "
+                 f"{ev.W_LEXICAL:.2f} lexical + {ev.W_PASSAGE:.2f} passage + kind + penalty + context; "
+                 f"a sentence is quoted from {ev.MIN_SCORE:.2f}")
+CHECKED_HELP = (f"Supported: coverage ≥ {support.MIN_COVERAGE}, support ≥ {support.MIN_SUPPORT}, and every "
+                "number and identifier it writes is in the sources")
+WIDE_COLUMN = 320
+
+
+def _get(obj: Any, name: str, default: Any = None) -> Any:
+    if obj is None:
+        return default
+    return obj.get(name, default) if isinstance(obj, dict) else getattr(obj, name, default)
+
+
+def _fmt(value: Any, digits: int = 4) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def _flat(text: Any) -> str:
+    return " ".join(str(text or "").split())
+
+
+def same_span(a: Any, b: Any) -> bool:
+    keys = ("number", "char_start", "char_end", "text")
+    return all(_get(a, k) == _get(b, k) for k in keys)
+
+
+def evidence_row(span: Any, quoted: bool) -> list[str]:
+    """The cells of an evidence candidate (an ``EvidenceSpan``), in ``EVIDENCE_COLUMNS`` order after ``#``."""
+    features = _get(span, "features") or {}
+    return [
+        "yes" if quoted else "",
+        f"[{_get(span, 'number')}]",
+        _fmt(_get(span, "page_number")),
+        _fmt(_get(span, "score")),
+        *(_fmt(features[name]) if name in features else "–" for name in FEATURES),
+        _flat(_get(span, "text")),
+    ]
+
+
+def checked_row(sentence: Any, shown: bool) -> list[str]:
+    """The cells of one checked sentence (a ``CheckedSentence``), in ``CHECKED_COLUMNS`` order after ``#``."""
+    number = _get(sentence, "number")
+    start, end = _get(sentence, "char_start", -1), _get(sentence, "char_end", -1)
+    return [
+        "supported" if _get(sentence, "supported") else "not found",
+        "yes" if shown else "no",
+        *(_fmt(float(_get(sentence, k) or 0.0)) for k in ("support", "coverage", "similarity")),
+        f"[{number}]" if number is not None else "–",
+        _fmt(_get(sentence, "page_number")) if number is not None else "–",
+        f"{start}–{end}" if start is not None and start >= 0 else "–",
+        ", ".join(_get(sentence, "missing") or []),
+        _flat(_get(sentence, "text")),
+        _flat(_get(sentence, "source_text")),
+    ]
+
+
+def shown_in(done: Any, sentence: Any) -> bool:
+    """Whether the answer of ``done`` keeps ``sentence``: it is supported, or the model leads and the answer
+    shows it marked as not found (``Done.to_json`` decides the same way)."""
+    if _get(sentence, "supported"):
+        return True
+    shown = getattr(sentence, "shown", None)
+    return _get(done, "lead") == "model" and callable(shown) and shown() in str(_get(done, "answer") or "")
+
+
+class _Page(QtWidgets.QWidget):
+    """A summary line, a table and the full text of the selected row."""
+
+    def __init__(self, columns: tuple[str, ...], name: str, help_text: str, empty: str, placeholder: str,
+                 parent: QtWidgets.QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.columns = columns
+        self.info = QtWidgets.QLabel(empty, self)
+        self.info.setWordWrap(True)
+        self.info.setTextFormat(QtCore.Qt.RichText)
+        self.table = QtWidgets.QTableWidget(0, len(columns), self)
+        self.table.setHorizontalHeaderLabels(list(columns))
+        self.table.setAccessibleName(name)
+        self.table.setToolTip(help_text)
+        self.table.verticalHeader().hide()
+        self.table.setEditTriggers(QtWidgets.QAbstractItemView.NoEditTriggers)
+        self.table.setSelectionBehavior(QtWidgets.QAbstractItemView.SelectRows)
+        self.table.setSelectionMode(QtWidgets.QAbstractItemView.SingleSelection)
+        self.table.setAlternatingRowColors(True)
+        self.table.setWordWrap(False)
+        self.table.setTextElideMode(QtCore.Qt.ElideRight)
+        self.table.horizontalHeader().setSectionResizeMode(QtWidgets.QHeaderView.Interactive)
+        self.table.horizontalHeader().setStretchLastSection(True)
+        self.table.itemSelectionChanged.connect(self._on_selection)
+        self.detail = QtWidgets.QPlainTextEdit(self)
+        self.detail.setReadOnly(True)
+        self.detail.setPlaceholderText(placeholder)
+        self.detail.setAccessibleName(f"{name}: the selected row")
+        split = QtWidgets.QSplitter(QtCore.Qt.Vertical, self)
+        split.addWidget(self.table)
+        split.addWidget(self.detail)
+        split.setStretchFactor(0, 3)
+        split.setStretchFactor(1, 1)
+        layout = QtWidgets.QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.info)
+        layout.addWidget(split, 1)
+        self.items: list[Any] = []
+
+    def _fill(self, rows: list[list[str]], numeric: set[int], *, bold: set[int] | None = None,
+              warn: dict[int, int] | None = None) -> None:
+        """Rows of cells; ``bold`` rows in bold; ``warn`` maps a row to its column in the warning colour."""
+        from localrag.gui import theme
+
+        warning = QtGui.QColor(theme.colors().warning)
+        self.table.setRowCount(len(rows))
+        for r, cells in enumerate(rows):
+            for col, text in enumerate(cells):
+                item = QtWidgets.QTableWidgetItem(text)
+                if col in numeric:
+                    item.setTextAlignment(QtCore.Qt.AlignRight | QtCore.Qt.AlignVCenter)
+                if bold and r in bold:
+                    font = item.font()
+                    font.setBold(True)
+                    item.setFont(font)
+                if warn and warn.get(r) == col:
+                    item.setForeground(warning)
+                if len(text) > 40:
+                    item.setToolTip(text)
+                self.table.setItem(r, col, item)
+        self.table.resizeColumnsToContents()
+        for col in range(self.table.columnCount()):
+            self.table.setColumnWidth(col, min(self.table.columnWidth(col), WIDE_COLUMN))
+        self.detail.clear()
+
+    def _on_selection(self) -> None:
+        rows = {i.row() for i in self.table.selectedItems()}
+        if len(rows) == 1:
+            self.detail.setPlainText(self.describe(self.items[rows.pop()]))
+
+    def describe(self, item: Any) -> str:
+        raise NotImplementedError
+
+
+class EvidencePage(_Page):
+    """The evidence candidates of the last answer, best first; the quoted ones in bold.
+
+    Public:
+        set_evidence(evidence, lead): an ``Evidence`` (or its dict) and what leads the answer (``None``:
+            clear).
+        clear(why): no evidence, and why.
+        table: one row per candidate (``evidence_row`` gives its cells after ``#``).
+    """
+
+    EMPTY = "No evidence yet."
+
+    def __init__(self, parent: QtWidgets.QWidget | None = None) -> None:
+        super().__init__(EVIDENCE_COLUMNS, "Evidence candidates", EVIDENCE_HELP, self.EMPTY,
+                         "Select a row to read the sentence and its features.", parent)
+
+    def clear(self, why: str = "") -> None:
+        self.items = []
+        self.info.setText(escape(why or self.EMPTY))
+        self._fill([], set())
+
+    def set_evidence(self, evidence: Any, lead: str = "") -> None:
+        if evidence is None:
+            self.clear()
+            return
+        spans = list(_get(evidence, "spans") or [])
+        candidates = list(_get(evidence, "candidates") or []) or spans
+        self.items = candidates
+        bits = [f"Evidence: <b>{escape(str(_get(evidence, 'status') or '?'))}</b>"]
+        if _get(evidence, "kind"):
+            bits.append(f"question kind {escape(str(_get(evidence, 'kind')))}")
+        bits.append(f"{len(spans)} quoted of {len(candidates)} candidates")
+        seconds = _get(evidence, "seconds")
+        if isinstance(seconds, (int, float)) and seconds:
+            bits.append(f"{seconds * 1000:.0f} ms")
+        if lead:
+            bits.append(f"lead <b>{escape(lead)}</b>")
+        if _get(evidence, "closest"):
+            bits.append("closest " + ", ".join(f"[{n}]" for n in _get(evidence, "closest")))
+        self.info.setText(" · ".join(bits))
+        quoted = {i for i, c in enumerate(candidates) if any(same_span(c, s) for s in spans)}
+        rows = [[str(i + 1), *evidence_row(c, i in quoted)] for i, c in enumerate(candidates)]
+        self._fill(rows, {0, *range(2, len(EVIDENCE_COLUMNS) - 1)}, bold=quoted)
+
+    def describe(self, span: Any) -> str:
+        features = _get(span, "features") or {}
+        where = (f"[{_get(span, 'number')}] {_get(span, 'title') or _get(span, 'path')} · page "
+                 f"{_get(span, 'page_number')} · chars {_get(span, 'char_start')}–{_get(span, 'char_end')}")
+        parts = " · ".join(f"{k} {_fmt(v)}" for k, v in features.items())
+        scores = f"score {_fmt(_get(span, 'score'))}: {parts}"
+        return f"{where}\n{scores}\n\n{_get(span, 'text') or ''}"
+
+
+class CheckedPage(_Page):
+    """Every sentence the model wrote for the last answer, as checked against the sources.
+
+    Public:
+        set_rows(rows, lead): ``(CheckedSentence, shown)`` pairs in order, and what leads the answer.
+        clear(why): nothing was generated, and why.
+        table: one row per sentence (``checked_row`` gives its cells after ``#``).
+    """
+
+    EMPTY = "No generated sentences yet."
+
+    def __init__(self, parent: QtWidgets.QWidget | None = None) -> None:
+        super().__init__(CHECKED_COLUMNS, "Generated sentences as checked", CHECKED_HELP, self.EMPTY,
+                         "Select a row to compare the sentence with the source it matched.", parent)
+
+    def clear(self, why: str = "") -> None:
+        self.items = []
+        self.info.setText(escape(why or self.EMPTY))
+        self._fill([], set())
+
+    def set_rows(self, rows: list[tuple[Any, bool]], lead: str = "") -> None:
+        if not rows:
+            self.clear("The model wrote nothing to check." if lead else "")
+            return
+        self.items = [g for g, _ in rows]
+        supported = sum(1 for g, _ in rows if _get(g, "supported"))
+        shown = sum(1 for _, s in rows if s)
+        self.info.setText(f"<b>{supported}</b> of {len(rows)} generated sentences supported by the sources · "
+                          f"{shown} shown" + (f" · lead <b>{escape(lead)}</b>" if lead else ""))
+        cells = [[str(i + 1), *checked_row(g, s)] for i, (g, s) in enumerate(rows)]
+        warn = {i: 1 for i, (g, _) in enumerate(rows) if not _get(g, "supported")}
+        self._fill(cells, {0, *range(3, 9)}, warn=warn)
+
+    def describe(self, g: Any) -> str:
+        verdict = "supported" if _get(g, "supported") else "not found in the sources"
+        keys = ("support", "coverage", "similarity")
+        measures = " · ".join(f"{k} {_fmt(float(_get(g, k) or 0.0))}" for k in keys)
+        missing = _get(g, "missing") or []
+        head = f"{verdict} · {measures}" + (f" · missing: {', '.join(missing)}" if missing else "")
+        if _get(g, "number") is None:
+            where = "Matched in no source."
+        else:
+            where = (f"Matched in source [{_get(g, 'number')}], page {_get(g, 'page_number')}, chars "
+                     f"{_get(g, 'char_start')}–{_get(g, 'char_end')}:")
+        return f"{head}\n\nGenerated:\n{_get(g, 'text') or ''}\n\n{where}\n{_get(g, 'source_text') or ''}"
