@@ -177,10 +177,13 @@ def test_sources_lead_shows_only_checked_rewording(qtbot, panel, worker):
     text = _flat(panel.transcript.toPlainText())
     html = panel.transcript.toHtml()
     assert _flat(turn.evidence.spans[0].text) in text and 'href="ev:0:0"' in html
-    supported = [(i, g) for i, g in enumerate(turn.generated) if g.supported]
-    assert supported and REWORDED in text
-    for i, g in supported:
-        assert _flat(g.text) in text and f'href="gen:0:{i}"' in html
+    kept = turn.kept()
+    assert kept and REWORDED in text
+    for i, g in kept:
+        assert g.supported and _flat(g.text) in text and f'href="gen:0:{i}"' in html
+    for i, g in enumerate(turn.generated):  # a supported rewording left out only repeats the quote
+        if g.supported and (i, g) not in kept:
+            assert text.count(_flat(g.text)) == 1
     for g in turn.generated:
         if not g.supported:
             assert _flat(g.text) not in text.split(REWORDED)[-1]
@@ -325,6 +328,12 @@ def test_quoted_sentences_are_a_quotation_with_their_link_and_page():
     # The sources lead: only the supported rewording is kept, with a link to the sentence it matched.
     assert "Packages go into libraries." in html and "href='gen:2:0'" in html
     assert "every Tuesday" not in html
+    # A rewording that repeats the quote word for word is not shown twice.
+    from localrag.core.chat.support import CheckedSentence
+
+    turn = _turn("sources")
+    turn.generated.append(CheckedSentence("R packages are installed into libraries", True, 1))
+    assert turn_html(2, turn, _COLORS).count("R packages are installed into libraries") == 1
 
 
 def test_the_model_leads_with_unsupported_sentences_marked_or_left_out_when_strict():

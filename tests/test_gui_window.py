@@ -477,7 +477,7 @@ def test_settings_survive_a_restart(qtbot, clean_db, saved_settings, prefs, tmp_
 def test_what_leads_the_answer_is_saved_and_shown_again(qtbot, saved_settings, prefs):
     """Settings → Answers: "What leads the answer" and "Let the model reword" go through settings.json."""
     from localrag.core.config import Settings
-    from localrag.gui.views.settings import LEAD_LABELS, SettingsDialog
+    from localrag.gui.views.settings import LEAD_HINTS, LEAD_LABELS, SettingsDialog
 
     settings = Settings.load()
     settings.answer_lead, settings.reword = "auto", False
@@ -488,6 +488,7 @@ def test_what_leads_the_answer_is_saved_and_shown_again(qtbot, saved_settings, p
     dialog.reword.setChecked(True)
     dialog.answer_lead.setCurrentIndex(dialog.answer_lead.findData("model"))
     assert not dialog.reword.isEnabled()  # rewording is for when the quoted sources lead
+    assert dialog.lead_hint.text() == LEAD_HINTS["model"]
     dialog.answer_lead.setCurrentIndex(dialog.answer_lead.findData("sources"))
     assert dialog.reword.isEnabled()
     with qtbot.waitSignal(dialog.applied, timeout=5000) as applied:

@@ -83,7 +83,8 @@ class ChatPanel(QtWidgets.QWidget):
         sentence_checked(object): the engine's ``Checked`` event (a generated sentence and its verdict).
         prompt_ready(object): the exact prompt of the last question, when the engine reports it.
         answer_done(object): the engine's ``Done`` event (timings for the dev pane).
-        token_received(str): one streamed piece of the answer.
+        token_received(str): one piece of what the model writes (streamed into the answer unless it only
+            rewords the quoted sources).
         sources_changed(object): the list of ``SourceRef`` of the last answer.
         chat_changed(int): a chat was created or changed by a question (the chats list refreshes).
         chat_opened(object): the chat shown changed (its id, or None for a new chat).

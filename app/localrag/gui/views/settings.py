@@ -20,11 +20,16 @@ MODE_LABELS = {
     "vector": "Meaning only (vectors)",
     "keyword": "Keywords only (BM25)",
 }
-# What leads an answer (``Settings.answer_lead``).
+# What leads an answer (``Settings.answer_lead``): the choice, and a line that says what it does.
 LEAD_LABELS = {
-    "auto": "Automatic (the quoted sources for small models, the model's answer for large ones)",
+    "auto": "Automatic",
     "sources": "The quoted sources",
     "model": "The model's answer (checked)",
+}
+LEAD_HINTS = {  # on two short lines: a wrapped label in a form is given too little height
+    "auto": "The quoted sources for small models,\nthe model's answer for large ones.",
+    "sources": "The sentences of your documents that answer\nthe question are the answer.",
+    "model": "The model writes the answer; each sentence\nis checked against your documents.",
 }
 # Settings that only take effect when the app starts again.
 RESTART_FIELDS = ("database_url",)
@@ -191,13 +196,12 @@ class SettingsDialog(QtWidgets.QDialog):
         )
         self.answer_lead = QtWidgets.QComboBox()
         self.answer_lead.setAccessibleName("What leads the answer")
-        for value, label in LEAD_LABELS.items():
+        for i, (value, label) in enumerate(LEAD_LABELS.items()):
             self.answer_lead.addItem(label, value)
-        self.answer_lead.setToolTip(
-            "The quoted sources: the sentences of your documents that answer the question are the answer. "
-            "The model's answer: the model writes it, each sentence is checked against your documents (one "
-            "they do not support is marked), and the quoted sentences follow."
-        )
+            tip = " ".join(LEAD_HINTS[value].split())
+            self.answer_lead.setItemData(i, tip, QtCore.Qt.ItemDataRole.ToolTipRole)
+        self.lead_hint = QtWidgets.QLabel("")
+        self.lead_hint.setProperty("role", "muted")
         self.reword = QtWidgets.QCheckBox("Let the model reword the quoted answer")
         self.reword.setAccessibleName("Let the model reword the quoted answer")
         self.reword.setToolTip(
@@ -250,6 +254,7 @@ class SettingsDialog(QtWidgets.QDialog):
                     ("Threads", self.threads),
                     ("Read ahead", self.prepare_while_typing),
                     ("What leads the answer", self.answer_lead),
+                    ("", self.lead_hint),
                     ("Rewording", self.reword),
                 ],
             )
@@ -307,14 +312,19 @@ class SettingsDialog(QtWidgets.QDialog):
         form = QtWidgets.QFormLayout(box)
         form.setFieldGrowthPolicy(QtWidgets.QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
         for label, widget in rows:
+            if not label:  # a note under the field above it
+                form.addRow(QtWidgets.QLabel("", box), widget)
+                continue
             lab = QtWidgets.QLabel(label + ":", box)
             lab.setBuddy(widget)
             form.addRow(lab, widget)
         return box
 
     def _sync_reword(self) -> None:
-        """Rewording applies when the quoted sources lead (not when the model's answer does)."""
-        self.reword.setEnabled(self.answer_lead.currentData() != "model")
+        """The hint follows the choice; rewording applies when the quoted sources lead (not the model)."""
+        lead = self.answer_lead.currentData()
+        self.lead_hint.setText(LEAD_HINTS.get(lead, ""))
+        self.reword.setEnabled(lead != "model")
 
     # -- values -------------------------------------------------------------------------------------------
 

@@ -86,10 +86,19 @@ class Turn:
         return self.evidence is None or self.lead != SOURCES
 
     def kept(self) -> list[tuple[int, CheckedSentence]]:
-        """The generated sentences the answer keeps, with their index in ``generated``: the supported ones,
-        and when the model leads (not in strict mode) the unsupported ones too, marked."""
+        """The generated sentences the answer shows, with their index in ``generated``: the supported ones,
+        and when the model leads (not in strict mode) the unsupported ones too, marked. A rewording that only
+        repeats a quoted sentence is not shown twice."""
         keep_unsupported = self.lead == MODEL and not self.strict
-        return [(i, g) for i, g in enumerate(self.generated) if g.supported or keep_unsupported]
+        quoted = set()
+        if self.lead == SOURCES and self.evidence is not None:
+            quoted = {_words(s.text) for s in self.evidence.spans}
+        return [(i, g) for i, g in enumerate(self.generated)
+                if (g.supported or keep_unsupported) and _words(g.text) not in quoted]
+
+
+def _words(text: str) -> str:
+    return " ".join(re.findall(r"\w+", text.lower()))
 
 
 # -- references for the viewer -------------------------------------------------------------------------------
@@ -245,7 +254,7 @@ def not_found_html(turn: Turn, index: int, c: dict[str, str]) -> str:
             where = [escape(_title(ref))]
             if _has_pages(ref, ref.page_number):
                 where.append(f"p.&nbsp;{ref.page_number}")
-            snippet = " ".join(ref.text.split())
+            snippet = " ".join(re.sub(r"(?m)^\s*#+\s+", "", ref.text).split())  # without Markdown marks
             if len(snippet) > SNIPPET_CHARS:
                 snippet = snippet[: SNIPPET_CHARS - 1].rsplit(" ", 1)[0] + "…"
             out.append(
