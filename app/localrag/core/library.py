@@ -125,19 +125,7 @@ class Library:
     def embed_query(self, text: str) -> np.ndarray:
         """The vector of one query, from an LRU cache, else from the embedding service (ahead of queued
         ingestion batches) when one runs, else from the model directly."""
-        key = (self.embedder.name, text)
-        with self._embedder_lock:
-            hit = self._query_cache.get(key)
-            if hit is not None:
-                self._query_cache.move_to_end(key)
-                return hit
-        service = self.embedding_service
-        vector = service.embed_query(text) if service is not None else self.embedder.embed([text])[0]
-        with self._embedder_lock:
-            self._query_cache[key] = vector
-            while len(self._query_cache) > QUERY_CACHE_SIZE:
-                self._query_cache.popitem(last=False)
-        return vector
+        return self.embed_texts([text])[0]
 
     def embed_texts(self, texts: list[str]) -> np.ndarray:
         """The vectors of a few short texts asked for now (a question's candidate sentences), in one batch ahead
@@ -148,6 +136,7 @@ class Library:
             for t in texts:
                 hit = self._query_cache.get((name, t))
                 if hit is not None:
+                    self._query_cache.move_to_end((name, t))
                     vectors[t] = hit
         missing = list(dict.fromkeys(t for t in texts if t not in vectors))
         if missing:

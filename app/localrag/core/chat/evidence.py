@@ -158,10 +158,10 @@ class Evidence:
 def display(text: str) -> str:
     """A sentence as shown: on one line, unless it is several lines of code or a table."""
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    if len(lines) > 1 and all(sp._is_code_line(ln) or len(ln) < 40 for ln in lines):
-        return "`" + "` `".join(lines) + "`" if all(sp._is_code_line(ln) for ln in lines) else " · ".join(lines)
+    if len(lines) > 1 and all(sp.is_code_line(ln) or len(ln) < 40 for ln in lines):
+        return "`" + "` `".join(lines) + "`" if all(sp.is_code_line(ln) for ln in lines) else " · ".join(lines)
     flat = sp.flat(text)
-    return f"`{flat}`" if sp._is_code_line(flat) else flat
+    return f"`{flat}`" if sp.is_code_line(flat) else flat
 
 
 def question_kind(question: str) -> str:
@@ -334,7 +334,7 @@ def split_long(spans: list[sp.Span]) -> list[sp.Span]:
                 cuts.append(m.end())
         cuts.append(len(s.text))
         for a, b in zip(cuts, cuts[1:]):
-            out.extend(sp.Span(s.start + x.start, s.start + x.end, x.text) for x in sp._trimmed(s.text, a, b))
+            out.extend(sp.Span(s.start + x.start, s.start + x.end, x.text) for x in sp.trimmed(s.text, a, b))
     return out
 
 

@@ -628,7 +628,7 @@ def _is_text(span: sp.Span, heads: list[str]) -> bool:
     contents' line."""
     flat = sp.flat(span.text)
     folded = _fold(flat)
-    if flat.startswith("#") or sp._is_code_line(flat) or re.search(r"(?:\.\s?){4,}", flat):
+    if flat.startswith("#") or sp.is_code_line(flat) or re.search(r"(?:\.\s?){4,}", flat):
         return False
     padded = f" {folded} "
     if any(h and f" {h} " in padded and len(padded.replace(f" {h} ", " ").split()) <= 3 for h in heads):

@@ -79,14 +79,14 @@ def split_spans(text: str) -> list[Span]:
         if not stripped or not m.group(0).endswith("\n"):
             continue
         short = len(line) < SHORT_LINE * longest
-        if short and not stripped.endswith(("-", ",")) or stripped.endswith(":") or _is_code_line(stripped):
+        if short and not stripped.endswith(("-", ",")) or stripped.endswith(":") or is_code_line(stripped):
             cuts.add(m.end())
     spans = []
     start = 0
     for cut in sorted(cuts) + [len(text)]:
         if cut <= start:
             continue
-        spans.extend(_trimmed(text, start, cut))
+        spans.extend(trimmed(text, start, cut))
         start = cut
     return spans
 
@@ -102,7 +102,7 @@ def _abbreviation(text: str, end: int) -> bool:
     return len(word) == 1 and word.isupper() or word.lower() in _ABBREVIATIONS
 
 
-def _trimmed(text: str, start: int, end: int) -> list[Span]:
+def trimmed(text: str, start: int, end: int) -> list[Span]:
     piece = text[start:end]
     lead = len(piece) - len(piece.lstrip())
     trail = len(piece.rstrip())
@@ -111,7 +111,7 @@ def _trimmed(text: str, start: int, end: int) -> list[Span]:
     return [Span(start + lead, start + trail, piece[lead:trail])]
 
 
-def _is_code_line(line: str) -> bool:
+def is_code_line(line: str) -> bool:
     return bool(re.match(r"(?:R>|>>>|\$|#|octave:\d*>|>)\s", line)) or line.endswith((";", "{", "}"))
 
 

@@ -20,6 +20,8 @@ from localrag.core.library import Library
 from localrag.gui.chat_worker import run_for
 from localrag.gui.qt import QtCore, QtGui, QtWidgets, Signal
 from localrag.gui.views.devpane_answer import CheckedPage, EvidencePage, shown_in
+from localrag.gui.views.devpane_answer import field_of as _get
+from localrag.gui.views.devpane_answer import fmt as _fmt
 
 log = logging.getLogger("localrag.gui.devpane")
 
@@ -30,22 +32,6 @@ COLUMNS = ("#", "Chunks", "Document", "Page", "Heading", "Vector", "V rank", "BM
 _PROMPT_HELP = ("[n]: in the prompt as source n · budget: dropped by the context budget · window: dropped to fit "
                 "the model's context window · below bar: under the chat's relevance bar · –: no prompt was built")
 _NUMERIC = {5, 7, 9}
-
-
-def _get(obj: Any, name: str, default: Any = None) -> Any:
-    if obj is None:
-        return default
-    if isinstance(obj, dict):
-        return obj.get(name, default)
-    return getattr(obj, name, default)
-
-
-def _fmt(value: Any, digits: int = 4) -> str:
-    if value is None:
-        return "–"
-    if isinstance(value, float):
-        return f"{value:.{digits}f}"
-    return str(value)
 
 
 def result_row(result: Any) -> list[str]:

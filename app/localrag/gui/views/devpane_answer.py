@@ -13,6 +13,7 @@ from typing import Any
 
 from localrag.core.chat import evidence as ev
 from localrag.core.chat import support
+from localrag.core.chat.spans import flat
 from localrag.gui.qt import QtCore, QtGui, QtWidgets
 
 FEATURES = ("semantic", "lexical", "passage", "kind", "penalty", "context")
@@ -28,13 +29,14 @@ CHECKED_HELP = (f"Supported: coverage ≥ {support.MIN_COVERAGE}, support ≥ {s
 WIDE_COLUMN = 320
 
 
-def _get(obj: Any, name: str, default: Any = None) -> Any:
+def field_of(obj: Any, name: str, default: Any = None) -> Any:
+    """``obj[name]`` for a dict (a stored answer), ``obj.name`` for a dataclass (a live one)."""
     if obj is None:
         return default
     return obj.get(name, default) if isinstance(obj, dict) else getattr(obj, name, default)
 
 
-def _fmt(value: Any, digits: int = 4) -> str:
+def fmt(value: Any, digits: int = 4) -> str:
     if value is None:
         return "–"
     if isinstance(value, float):
@@ -42,52 +44,48 @@ def _fmt(value: Any, digits: int = 4) -> str:
     return str(value)
 
 
-def _flat(text: Any) -> str:
-    return " ".join(str(text or "").split())
-
-
 def same_span(a: Any, b: Any) -> bool:
     keys = ("number", "char_start", "char_end", "text")
-    return all(_get(a, k) == _get(b, k) for k in keys)
+    return all(field_of(a, k) == field_of(b, k) for k in keys)
 
 
 def evidence_row(span: Any, quoted: bool) -> list[str]:
     """The cells of an evidence candidate (an ``EvidenceSpan``), in ``EVIDENCE_COLUMNS`` order after ``#``."""
-    features = _get(span, "features") or {}
+    features = field_of(span, "features") or {}
     return [
         "yes" if quoted else "",
-        f"[{_get(span, 'number')}]",
-        _fmt(_get(span, "page_number")),
-        _fmt(_get(span, "score")),
-        *(_fmt(features[name]) if name in features else "–" for name in FEATURES),
-        _flat(_get(span, "text")),
+        f"[{field_of(span, 'number')}]",
+        fmt(field_of(span, "page_number")),
+        fmt(field_of(span, "score")),
+        *(fmt(features[name]) if name in features else "–" for name in FEATURES),
+        flat(str(field_of(span, "text") or "")),
     ]
 
 
 def checked_row(sentence: Any, shown: bool) -> list[str]:
     """The cells of one checked sentence (a ``CheckedSentence``), in ``CHECKED_COLUMNS`` order after ``#``."""
-    number = _get(sentence, "number")
-    start, end = _get(sentence, "char_start", -1), _get(sentence, "char_end", -1)
+    number = field_of(sentence, "number")
+    start, end = field_of(sentence, "char_start", -1), field_of(sentence, "char_end", -1)
     return [
-        "supported" if _get(sentence, "supported") else "not found",
+        "supported" if field_of(sentence, "supported") else "not found",
         "yes" if shown else "no",
-        *(_fmt(float(_get(sentence, k) or 0.0)) for k in ("support", "coverage", "similarity")),
+        *(fmt(float(field_of(sentence, k) or 0.0)) for k in ("support", "coverage", "similarity")),
         f"[{number}]" if number is not None else "–",
-        _fmt(_get(sentence, "page_number")) if number is not None else "–",
+        fmt(field_of(sentence, "page_number")) if number is not None else "–",
         f"{start}–{end}" if start is not None and start >= 0 else "–",
-        ", ".join(_get(sentence, "missing") or []),
-        _flat(_get(sentence, "text")),
-        _flat(_get(sentence, "source_text")),
+        ", ".join(field_of(sentence, "missing") or []),
+        flat(str(field_of(sentence, "text") or "")),
+        flat(str(field_of(sentence, "source_text") or "")),
     ]
 
 
 def shown_in(done: Any, sentence: Any) -> bool:
     """Whether the answer of ``done`` keeps ``sentence``: it is supported, or the model leads and the answer
     shows it marked as not found (``Done.to_json`` decides the same way)."""
-    if _get(sentence, "supported"):
+    if field_of(sentence, "supported"):
         return True
     shown = getattr(sentence, "shown", None)
-    return _get(done, "lead") == "model" and callable(shown) and shown() in str(_get(done, "answer") or "")
+    return field_of(done, "lead") == "model" and callable(shown) and shown() in str(field_of(done, "answer") or "")
 
 
 class _Page(QtWidgets.QWidget):
@@ -189,32 +187,32 @@ class EvidencePage(_Page):
         if evidence is None:
             self.clear()
             return
-        spans = list(_get(evidence, "spans") or [])
-        candidates = list(_get(evidence, "candidates") or []) or spans
+        spans = list(field_of(evidence, "spans") or [])
+        candidates = list(field_of(evidence, "candidates") or []) or spans
         self.items = candidates
-        bits = [f"Evidence: <b>{escape(str(_get(evidence, 'status') or '?'))}</b>"]
-        if _get(evidence, "kind"):
-            bits.append(f"question kind {escape(str(_get(evidence, 'kind')))}")
+        bits = [f"Evidence: <b>{escape(str(field_of(evidence, 'status') or '?'))}</b>"]
+        if field_of(evidence, "kind"):
+            bits.append(f"question kind {escape(str(field_of(evidence, 'kind')))}")
         bits.append(f"{len(spans)} quoted of {len(candidates)} candidates")
-        seconds = _get(evidence, "seconds")
+        seconds = field_of(evidence, "seconds")
         if isinstance(seconds, (int, float)) and seconds:
             bits.append(f"{seconds * 1000:.0f} ms")
         if lead:
             bits.append(f"lead <b>{escape(lead)}</b>")
-        if _get(evidence, "closest"):
-            bits.append("closest " + ", ".join(f"[{n}]" for n in _get(evidence, "closest")))
+        if field_of(evidence, "closest"):
+            bits.append("closest " + ", ".join(f"[{n}]" for n in field_of(evidence, "closest")))
         self.info.setText(" · ".join(bits))
         quoted = {i for i, c in enumerate(candidates) if any(same_span(c, s) for s in spans)}
         rows = [[str(i + 1), *evidence_row(c, i in quoted)] for i, c in enumerate(candidates)]
         self._fill(rows, {0, *range(2, len(EVIDENCE_COLUMNS) - 1)}, bold=quoted)
 
     def describe(self, span: Any) -> str:
-        features = _get(span, "features") or {}
-        where = (f"[{_get(span, 'number')}] {_get(span, 'title') or _get(span, 'path')} · page "
-                 f"{_get(span, 'page_number')} · chars {_get(span, 'char_start')}–{_get(span, 'char_end')}")
-        parts = " · ".join(f"{k} {_fmt(v)}" for k, v in features.items())
-        scores = f"score {_fmt(_get(span, 'score'))}: {parts}"
-        return f"{where}\n{scores}\n\n{_get(span, 'text') or ''}"
+        features = field_of(span, "features") or {}
+        where = (f"[{field_of(span, 'number')}] {field_of(span, 'title') or field_of(span, 'path')} · page "
+                 f"{field_of(span, 'page_number')} · chars {field_of(span, 'char_start')}–{field_of(span, 'char_end')}")
+        parts = " · ".join(f"{k} {fmt(v)}" for k, v in features.items())
+        scores = f"score {fmt(field_of(span, 'score'))}: {parts}"
+        return f"{where}\n{scores}\n\n{field_of(span, 'text') or ''}"
 
 
 class CheckedPage(_Page):
@@ -242,23 +240,23 @@ class CheckedPage(_Page):
             self.clear("The model wrote nothing to check." if lead else "")
             return
         self.items = [g for g, _ in rows]
-        supported = sum(1 for g, _ in rows if _get(g, "supported"))
+        supported = sum(1 for g, _ in rows if field_of(g, "supported"))
         shown = sum(1 for _, s in rows if s)
         self.info.setText(f"<b>{supported}</b> of {len(rows)} generated sentences supported by the sources · "
                           f"{shown} shown" + (f" · lead <b>{escape(lead)}</b>" if lead else ""))
         cells = [[str(i + 1), *checked_row(g, s)] for i, (g, s) in enumerate(rows)]
-        warn = {i: 1 for i, (g, _) in enumerate(rows) if not _get(g, "supported")}
+        warn = {i: 1 for i, (g, _) in enumerate(rows) if not field_of(g, "supported")}
         self._fill(cells, {0, *range(3, 9)}, warn=warn)
 
     def describe(self, g: Any) -> str:
-        verdict = "supported" if _get(g, "supported") else "not found in the sources"
+        verdict = "supported" if field_of(g, "supported") else "not found in the sources"
         keys = ("support", "coverage", "similarity")
-        measures = " · ".join(f"{k} {_fmt(float(_get(g, k) or 0.0))}" for k in keys)
-        missing = _get(g, "missing") or []
+        measures = " · ".join(f"{k} {fmt(float(field_of(g, k) or 0.0))}" for k in keys)
+        missing = field_of(g, "missing") or []
         head = f"{verdict} · {measures}" + (f" · missing: {', '.join(missing)}" if missing else "")
-        if _get(g, "number") is None:
+        if field_of(g, "number") is None:
             where = "Matched in no source."
         else:
-            where = (f"Matched in source [{_get(g, 'number')}], page {_get(g, 'page_number')}, chars "
-                     f"{_get(g, 'char_start')}–{_get(g, 'char_end')}:")
-        return f"{head}\n\nGenerated:\n{_get(g, 'text') or ''}\n\n{where}\n{_get(g, 'source_text') or ''}"
+            where = (f"Matched in source [{field_of(g, 'number')}], page {field_of(g, 'page_number')}, chars "
+                     f"{field_of(g, 'char_start')}–{field_of(g, 'char_end')}:")
+        return f"{head}\n\nGenerated:\n{field_of(g, 'text') or ''}\n\n{where}\n{field_of(g, 'source_text') or ''}"
