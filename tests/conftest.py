@@ -15,7 +15,9 @@ import pytest
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 _HOME = Path(tempfile.mkdtemp(prefix="lrag-test-"))
 os.environ["LOCALRAG_HOME"] = str(_HOME)
-os.environ["LOCALRAG_CACHE"] = str(_HOME / "cache")  # machine checks (AMX kernels) run afresh in every session
+os.environ["LOCALRAG_CACHE"] = str(
+    _HOME / "cache"
+)  # machine checks (AMX kernels) run afresh in every session
 os.environ.pop("LOCALRAG_DATABASE_URL", None)
 
 

@@ -14,15 +14,27 @@ from localrag.core.retrieve import bm25
 def _add_doc(conn, texts: list[str], *, status: str = "ready", headings: list[str] | None = None) -> int:
     doc = conn.execute(
         "INSERT INTO documents (path, title, doc_type, sha256, status) VALUES (%s, %s, 'text', %s, %s) RETURNING id",
-        (f"/t/{texts[0][:20]}.txt", texts[0][:20], hashlib.sha256("|".join(texts).encode()).hexdigest(), status),
+        (
+            f"/t/{texts[0][:20]}.txt",
+            texts[0][:20],
+            hashlib.sha256("|".join(texts).encode()).hexdigest(),
+            status,
+        ),
     ).fetchone()[0]
     pos = 0
     for i, text in enumerate(texts):
         conn.execute(
             "INSERT INTO document_chunks (doc_id, chunk_index, page_number, heading_path, text, token_count, "
             "char_start, char_end, text_hash) VALUES (%s, %s, 1, %s, %s, 10, %s, %s, %s)",
-            (doc, i, (headings or [""] * len(texts))[i], text, pos, pos + len(text),
-             hashlib.sha256(text.encode()).hexdigest()),
+            (
+                doc,
+                i,
+                (headings or [""] * len(texts))[i],
+                text,
+                pos,
+                pos + len(text),
+                hashlib.sha256(text.encode()).hexdigest(),
+            ),
         )
         pos += len(text) + 1
     return doc
@@ -43,12 +55,15 @@ def test_index_document_writes_postings_lengths_and_statistics(clean_db):
         bm25.index_document(conn, doc)
         conn.commit()
         postings = dict(
-            ((t, i), tf) for t, i, tf in conn.execute(
+            ((t, i), tf)
+            for t, i, tf in conn.execute(
                 "SELECT p.term, c.chunk_index, p.tf FROM bm25_postings p JOIN document_chunks c ON c.id = p.chunk_id"
             )
         )
         assert postings == {("cat", 0): 2, ("chase", 0): 1, ("dog", 0): 1, ("dog", 1): 1, ("sleep", 1): 1}
-        lengths = [r[0] for r in conn.execute("SELECT lexeme_count FROM document_chunks ORDER BY chunk_index")]
+        lengths = [
+            r[0] for r in conn.execute("SELECT lexeme_count FROM document_chunks ORDER BY chunk_index")
+        ]
         assert lengths == [4, 2, 0]
         # The stop-word-only chunk can never match, so it is not counted in N.
         assert _stats(conn) == (2, 6)
@@ -118,7 +133,8 @@ def test_scores_are_lucene_bm25(clean_db):
     for cid, words in zip(ids, docs):
         want = sum(
             idf(t) * words.count(t) * 2.2 / (words.count(t) + 1.2 * (0.25 + 0.75 * len(words) / avgdl))
-            for t in ("apple", "cherry") if t in words
+            for t in ("apple", "cherry")
+            if t in words
         )
         if want:
             assert got[cid] == pytest.approx(want, rel=1e-9)
@@ -203,14 +219,18 @@ def test_frequent_terms_read_best_first_keep_the_top_n_and_exact_scores(clean_db
     probs = 1.0 / np.arange(1, 301)
     probs /= probs.sum()  # Zipf: a few terms are in most chunks
     with clean_db.connect() as conn:
-        docs = [_add_doc(conn, [" ".join(rng.choice(vocab, rng.integers(10, 60), p=probs)) for _ in range(20)])
-                for _ in range(15)]
+        docs = [
+            _add_doc(conn, [" ".join(rng.choice(vocab, rng.integers(10, 60), p=probs)) for _ in range(20)])
+            for _ in range(15)
+        ]
         bm25.index_documents(conn, docs)
         queries = [" ".join(rng.choice(vocab, 4, p=probs)) + f" t{rng.integers(50, 300)}" for _ in range(40)]
         exact = [dict(bm25.search(conn, q, n=300, exact=True)) for q in queries]
         monkeypatch.setattr(bm25, "TERM_POSTINGS_READ", 25)
         monkeypatch.setattr(bm25, "RESCORED", 30)
-        monkeypatch.setattr(bm25, "_impact_order_pays", lambda dfs: True)  # a small store, read as a large one
+        monkeypatch.setattr(
+            bm25, "_impact_order_pays", lambda dfs: True
+        )  # a small store, read as a large one
         overlap = []
         for q, want in zip(queries, exact):
             got = bm25.search(conn, q, n=10)
@@ -226,7 +246,10 @@ def test_frequent_terms_read_best_first_keep_the_top_n_and_exact_scores(clean_db
 
         for allowed in (docs[:6], docs[:1]):
             f = Filters.build(doc_ids=allowed)
-            mine = {r[0] for r in conn.execute("SELECT id FROM document_chunks WHERE doc_id = ANY(%s)", (allowed,))}
+            mine = {
+                r[0]
+                for r in conn.execute("SELECT id FROM document_chunks WHERE doc_id = ANY(%s)", (allowed,))
+            }
             for q in queries[:15]:
                 want = dict(bm25.search(conn, q, n=300, filters=f, exact=True))
                 got = bm25.search(conn, q, n=10, filters=f)
@@ -239,11 +262,22 @@ def test_frequent_terms_read_best_first_keep_the_top_n_and_exact_scores(clean_db
         # on a large store; this one is small, so the alternatives are switched off to see that it can).
         conn.execute("SET enable_bitmapscan = off")
         conn.execute("SET enable_sort = off")
-        plan = "\n".join(r[0] for r in conn.execute(
-            "EXPLAIN " + bm25._impact_sql(),
-            {"terms": ["t0", "t1"], "weights": [0.1, 0.2], "n": 10, "k1": 1.2, "b": 0.75, "avgdl": 30.0,
-             "m": 25, "r": 30},
-        ))
+        plan = "\n".join(
+            r[0]
+            for r in conn.execute(
+                "EXPLAIN " + bm25._impact_sql(),
+                {
+                    "terms": ["t0", "t1"],
+                    "weights": [0.1, 0.2],
+                    "n": 10,
+                    "k1": 1.2,
+                    "b": 0.75,
+                    "avgdl": 30.0,
+                    "m": 25,
+                    "r": 30,
+                },
+            )
+        )
         assert "Index Only Scan using bm25_postings_impact" in plan, plan
         assert not [line for line in plan.splitlines() if "Sort Key" in line and "0.009" in line], plan
 
@@ -251,5 +285,7 @@ def test_frequent_terms_read_best_first_keep_the_top_n_and_exact_scores(clean_db
 def test_best_first_reading_is_kept_for_queries_it_pays_for():
     """Short postings lists are read whole (as fast, and exact); long ones best first."""
     assert not bm25._impact_order_pays([120, 900, 1500])  # every list shorter than what is read per term
-    assert not bm25._impact_order_pays([2500, 3000])  # a little longer: rescoring would cost more than it saves
+    assert not bm25._impact_order_pays(
+        [2500, 3000]
+    )  # a little longer: rescoring would cost more than it saves
     assert bm25._impact_order_pays([15_000, 40_000, 90_000, 120_000])  # a 1M-chunk library's frequent terms

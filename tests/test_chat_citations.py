@@ -82,18 +82,29 @@ def test_strip_citations_for_history():
 def test_a_passage_the_answer_repeats_without_citing_it_is_found():
     """Small models copy a passage's words and leave out its number: the source is named as quoted."""
     sources = _sources(3)
-    sources[0].text = "Tomatoes need at least six hours of direct sunlight every day. Water them deeply twice a week."
-    sources[1].text = ("There are two high tides a day because the water bulges on the side of the Earth facing the "
-                       "Moon and on the opposite side.")
+    sources[
+        0
+    ].text = "Tomatoes need at least six hours of direct sunlight every day. Water them deeply twice a week."
+    sources[1].text = (
+        "There are two high tides a day because the water bulges on the side of the Earth facing the "
+        "Moon and on the opposite side."
+    )
     sources[2].text = "The Moon orbits the Earth once a month."
-    answer = ("The two high tides a day come because the water bulges on the side of the Earth facing the Moon "
-              "and on the opposite side. Tomatoes need six hours of sun [1].")
+    answer = (
+        "The two high tides a day come because the water bulges on the side of the Earth facing the Moon "
+        "and on the opposite side. Tomatoes need six hours of sun [1]."
+    )
     check = check_citations(answer, 3)
-    assert find_quotes(answer, sources, check) == [2]  # sentence 2 cites [1]; the Moon passage shares too little
+    assert find_quotes(answer, sources, check) == [
+        2
+    ]  # sentence 2 cites [1]; the Moon passage shares too little
     assert apply_citations(sources, check, answer) == [10, 11, 20, 21]  # cited first, then quoted
     assert [(s.cited, s.quoted) for s in sources] == [(True, False), (False, True), (False, False)]
     # Topical words alone are not a quote, and a sentence that cites is taken at its word.
-    assert find_quotes("The Moon and the Earth pull on the water of the seas.", sources, check_citations("", 3)) == []
+    assert (
+        find_quotes("The Moon and the Earth pull on the water of the seas.", sources, check_citations("", 3))
+        == []
+    )
     cited = "The water bulges on the side of the Earth facing the Moon [2]."
     assert find_quotes(cited, sources, check_citations(cited, 3)) == []
 

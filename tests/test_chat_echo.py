@@ -83,4 +83,8 @@ def test_a_model_repeating_itself_is_cut_short_and_told_to_stop():
     assert f.looping and len(f.dropped) == 6
     # A short line may come back ("Yes.", a table rule); an answer that says a thing once is left alone.
     out, f = _stream("Yes.\nIt works offline [2].\nYes.\n|---|\n|---|\n")
-    assert "".join(out) == "Yes.\nIt works offline [2].\nYes.\n|---|\n|---|\n" and not f.dropped and not f.looping
+    assert (
+        "".join(out) == "Yes.\nIt works offline [2].\nYes.\n|---|\n|---|\n"
+        and not f.dropped
+        and not f.looping
+    )

@@ -118,10 +118,15 @@ def test_grounded_answer_streams_events_in_order(engine, monkeypatch):
         assert (c.sentence.shown() in done.answer) == c.shown == c.sentence.supported
     assert done.evidence is ready.evidence and done.lead == "sources"
     assert done.chat_id is not None and done.message_id is not None
-    assert done.timings["evidence_at_s"] > 0 and done.timings["retrieval_s"] > 0 and done.timings["tokens"] > 0
+    assert (
+        done.timings["evidence_at_s"] > 0 and done.timings["retrieval_s"] > 0 and done.timings["tokens"] > 0
+    )
     with engine.library.connect() as conn:
         stored = history.load_messages(conn, done.chat_id)[-1]
-    assert stored.parts is not None and stored.parts["evidence"]["spans"][0]["text"] == ready.evidence.spans[0].text
+    assert (
+        stored.parts is not None
+        and stored.parts["evidence"]["spans"][0]["text"] == ready.evidence.spans[0].text
+    )
 
 
 def test_with_rewording_off_the_answer_is_the_evidence_and_no_model_runs(engine):
@@ -135,8 +140,12 @@ def test_with_rewording_off_the_answer_is_the_evidence_and_no_model_runs(engine)
 
 def test_a_question_the_documents_do_not_answer_says_so_and_lists_the_closest(engine, monkeypatch):
     monkeypatch.setattr(engine.settings, "reword", False)
-    done = _run(engine, None, "How do I install Local RAG with pip on Linux and which Python does it need?",
-                persist=False)[-1]
+    done = _run(
+        engine,
+        None,
+        "How do I install Local RAG with pip on Linux and which Python does it need?",
+        persist=False,
+    )[-1]
     assert done.evidence.answered  # sanity: a question they do answer
     done = _run(engine, None, "Which compost pile temperature kills tomato blight spores?", persist=False)[-1]
     if done.evidence is not None and not done.evidence.answered:
@@ -350,11 +359,24 @@ def test_weak_passages_next_to_a_strong_one_are_left_out():
     from localrag.core.retrieve import Result
 
     def passage(title: str, cosine: float | None, bm25_rank: int | None = None) -> Result:
-        return Result(chunk_ids=[1], doc_id=1, doc_type="markdown", title=title, path=f"/{title}.md",
-                      page_number=1, heading_path="", text=title, similarity=cosine or 0.0,
-                      scores={"vector": cosine, "bm25_rank": bm25_rank})
+        return Result(
+            chunk_ids=[1],
+            doc_id=1,
+            doc_type="markdown",
+            title=title,
+            path=f"/{title}.md",
+            page_number=1,
+            heading_path="",
+            text=title,
+            similarity=cosine or 0.0,
+            scores={"vector": cosine, "bm25_rank": bm25_rank},
+        )
 
-    tides, moon, glacier = passage("tides", 0.72), passage("moon", 0.41), passage("glacier", 0.27, bm25_rank=3)
+    tides, moon, glacier = (
+        passage("tides", 0.72),
+        passage("moon", 0.41),
+        passage("glacier", 0.27, bm25_rank=3),
+    )
     assert [r.title for r in relevant([tides, moon, glacier])] == ["tides", "moon"]
     assert [r.title for r in relevant([glacier, passage("noise", 0.2)])] == ["glacier"]
     assert [r.title for r in relevant([tides, glacier], strict=True)] == ["tides"]
@@ -378,4 +400,8 @@ def test_a_question_prepared_while_typed_starts_from_the_cache(engine, monkeypat
     assert engine.prepare(None, "What do tomatoes need?", cancel=stopped) == 0
     assert engine.prepare(None, "   ") == 0
     again = _run(engine, None, "What do tomatoes need?")[-1]
-    assert isinstance(again, Done) and again.answer and again.timings["cached_tokens"] < again.timings["prompt_tokens"]
+    assert (
+        isinstance(again, Done)
+        and again.answer
+        and again.timings["cached_tokens"] < again.timings["prompt_tokens"]
+    )

@@ -69,10 +69,15 @@ def test_sentences_keep_their_offsets_and_short_lines_stand_alone():
 
 
 def test_the_sentence_that_answers_is_quoted_with_its_page_and_exact_offsets(embed):
-    passages = [Passage(GARDEN, doc_id=2, title="Garden", path="/docs/garden.txt", page_number=1),
-                Passage(FAQ_PAGE)]
-    ev = find_evidence("Why does R think 0.1 + 0.2 is not equal to 0.3, and how should I compare such numbers?",
-                       passages, embed)
+    passages = [
+        Passage(GARDEN, doc_id=2, title="Garden", path="/docs/garden.txt", page_number=1),
+        Passage(FAQ_PAGE),
+    ]
+    ev = find_evidence(
+        "Why does R think 0.1 + 0.2 is not equal to 0.3, and how should I compare such numbers?",
+        passages,
+        embed,
+    )
     assert ev.status == ANSWERED
     quoted = " ".join(s.text for s in ev.spans)
     assert "all.equal()" in quoted
@@ -85,8 +90,11 @@ def test_the_sentence_that_answers_is_quoted_with_its_page_and_exact_offsets(emb
 
 
 def test_an_identifier_question_is_answered_by_the_sentence_naming_the_variable(embed):
-    ev = find_evidence("Which environment variable sets the directory for a user's personal R package library?",
-                       [Passage(LIBS_PAGE, page_number=29)], embed)
+    ev = find_evidence(
+        "Which environment variable sets the directory for a user's personal R package library?",
+        [Passage(LIBS_PAGE, page_number=29)],
+        embed,
+    )
     assert ev.kind == "identifier"
     assert ev.answered and "R_LIBS_USER" in ev.text()
     assert ev.text().rstrip().endswith("[1]")
@@ -110,4 +118,6 @@ def test_question_kinds():
 def test_evidence_survives_a_round_trip_through_json(embed):
     ev = find_evidence("Which environment variable sets the personal library?", [Passage(LIBS_PAGE)], embed)
     back = Evidence.from_dict(ev.to_dict())
-    assert back is not None and back.text() == ev.text() and back.spans[0].char_start == ev.spans[0].char_start
+    assert (
+        back is not None and back.text() == ev.text() and back.spans[0].char_start == ev.spans[0].char_start
+    )

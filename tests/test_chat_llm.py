@@ -156,8 +156,10 @@ def test_an_answer_continued_from_the_cache_is_the_answer_from_scratch(llm):
     from localrag.core.chat import llm as llm_mod
 
     system = {"role": "system", "content": "You answer questions about the night train. " * 8}
-    question = {"role": "user", "content": "The night train leaves at 22:10 from platform 4. " * 20
-                + "When does the train leave?"}
+    question = {
+        "role": "user",
+        "content": "The night train leaves at 22:10 from platform 4. " * 20 + "When does the train leave?",
+    }
     prompt = llm.render([system, question])
     prefix = llm.render([system])
     assert len(prefix) % llm_mod.ALIGN and len(prompt) > len(prefix) + llm_mod.ALIGN
@@ -214,7 +216,9 @@ def test_the_model_runs_one_thread_fewer_while_another_program_keeps_a_core_busy
 
     watch = CoreWatch(max_threads=2, cores=2)
     watch.mark()
-    hog = subprocess.Popen([sys.executable, "-c", "import time\nend = time.time() + 0.8\nwhile time.time() < end: pass"])
+    hog = subprocess.Popen(
+        [sys.executable, "-c", "import time\nend = time.time() + 0.8\nwhile time.time() < end: pass"]
+    )
     hog.wait(30)
     assert watch.threads(2) == 1 and watch.busy_cores >= 0.6
     watch.mark()

@@ -55,17 +55,28 @@ def _handbook() -> str:
 
 def _manual_pages() -> list[list[str]]:
     return [
-        ["Introduction", "This manual explains how to install and run the fixture program.",
-         "The program indexes local documents and answers questions about them.",
-         "Every answer cites the page of the document it comes from."],
-        ["Installing", "Installing the program takes one command in a terminal.",
-         "The installer checks the version of Python before it starts.",
-         "A log file records every step of the installation."],
-        ["The installer creates a data folder in your home directory.",
-         "Remove the data folder to start again from an empty library."],
-        ["Troubleshooting", "If the program does not start, read the log file first.",
-         "A zeppelin icon in the status bar means an update is being downloaded.",
-         "Restart the program after the update has been installed."],
+        [
+            "Introduction",
+            "This manual explains how to install and run the fixture program.",
+            "The program indexes local documents and answers questions about them.",
+            "Every answer cites the page of the document it comes from.",
+        ],
+        [
+            "Installing",
+            "Installing the program takes one command in a terminal.",
+            "The installer checks the version of Python before it starts.",
+            "A log file records every step of the installation.",
+        ],
+        [
+            "The installer creates a data folder in your home directory.",
+            "Remove the data folder to start again from an empty library.",
+        ],
+        [
+            "Troubleshooting",
+            "If the program does not start, read the log file first.",
+            "A zeppelin icon in the status bar means an update is being downloaded.",
+            "Restart the program after the update has been installed.",
+        ],
     ]
 
 
@@ -90,8 +101,12 @@ def corpus(library, tmp_path_factory):
         conn.commit()
     folder = tmp_path_factory.mktemp("overview")
     (folder / "gardening-handbook.md").write_text(_handbook(), encoding="utf-8")
-    write_pdf(folder / "fixture-manual.pdf", _manual_pages(), title="Fixture Manual",
-              outline=[("Introduction", 0, None), ("Installing", 1, None), ("Troubleshooting", 3, None)])
+    write_pdf(
+        folder / "fixture-manual.pdf",
+        _manual_pages(),
+        title="Fixture Manual",
+        outline=[("Introduction", 0, None), ("Installing", 1, None), ("Troubleshooting", 3, None)],
+    )
     (folder / "meeting-notes.txt").write_text(NOTES, encoding="utf-8")
     ingestor = Ingestor(library)
     try:
@@ -112,7 +127,8 @@ def _sections(library, doc_id: int) -> list[tuple]:
     with library.connect() as conn:
         return conn.execute(
             "SELECT ordinal, title, page_number, chunk_count, first_chunk_id, central_chunk_id "
-            "FROM document_sections WHERE doc_id = %s ORDER BY ordinal", (doc_id,)
+            "FROM document_sections WHERE doc_id = %s ORDER BY ordinal",
+            (doc_id,),
         ).fetchall()
 
 
@@ -129,10 +145,16 @@ def _ask(library, question: str, doc_ids: list[int] | None = None):
     ("question", "kind", "subject"),
     [
         ("List the chapters of the R FAQ.", "outline", "the R FAQ"),
-        ("What are the main sections of the Filesystem Hierarchy Standard?", "outline",
-         "the Filesystem Hierarchy Standard"),
-        ("What are the main parts of the R Installation and Administration manual?", "outline",
-         "the R Installation and Administration manual"),
+        (
+            "What are the main sections of the Filesystem Hierarchy Standard?",
+            "outline",
+            "the Filesystem Hierarchy Standard",
+        ),
+        (
+            "What are the main parts of the R Installation and Administration manual?",
+            "outline",
+            "the R Installation and Administration manual",
+        ),
         ("How is the R FAQ organized?", "outline", "the R FAQ"),
         ("Table of contents", "outline", ""),
         ("Summarize the Octave manual: what does it cover?", "summary", "the Octave manual"),
@@ -256,7 +278,9 @@ def test_outline_names_the_top_level_sections_and_cites_them(corpus):
     lines = found.text.splitlines()
     assert lines[0] == "Fixture Manual has 3 top-level sections:"
     assert lines[1:] == [
-        "1. Introduction — p. 1 [1]", "2. Installing — p. 2 [2]", "3. Troubleshooting — p. 4 [3]"
+        "1. Introduction — p. 1 [1]",
+        "2. Installing — p. 2 [2]",
+        "3. Troubleshooting — p. 4 [3]",
     ]
     assert [s.page_number for s in found.sources] == [1, 2, 4]  # each cites where its section starts
     assert [s.text for s in found.spans] == ["Introduction", "Installing", "Troubleshooting"]
@@ -299,10 +323,12 @@ def test_which_documents_counts_matching_passages_per_document(corpus):
     found = _ask(corpus, "Which of my documents mention zeppelins?")
     assert found is not None and found.kind == "which_documents"
     with corpus.connect() as conn:
-        expected = dict(conn.execute(
-            "SELECT doc_id, count(*) FROM document_chunks "
-            "WHERE (heading_path || ' ' || text) ILIKE '%zeppelin%' GROUP BY doc_id"
-        ).fetchall())
+        expected = dict(
+            conn.execute(
+                "SELECT doc_id, count(*) FROM document_chunks "
+                "WHERE (heading_path || ' ' || text) ILIKE '%zeppelin%' GROUP BY doc_id"
+            ).fetchall()
+        )
     assert len(expected) == 2
     order = sorted(expected, key=lambda d: (-expected[d], d))
     assert found.documents == order
@@ -343,8 +369,9 @@ def test_ingest_survives_a_failure_to_compute_sections(corpus, tmp_path):
     from localrag.core.ingest.pipeline import Ingestor
 
     path = tmp_path / "pond-notes.md"
-    path.write_text("# Pond Notes\n\nFrogs lay their eggs in shallow water early in the spring.\n",
-                    encoding="utf-8")
+    path.write_text(
+        "# Pond Notes\n\nFrogs lay their eggs in shallow water early in the spring.\n", encoding="utf-8"
+    )
     with corpus.connect() as conn:
         conn.execute("ALTER TABLE document_sections RENAME TO document_sections_away")
     try:

@@ -23,8 +23,12 @@ class Passage:
 
 SOURCES = [
     Passage("Tomatoes need at least six hours of direct sunlight every day. Water them deeply twice a week."),
-    Passage("The default value of the environment variable R_LIBS_USER is a directory in the user's home area. "
-            "Personal packages are installed there.", page_number=29, char_start=40),
+    Passage(
+        "The default value of the environment variable R_LIBS_USER is a directory in the user's home area. "
+        "Personal packages are installed there.",
+        page_number=29,
+        char_start=40,
+    ),
 ]
 
 
@@ -34,7 +38,9 @@ def checker(embedder):
 
 
 def test_a_supported_sentence_gets_the_number_of_the_source_that_supports_it(checker):
-    c = checker.check("Tomatoes need six hours of direct sunlight every day [2].")  # the model cited the wrong one
+    c = checker.check(
+        "Tomatoes need six hours of direct sunlight every day [2]."
+    )  # the model cited the wrong one
     assert c.supported and c.number == 1
     assert c.shown() == "Tomatoes need six hours of direct sunlight every day. [1]"
     assert c.page_number == 1 and SOURCES[0].text[c.char_start : c.char_end].startswith("Tomatoes")
@@ -67,7 +73,12 @@ def test_model_citations_are_stripped_but_code_brackets_stay():
 def test_sentences_are_handed_out_as_they_complete_and_short_ones_wait_for_the_next():
     stream = SentenceStream()
     out = []
-    for piece in ["Yes. ", "Tomatoes need six hours of sun", " every day. Water them ", "deeply twice a week."]:
+    for piece in [
+        "Yes. ",
+        "Tomatoes need six hours of sun",
+        " every day. Water them ",
+        "deeply twice a week.",
+    ]:
         out.extend(stream.feed(piece))
     assert out == ["Yes. Tomatoes need six hours of sun every day."]
     out.extend(stream.flush())

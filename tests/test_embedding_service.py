@@ -19,7 +19,9 @@ def test_a_query_during_a_running_batch_does_not_wait_for_it(embedder, query_lan
     thread = threading.Thread(target=service.run, daemon=True)
     thread.start()
     try:
-        texts = [f"Passage {i} about river deltas and the sediment they carry to the sea. " * 8 for i in range(128)]
+        texts = [
+            f"Passage {i} about river deltas and the sediment they carry to the sea. " * 8 for i in range(128)
+        ]
         batch = service.submit(texts, BATCH)
         while service.busy_since is None:  # the batch is being embedded
             time.sleep(0.005)

@@ -30,12 +30,17 @@ def beir_folder(tmp_path):
     folder = tmp_path / "tiny"
     (folder / "qrels").mkdir(parents=True)
     (folder / "corpus.jsonl").write_text(
-        "".join(json.dumps({"_id": i, "title": t, "text": x}) + "\n" for i, t, x in CORPUS), encoding="utf-8")
+        "".join(json.dumps({"_id": i, "title": t, "text": x}) + "\n" for i, t, x in CORPUS), encoding="utf-8"
+    )
     (folder / "queries.jsonl").write_text(
         "".join(json.dumps({"_id": q, "text": t}) + "\n" for q, (t, _) in QUERIES.items())
-        + json.dumps({"_id": "unjudged", "text": "never asked"}) + "\n", encoding="utf-8")
-    rows = ["query-id\tcorpus-id\tscore"] + [f"{q}\t{d}\t{g}" for q, (_, rel) in QUERIES.items()
-                                             for d, g in rel.items()]
+        + json.dumps({"_id": "unjudged", "text": "never asked"})
+        + "\n",
+        encoding="utf-8",
+    )
+    rows = ["query-id\tcorpus-id\tscore"] + [
+        f"{q}\t{d}\t{g}" for q, (_, rel) in QUERIES.items() for d, g in rel.items()
+    ]
     (folder / "qrels" / "test.tsv").write_text("\n".join(rows) + "\n", encoding="utf-8")
     return folder
 

@@ -25,7 +25,9 @@ def test_the_dataset_has_enough_questions_of_every_kind():
 
 def test_token_f1_counts_content_words_only():
     assert token_f1("Use the all.equal function [1].", "the all.equal function") == 1.0  # [1] is no word
-    assert token_f1("R_LIBS_USER", "The variable R_LIBS_USER") == token_f1("R_LIBS_USER", "variable R_LIBS_USER")
+    assert token_f1("R_LIBS_USER", "The variable R_LIBS_USER") == token_f1(
+        "R_LIBS_USER", "variable R_LIBS_USER"
+    )
     assert token_f1("tomatoes", "R_LIBS_USER") == 0.0
     assert 0.0 < token_f1("set logscale y 2", "set logscale y") < 1.0
 
@@ -33,11 +35,18 @@ def test_token_f1_counts_content_words_only():
 def test_correct_and_cited_needs_the_words_and_the_page():
     q = next(q for q in load_questions(DATASET) if q.kind != "document")
     source = {"path": f"/docs/{q.file}", "page_number": q.page, "cited": True}
-    right = {"answer": q.evidence + " [1]", "sources": [source],
-             "parts": {"evidence": {"spans": [source]}}, "timings": {}}
+    right = {
+        "answer": q.evidence + " [1]",
+        "sources": [source],
+        "parts": {"evidence": {"spans": [source]}},
+        "timings": {},
+    }
     assert score_answer(q, right, "evidence")["correct_and_cited"]
-    wrong_page = {**right, "sources": [{**source, "page_number": q.page + 1}],
-                  "parts": {"evidence": {"spans": [{**source, "page_number": q.page + 1}]}}}
+    wrong_page = {
+        **right,
+        "sources": [{**source, "page_number": q.page + 1}],
+        "parts": {"evidence": {"spans": [{**source, "page_number": q.page + 1}]}},
+    }
     assert not score_answer(q, wrong_page, "evidence")["correct_and_cited"]
     wrong_words = {**right, "answer": "Something else entirely [1]"}
     assert not score_answer(q, wrong_words, "evidence")["correct_and_cited"]

@@ -23,11 +23,13 @@ def test_core_imports_no_qt():
 
 
 def test_paraphrases_embed_closer_than_unrelated(embedder):
-    vecs = embedder.embed([
-        "How do I install the program on Linux?",
-        "What are the steps to set up the software on a Linux machine?",
-        "The recipe needs two cups of flour and an egg.",
-    ])
+    vecs = embedder.embed(
+        [
+            "How do I install the program on Linux?",
+            "What are the steps to set up the software on a Linux machine?",
+            "The recipe needs two cups of flour and an egg.",
+        ]
+    )
     assert vecs.shape == (3, 384)
     assert np.allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-5)
     para, unrelated = float(vecs[0] @ vecs[1]), float(vecs[0] @ vecs[2])
@@ -104,8 +106,14 @@ def test_migrations_up_down_up(tmp_path):
             m = Migrator(conn)
             assert len(m.migrate()) == len(m.migrations) >= 1
             tables = {r[0] for r in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname='public'")}
-            assert {"documents", "document_chunks", "chunk_embeddings", "embedding_models", "chats",
-                    "messages"} <= tables
+            assert {
+                "documents",
+                "document_chunks",
+                "chunk_embeddings",
+                "embedding_models",
+                "chats",
+                "messages",
+            } <= tables
             assert len(m.rollback(len(m.migrations))) == len(m.migrations)
             left = {r[0] for r in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname='public'")}
             assert left == {"schema_migrations"}

@@ -38,8 +38,10 @@ def docs(library, tmp_path_factory):
     (folder / "lighthouse.md").write_text(MANUAL, encoding="utf-8")
     (folder / "bakery.md").write_text(RECIPES, encoding="utf-8")
     with library.connect() as conn:
-        conn.execute("TRUNCATE documents, document_chunks, chunk_embeddings, bm25_postings, bm25_terms, chats, "
-                     "messages RESTART IDENTITY CASCADE")
+        conn.execute(
+            "TRUNCATE documents, document_chunks, chunk_embeddings, bm25_postings, bm25_terms, chats, "
+            "messages RESTART IDENTITY CASCADE"
+        )
         conn.execute("UPDATE bm25_stats SET n_chunks = 0, total_len = 0")
         conn.commit()
     ingestor = Ingestor(library)
@@ -57,13 +59,15 @@ def short(library):
     """Short answers and a small context: the real model, fast."""
     settings = library.settings
     fast = {
-        "max_tokens": 24, "context_tokens": 300,
+        "max_tokens": 24,
+        "context_tokens": 300,
         "fast_llm_copy": False,  # no one-time conversion of the model in a fresh data folder
         # One thread: llama.cpp's threads spin at their barriers, and on a busy machine (other test processes)
         # two of them slow generation down many times over.
         "threads": 1,
         # What leads is fixed here; the tests that need the model's own words ask for them.
-        "answer_lead": "auto", "reword": False,
+        "answer_lead": "auto",
+        "reword": False,
     }
     saved = {name: getattr(settings, name) for name in fast}
     for name, value in fast.items():
@@ -177,7 +181,9 @@ def test_shutdown_during_generation_stops_and_waits(qtbot, short, docs):
     worker = ChatWorker(short)
     worker.warm_up()
     with qtbot.waitSignal(worker.token, timeout=60000):
-        worker.ask(AskRequest("Write a long story about a lighthouse keeper.", grounded=False, max_tokens=400))
+        worker.ask(
+            AskRequest("Write a long story about a lighthouse keeper.", grounded=False, max_tokens=400)
+        )
     assert worker.shutdown(30000)
     assert worker._thread is None and not worker.busy
 
@@ -248,12 +254,15 @@ def test_ctrl_enter_sends_and_escape_stops(qtbot, panel, monkeypatch):
 
 
 def test_a_pause_in_typing_prepares_the_question_so_its_answer_starts_from_the_cache(
-        qtbot, panel, worker, short, monkeypatch):
+    qtbot, panel, worker, short, monkeypatch
+):
     """Typing, then a pause: the worker evaluates the question's prompt in the background; sent as typed, the
     answer continues from it. Typing again cancels what was being prepared."""
     from localrag.gui.qt import Qt
 
-    monkeypatch.setattr(short.settings, "answer_lead", "model")  # the model writes the answer: it has a prompt
+    monkeypatch.setattr(
+        short.settings, "answer_lead", "model"
+    )  # the model writes the answer: it has a prompt
 
     panel.question.setFocus()
     with qtbot.waitSignal(worker.prepared, timeout=60000) as prepared:
@@ -342,7 +351,9 @@ def test_model_that_cannot_load_still_shows_sources(qtbot, short, docs):
     panel = ChatPanel(short, worker=ChatWorker(short, loader=broken_load))
     qtbot.addWidget(panel)
     try:
-        with qtbot.waitSignal(panel.model_state_changed, timeout=10000, check_params_cb=lambda s: s == "failed"):
+        with qtbot.waitSignal(
+            panel.model_state_changed, timeout=10000, check_params_cb=lambda s: s == "failed"
+        ):
             panel.warm_up()
         turn = _ask(qtbot, panel, "How often does the fog horn sound?")
         # The sources answer without the model: the quoted sentence.

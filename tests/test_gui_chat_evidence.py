@@ -37,8 +37,10 @@ def docs(library, tmp_path_factory):
     pdf = write_pdf(folder / "tidal.pdf", [PAGE_ONE, PAGE_TWO])
     (folder / "lighthouse.md").write_text(MANUAL, encoding="utf-8")
     with library.connect() as conn:
-        conn.execute("TRUNCATE documents, document_chunks, chunk_embeddings, bm25_postings, bm25_terms, chats, "
-                     "messages RESTART IDENTITY CASCADE")
+        conn.execute(
+            "TRUNCATE documents, document_chunks, chunk_embeddings, bm25_postings, bm25_terms, chats, "
+            "messages RESTART IDENTITY CASCADE"
+        )
         conn.execute("UPDATE bm25_stats SET n_chunks = 0, total_len = 0")
         conn.commit()
     ingestor = Ingestor(library)
@@ -55,8 +57,14 @@ def docs(library, tmp_path_factory):
 def short(library):
     """Short answers and a small context: the real model, fast (see ``test_gui_chat``)."""
     settings = library.settings
-    fast = {"max_tokens": 32, "context_tokens": 300, "fast_llm_copy": False, "threads": 1,
-            "answer_lead": "auto", "reword": True}
+    fast = {
+        "max_tokens": 32,
+        "context_tokens": 300,
+        "fast_llm_copy": False,
+        "threads": 1,
+        "answer_lead": "auto",
+        "reword": True,
+    }
     saved = {name: getattr(settings, name) for name in fast}
     for name, value in fast.items():
         setattr(settings, name, value)
@@ -119,10 +127,12 @@ def test_the_quoted_evidence_shows_before_the_model_answers(qtbot, panel, short,
     monkeypatch.setattr(short.settings, "answer_lead", "model")
     order: list[tuple[str, str, str]] = []  # (signal, transcript text, transcript html) as each arrived
     panel.evidence_shown.connect(
-        lambda e: order.append(("evidence", panel.transcript.toPlainText(), panel.transcript.toHtml())))
+        lambda e: order.append(("evidence", panel.transcript.toPlainText(), panel.transcript.toHtml()))
+    )
     panel_tokens: list[str] = []
     panel.token_received.connect(
-        lambda t: (panel_tokens.append(t), order.append(("token", panel.transcript.toPlainText(), ""))))
+        lambda t: (panel_tokens.append(t), order.append(("token", panel.transcript.toPlainText(), "")))
+    )
     panel.answer_done.connect(lambda e: order.append(("done", "", "")))
     turn = _ask(qtbot, panel, FOG)
 
@@ -166,7 +176,8 @@ def test_sources_lead_shows_only_checked_rewording(qtbot, panel, worker):
     statuses: list[str] = []
     tokens: list[str] = []
     panel.token_received.connect(
-        lambda t: (tokens.append(t), statuses.append(panel.transcript.toPlainText())))
+        lambda t: (tokens.append(t), statuses.append(panel.transcript.toPlainText()))
+    )
     checked: list[object] = []
     panel.sentence_checked.connect(checked.append)
     turn = _ask(qtbot, panel, FOG)
@@ -204,14 +215,20 @@ def test_clicking_a_quoted_sentence_opens_the_viewer_on_exactly_it(qtbot, panel)
     viewer = opened.args[0]
     ref = viewer.ref
     assert (ref.char_start, ref.char_end, ref.text, ref.page_number) == (
-        span.char_start, span.char_end, span.text, span.page_number)
+        span.char_start,
+        span.char_end,
+        span.text,
+        span.page_number,
+    )
     source = turn.sources[span.number - 1]
     assert ref.path == source.path and ref.doc_id == source.doc_id and ref.number == span.number
     with qtbot.waitSignal(viewer.loaded, timeout=20000) as loaded:
         pass
     view = loaded.args[0]
     passage = view.passage
-    assert _flat(passage.text[passage.start:passage.end]) == _flat(span.text)  # that sentence, not the chunk
+    assert _flat(passage.text[passage.start : passage.end]) == _flat(
+        span.text
+    )  # that sentence, not the chunk
     assert view.page is not None and view.page.exact and view.page.rects
     viewer.close()
 
@@ -221,8 +238,18 @@ def test_a_span_without_offsets_opens_the_whole_source():
     from localrag.gui.views.sources import SourceRef
     from localrag.gui.views.transcript import Turn, span_ref
 
-    source = SourceRef(doc_id=3, title="R FAQ", path="/d/R-FAQ.pdf", doc_type="pdf", page_number=41,
-                       heading_path="", char_start=100, char_end=400, text="the passage", chunk_ids=[7, 8])
+    source = SourceRef(
+        doc_id=3,
+        title="R FAQ",
+        path="/d/R-FAQ.pdf",
+        doc_type="pdf",
+        page_number=41,
+        heading_path="",
+        char_start=100,
+        char_end=400,
+        text="the passage",
+        chunk_ids=[7, 8],
+    )
     span = EvidenceSpan("A sentence.", 1, 3, "R FAQ", "/d/R-FAQ.pdf", 41, -1, -1, 0.5)
     turn = Turn("q", sources=[source], evidence=Evidence(ANSWERED, spans=[span]), lead="sources")
     ref = span_ref(turn, 0)
@@ -234,7 +261,7 @@ def test_a_span_without_offsets_opens_the_whole_source():
 
 
 def test_a_whole_document_answer_is_its_outline_with_links(qtbot, panel):
-    """"What are the sections of X" is answered from the document's structure: the text, with its [n] links."""
+    """ "What are the sections of X" is answered from the document's structure: the text, with its [n] links."""
     turn = _ask(qtbot, panel, "What are the sections of the lighthouse manual?")
     assert turn.evidence is not None and turn.evidence.kind == "outline" and turn.lead == "sources"
     assert "\n" in turn.answer.strip() and not turn.generated
@@ -269,7 +296,8 @@ def test_a_reloaded_turn_shows_its_evidence_again(qtbot, panel, short, monkeypat
         assert turn_html(0, restored, colors) == turn_html(0, first, colors)
         html = other.transcript.toHtml()
         assert 'href="ev:0:0"' in html and _flat(first.evidence.spans[0].text) in _flat(
-            other.transcript.toPlainText())
+            other.transcript.toPlainText()
+        )
         viewer = other.open_evidence(0, 0)
         assert viewer is not None and viewer.ref.char_start == first.evidence.spans[0].char_start
         viewer.close()
@@ -280,11 +308,28 @@ def test_a_reloaded_turn_shows_its_evidence_again(qtbot, panel, short, monkeypat
 def test_an_old_message_without_parts_renders_as_before():
     from localrag.gui.views.transcript import link_citations, turn_html, turns_from_messages
 
-    source = {"number": 1, "doc_id": 1, "title": "Manual", "path": "/m.md", "doc_type": "markdown",
-              "page_number": 1, "heading_path": "", "chunk_ids": [1], "cited": True}
-    messages = [{"role": "user", "content": "When is the lamp lit?", "grounded": True},
-                {"role": "assistant", "content": "At sunset [1].", "id": 9, "grounded": True,
-                 "sources": [source], "parts": None}]
+    source = {
+        "number": 1,
+        "doc_id": 1,
+        "title": "Manual",
+        "path": "/m.md",
+        "doc_type": "markdown",
+        "page_number": 1,
+        "heading_path": "",
+        "chunk_ids": [1],
+        "cited": True,
+    }
+    messages = [
+        {"role": "user", "content": "When is the lamp lit?", "grounded": True},
+        {
+            "role": "assistant",
+            "content": "At sunset [1].",
+            "id": 9,
+            "grounded": True,
+            "sources": [source],
+            "parts": None,
+        },
+    ]
     (turn,) = turns_from_messages(messages)
     assert turn.evidence is None and turn.lead == "" and turn.generated == []
     html = turn_html(0, turn, _COLORS)
@@ -293,8 +338,14 @@ def test_an_old_message_without_parts_renders_as_before():
 
 # -- the HTML builders ---------------------------------------------------------------------------------------
 
-_COLORS = {"muted": "#666666", "warning": "#b45309", "error": "#c53030", "you_bg": "#eef3fc",
-           "quote_bg": "#faf7ec", "quote_bar": "#e0b53a"}
+_COLORS = {
+    "muted": "#666666",
+    "warning": "#b45309",
+    "error": "#c53030",
+    "you_bg": "#eef3fc",
+    "quote_bg": "#faf7ec",
+    "quote_bar": "#e0b53a",
+}
 
 
 def _turn(lead: str, *, strict: bool = False, status: str = "answered"):
@@ -303,19 +354,58 @@ def _turn(lead: str, *, strict: bool = False, status: str = "answered"):
     from localrag.gui.views.sources import SourceRef
     from localrag.gui.views.transcript import Turn
 
-    sources = [SourceRef(doc_id=1, title="R FAQ", path="/d/R-FAQ.pdf", doc_type="pdf", page_number=41,
-                         heading_path="", char_start=0, char_end=300,
-                         text="R packages are installed into libraries. " * 6),
-               SourceRef(doc_id=2, title="Notes", path="/d/notes.md", doc_type="markdown", page_number=1,
-                         heading_path="", char_start=0, char_end=80, text="Unrelated notes.")]
-    span = EvidenceSpan("R packages are installed into libraries.", 1, 1, "R FAQ", "/d/R-FAQ.pdf", 41, 10, 51,
-                        0.7)
+    sources = [
+        SourceRef(
+            doc_id=1,
+            title="R FAQ",
+            path="/d/R-FAQ.pdf",
+            doc_type="pdf",
+            page_number=41,
+            heading_path="",
+            char_start=0,
+            char_end=300,
+            text="R packages are installed into libraries. " * 6,
+        ),
+        SourceRef(
+            doc_id=2,
+            title="Notes",
+            path="/d/notes.md",
+            doc_type="markdown",
+            page_number=1,
+            heading_path="",
+            char_start=0,
+            char_end=80,
+            text="Unrelated notes.",
+        ),
+    ]
+    span = EvidenceSpan(
+        "R packages are installed into libraries.", 1, 1, "R FAQ", "/d/R-FAQ.pdf", 41, 10, 51, 0.7
+    )
     evidence = Evidence(status, spans=[span] if status == "answered" else [], closest=[1])
-    generated = [CheckedSentence("Packages go into libraries.", True, 1, 1.0, 0.9, 0.95, page_number=41,
-                                 char_start=10, char_end=51, source_text=span.text),
-                 CheckedSentence("They are updated every Tuesday.", False, 1, 0.2, 0.3, 0.25)]
-    return Turn("Where are packages installed?", strict=strict, sources=sources, evidence=evidence, lead=lead,
-                generated=generated, answer="(composed by the engine)")
+    generated = [
+        CheckedSentence(
+            "Packages go into libraries.",
+            True,
+            1,
+            1.0,
+            0.9,
+            0.95,
+            page_number=41,
+            char_start=10,
+            char_end=51,
+            source_text=span.text,
+        ),
+        CheckedSentence("They are updated every Tuesday.", False, 1, 0.2, 0.3, 0.25),
+    ]
+    return Turn(
+        "Where are packages installed?",
+        strict=strict,
+        sources=sources,
+        evidence=evidence,
+        lead=lead,
+        generated=generated,
+        answer="(composed by the engine)",
+    )
 
 
 def test_quoted_sentences_are_a_quotation_with_their_link_and_page():

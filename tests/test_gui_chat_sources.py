@@ -37,14 +37,21 @@ def write_pdf(path: Path, pages: list[list[str]]) -> Path:
     from pypdf.generic import DecodedStreamObject, DictionaryObject, NameObject
 
     writer = PdfWriter()
-    font = writer._add_object(DictionaryObject({
-        NameObject("/Type"): NameObject("/Font"), NameObject("/Subtype"): NameObject("/Type1"),
-        NameObject("/BaseFont"): NameObject("/Helvetica"), NameObject("/Encoding"): NameObject("/WinAnsiEncoding"),
-    }))
+    font = writer._add_object(
+        DictionaryObject(
+            {
+                NameObject("/Type"): NameObject("/Font"),
+                NameObject("/Subtype"): NameObject("/Type1"),
+                NameObject("/BaseFont"): NameObject("/Helvetica"),
+                NameObject("/Encoding"): NameObject("/WinAnsiEncoding"),
+            }
+        )
+    )
     for lines in pages:
         page = writer.add_blank_page(612, 792)
         page[NameObject("/Resources")] = DictionaryObject(
-            {NameObject("/Font"): DictionaryObject({NameObject("/F1"): font})})
+            {NameObject("/Font"): DictionaryObject({NameObject("/F1"): font})}
+        )
         ops = ["BT /F1 11 Tf 15 TL 72 720 Td"] + [f"({line}) Tj T*" for line in lines] + ["ET"]
         stream = DecodedStreamObject()
         stream.set_data("\n".join(ops).encode("cp1252"))
@@ -64,8 +71,10 @@ def docs(library, tmp_path_factory):
     md = folder / "harbour.md"
     md.write_text(NOTES, encoding="utf-8")
     with library.connect() as conn:
-        conn.execute("TRUNCATE documents, document_chunks, chunk_embeddings, bm25_postings, bm25_terms, chats, "
-                     "messages RESTART IDENTITY CASCADE")
+        conn.execute(
+            "TRUNCATE documents, document_chunks, chunk_embeddings, bm25_postings, bm25_terms, chats, "
+            "messages RESTART IDENTITY CASCADE"
+        )
         conn.execute("UPDATE bm25_stats SET n_chunks = 0, total_len = 0")
         conn.commit()
     ingestor = Ingestor(library)
@@ -111,11 +120,13 @@ def test_pdf_source_shows_the_page_with_the_passage_highlighted(qtbot, library, 
     x, y, w, h = view.page.rects[0]
     plain = view.page.pixels[int(y + h / 2), int(x + 1)]
     tinted = pixmap.pixelColor(int(x + 1), int(y + h / 2))
-    assert (tinted.red(), tinted.green(), tinted.blue()) != tuple(int(v) for v in plain) or tinted.blue() < 200
+    assert (tinted.red(), tinted.green(), tinted.blue()) != tuple(
+        int(v) for v in plain
+    ) or tinted.blue() < 200
     # The passage pane highlights exactly the cited text.
     passage = view.passage
-    assert "intake screens" in passage.text[passage.start:passage.end]
-    assert " ".join(passage.text[passage.start:passage.end].split()) == " ".join(result.text.split())
+    assert "intake screens" in passage.text[passage.start : passage.end]
+    assert " ".join(passage.text[passage.start : passage.end].split()) == " ".join(result.text.split())
     assert viewer.open_button.isEnabled()
     assert "tidal" in viewer.windowTitle().lower() or "page 2" in viewer.windowTitle()
 
@@ -130,7 +141,7 @@ def test_text_source_shows_the_passage_in_its_context(qtbot, library, docs):
         viewer.show()
     view = blocker.args[0]
     assert view.page is None and not viewer.page_scroll.isVisible()
-    cited = view.passage.text[view.passage.start:view.passage.end]
+    cited = view.passage.text[view.passage.start : view.passage.end]
     assert "Diesel is sold" in cited
     # The text pane paints the cited span, and only it.
     from localrag.gui.qt import QtGui

@@ -64,13 +64,21 @@ def _write_pdf(path: Path, pages: list[str]) -> None:
 
 
 def test_formats_become_ready_chunks_with_vectors(clean_db, tmp_path):
-    (tmp_path / "guide.md").write_text("# Install\n\n## Linux\n\n" + "Run the installer with apt. " * 60 +
-                                       "\n\n## Windows\n\n" + "Double-click setup.exe to install. " * 60)
+    (tmp_path / "guide.md").write_text(
+        "# Install\n\n## Linux\n\n"
+        + "Run the installer with apt. " * 60
+        + "\n\n## Windows\n\n"
+        + "Double-click setup.exe to install. " * 60
+    )
     (tmp_path / "notes.txt").write_text(LOREM * 3, encoding="latin-1")
-    (tmp_path / "page.html").write_text("<html><body><nav>menu</nav><h1>Owls</h1><p>Owls hunt at night.</p>"
-                                        "<script>var x=1;</script></body></html>")
-    _write_pdf(tmp_path / "paper.pdf", ["Page one talks about glaciers melting.",
-                                        "Page two covers ocean currents and salinity."])
+    (tmp_path / "page.html").write_text(
+        "<html><body><nav>menu</nav><h1>Owls</h1><p>Owls hunt at night.</p>"
+        "<script>var x=1;</script></body></html>"
+    )
+    _write_pdf(
+        tmp_path / "paper.pdf",
+        ["Page one talks about glaciers melting.", "Page two covers ocean currents and salinity."],
+    )
     _queued, summary, _events = _ingest(clean_db, [tmp_path])
     rows = _doc_rows(clean_db)
     assert summary.ready == 4 and summary.failed == 0, rows
@@ -80,10 +88,12 @@ def test_formats_become_ready_chunks_with_vectors(clean_db, tmp_path):
         headings = {r[0] for r in conn.execute("SELECT heading_path FROM document_chunks")}
         pages = conn.execute(
             "SELECT c.page_number, c.text FROM document_chunks c JOIN documents d ON d.id = c.doc_id "
-            "WHERE d.doc_type = 'pdf' ORDER BY c.page_number").fetchall()
+            "WHERE d.doc_type = 'pdf' ORDER BY c.page_number"
+        ).fetchall()
         missing = conn.execute(
             "SELECT count(*) FROM document_chunks c WHERE NOT EXISTS (SELECT 1 FROM chunk_embeddings e "
-            "WHERE e.chunk_id = c.id)").fetchone()[0]
+            "WHERE e.chunk_id = c.id)"
+        ).fetchone()[0]
     assert "Install > Linux" in headings and "Install > Windows" in headings
     assert [p for p, _ in pages] == [1, 2] and "ocean currents" in pages[1][1]
     assert missing == 0
@@ -117,7 +127,9 @@ def test_changed_file_reindexes_itself_and_reuses_unchanged_vectors(clean_db, tm
     assert other_row == before[other_row[0]]  # untouched
     assert second.chunks > 0 and second.embedded_chunks < second.chunks / 2  # most vectors reused
     with clean_db.connect() as conn:
-        hits = conn.execute("SELECT count(*) FROM document_chunks WHERE text LIKE '%volcanoes%'").fetchone()[0]
+        hits = conn.execute("SELECT count(*) FROM document_chunks WHERE text LIKE '%volcanoes%'").fetchone()[
+            0
+        ]
     assert hits >= 1
 
 
@@ -138,7 +150,9 @@ def test_file_edited_twice_before_indexing_finishes_keeps_only_the_newest_versio
     finally:
         ing.close()
     assert summary.ready == 1
-    assert [e.message for e in summary.events if e.status == "removed"] == ["superseded by a newer version of the file"]
+    assert [e.message for e in summary.events if e.status == "removed"] == [
+        "superseded by a newer version of the file"
+    ]
     rows = _doc_rows(clean_db)
     assert [r[3] for r in rows] == ["ready"]
     with clean_db.connect() as conn:
@@ -161,7 +175,8 @@ def test_remove_document_removes_chunks_and_vectors(clean_db, tmp_path):
     with clean_db.connect() as conn:
         counts = conn.execute(
             "SELECT (SELECT count(*) FROM documents), (SELECT count(*) FROM document_chunks), "
-            "(SELECT count(*) FROM chunk_embeddings), (SELECT count(*) FROM bm25_postings)").fetchone()
+            "(SELECT count(*) FROM chunk_embeddings), (SELECT count(*) FROM bm25_postings)"
+        ).fetchone()
     assert counts == (0, 0, 0, 0)
 
 
@@ -213,8 +228,13 @@ def test_terminated_ingest_keeps_its_work_and_the_next_run_finishes_it(clean_db,
     document keeps its committed vectors, and the next run embeds only the rest."""
     f = tmp_path / "book.pdf"
     _write_pdf(f, [f"Page {i}: core sample {i * 3} was logged at the ridge." for i in range(200)])
-    proc = subprocess.Popen([sys.executable, "-m", "localrag", "ingest", str(f)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=os.environ.copy(), text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "localrag", "ingest", str(f)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=os.environ.copy(),
+        text=True,
+    )
     deadline = time.monotonic() + 120
     with clean_db.connect(autocommit=True) as conn:
         while time.monotonic() < deadline:
@@ -225,10 +245,15 @@ def test_terminated_ingest_keeps_its_work_and_the_next_run_finishes_it(clean_db,
             time.sleep(0.05)
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130 and "interrupted; what was committed is kept" in err, (proc.returncode, out, err)
+    assert proc.returncode == 130 and "interrupted; what was committed is kept" in err, (
+        proc.returncode,
+        out,
+        err,
+    )
     with clean_db.connect() as conn:
         status, total, kept = conn.execute(
-            "SELECT d.status, d.chunks_total, (SELECT count(*) FROM chunk_embeddings) FROM documents d").fetchone()
+            "SELECT d.status, d.chunks_total, (SELECT count(*) FROM chunk_embeddings) FROM documents d"
+        ).fetchone()
     assert status == "embedding" and 0 < kept < total
     _, summary, _ = _ingest(clean_db, [])
     assert summary.ready == 1 and summary.embedded_chunks == total - kept
@@ -242,8 +267,12 @@ def test_killed_ingest_resumes_to_the_same_state(clean_db, tmp_path, embedder):
 
     f = tmp_path / "book.pdf"  # many short pages: many chunks that embed quickly
     _write_pdf(f, [f"Page {i}: sediment sample {i * 7} was taken near the delta." for i in range(200)])
-    proc = subprocess.Popen([sys.executable, "-m", "localrag", "ingest", str(f), "--json"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=os.environ.copy())
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "localrag", "ingest", str(f), "--json"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=os.environ.copy(),
+    )
     deadline = time.monotonic() + 120
     embedded = 0
     with clean_db.connect(autocommit=True) as conn:
@@ -258,19 +287,26 @@ def test_killed_ingest_resumes_to_the_same_state(clean_db, tmp_path, embedder):
     proc.wait()
     assert 0 < embedded
     with clean_db.connect() as conn:
-        status, done, total = conn.execute("SELECT status, chunks_embedded, chunks_total FROM documents").fetchone()
+        status, done, total = conn.execute(
+            "SELECT status, chunks_embedded, chunks_total FROM documents"
+        ).fetchone()
     assert status == "embedding" and done < total  # killed mid-way, invisible to retrieval
 
     _, summary, _ = _ingest(clean_db, [])
     assert summary.ready == 1
     assert summary.embedded_chunks == total - done  # committed batches were not redone
 
-    expected = chunk_pages(loaders.load(f).pages, embedder, max_tokens=clean_db.settings.chunk_tokens,
-                           overlap_tokens=clean_db.settings.chunk_overlap)
+    expected = chunk_pages(
+        loaders.load(f).pages,
+        embedder,
+        max_tokens=clean_db.settings.chunk_tokens,
+        overlap_tokens=clean_db.settings.chunk_overlap,
+    )
     with clean_db.connect() as conn:
         rows = conn.execute(
             "SELECT c.chunk_index, c.text_hash, e.embedding FROM document_chunks c JOIN chunk_embeddings e "
-            "ON e.chunk_id = c.id ORDER BY c.chunk_index").fetchall()
+            "ON e.chunk_id = c.id ORDER BY c.chunk_index"
+        ).fetchall()
         status = conn.execute("SELECT status FROM documents").fetchone()[0]
     assert status == "ready"
     assert [(r[0], r[1]) for r in rows] == [(c.chunk_index, c.text_hash) for c in expected]
@@ -300,7 +336,9 @@ def test_pause_keeps_committed_work_and_the_next_run_carries_on(clean_db, tmp_pa
         ing.close()
     assert first.ready == 0 and first.cancelled == 0
     with clean_db.connect() as conn:
-        status, done, total = conn.execute("SELECT status, chunks_embedded, chunks_total FROM documents").fetchone()
+        status, done, total = conn.execute(
+            "SELECT status, chunks_embedded, chunks_total FROM documents"
+        ).fetchone()
     assert status == "embedding" and 64 <= done < total
     _, second, _ = _ingest(clean_db, [])
     assert second.ready == 1 and second.embedded_chunks == total - done
@@ -331,4 +369,7 @@ def test_cancel_all_marks_the_queue_cancelled_and_reindex_is_seen_by_others(clea
         ing.close()
     assert event is not None and event.status == "queued"
     with clean_db.connect() as other:  # committed: another connection sees the new row
-        assert other.execute("SELECT status FROM documents WHERE id = %s", (event.doc_id,)).fetchone()[0] == "queued"
+        assert (
+            other.execute("SELECT status FROM documents WHERE id = %s", (event.doc_id,)).fetchone()[0]
+            == "queued"
+        )

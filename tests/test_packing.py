@@ -11,9 +11,20 @@ from localrag.core.retrieve import Result, pack_context
 from localrag.core.retrieve.packing import estimate_tokens, split_sentences
 
 
-def _result(i: int, text: str, *, title: str = "", page: int = 3, heading: str = "Setup", doc_type: str = "pdf"):
-    return Result(chunk_ids=[i], doc_id=i, doc_type=doc_type, title=title or f"Doc {i}", path=f"/d/doc{i}.pdf",
-                  page_number=page, heading_path=heading, text=text, similarity=0.5)
+def _result(
+    i: int, text: str, *, title: str = "", page: int = 3, heading: str = "Setup", doc_type: str = "pdf"
+):
+    return Result(
+        chunk_ids=[i],
+        doc_id=i,
+        doc_type=doc_type,
+        title=title or f"Doc {i}",
+        path=f"/d/doc{i}.pdf",
+        page_number=page,
+        heading_path=heading,
+        text=text,
+        similarity=0.5,
+    )
 
 
 SENTENCES = [f"Sentence number {n} says something useful about topic {n % 7}." for n in range(60)]
@@ -61,16 +72,26 @@ def test_budget_with_a_real_tokenizer(embedder):
 
 def test_sentences_split_on_ends_paragraphs_and_items():
     text = 'He said "stop." Then left! Why? Done\n\nNew paragraph\n- item one\n- item two'
-    assert split_sentences(text) == ['He said "stop." ', "Then left! ", "Why? ", "Done\n\n", "New paragraph\n",
-                                     "- item one\n", "- item two"]
+    assert split_sentences(text) == [
+        'He said "stop." ',
+        "Then left! ",
+        "Why? ",
+        "Done\n\n",
+        "New paragraph\n",
+        "- item one\n",
+        "- item two",
+    ]
 
 
 _word = st.text(alphabet=st.sampled_from("abcdefghij .!?\n"), min_size=0, max_size=400)
 
 
 @settings(max_examples=150, deadline=None)
-@given(texts=st.lists(_word, min_size=0, max_size=12), budget=st.integers(0, 600),
-       per_char=st.sampled_from([1, 3, 4]))
+@given(
+    texts=st.lists(_word, min_size=0, max_size=12),
+    budget=st.integers(0, 600),
+    per_char=st.sampled_from([1, 3, 4]),
+)
 def test_never_exceeds_the_budget(texts, budget, per_char):
     def count(s: str) -> int:  # a counter that is not additive over joins
         return len(re.findall(r"\S+", s)) + len(s) // (per_char * 4)

@@ -18,4 +18,6 @@ def test_emitting_signals_does_not_leak_references_to_true():
     before = sys.getrefcount(True)
     for _ in range(50):  # few enough that a leaking binding fails here instead of aborting
         src.ping.emit("token")
-    assert abs(sys.getrefcount(True) - before) < 10, "this PySide6 version corrupts refcounts; see pyproject.toml"
+    assert abs(sys.getrefcount(True) - before) < 10, (
+        "this PySide6 version corrupts refcounts; see pyproject.toml"
+    )

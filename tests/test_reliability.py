@@ -74,20 +74,28 @@ def _assert_nothing_half_visible(conn):
         assert total == chunks == vectors > 0 and unindexed == 0, (doc_id, total, chunks, vectors, unindexed)
 
 
-def _run_and_kill(folder: Path, conn, kill_after_vectors: int | None, kill_after_s: float) -> tuple[bool, str]:
+def _run_and_kill(
+    folder: Path, conn, kill_after_vectors: int | None, kill_after_s: float
+) -> tuple[bool, str]:
     """Start `local-rag ingest FOLDER`; SIGKILL it once it has committed ``kill_after_vectors`` new vectors (or,
     when that is None, ``kill_after_s`` seconds after it started, which may be while it is still starting up).
     Returns whether it was killed, and its stderr when it was not."""
     started = conn.execute("SELECT clock_timestamp()").fetchone()[0]
     conn.commit()
-    proc = subprocess.Popen([sys.executable, "-m", "localrag", "ingest", str(folder)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=os.environ.copy())
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "localrag", "ingest", str(folder)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=os.environ.copy(),
+    )
     t0 = time.monotonic()
     while proc.poll() is None and time.monotonic() - t0 < 120:
         if kill_after_vectors is None:
             due = time.monotonic() - t0 >= kill_after_s
         else:
-            new = conn.execute("SELECT count(*) FROM chunk_embeddings WHERE created_at >= %s", (started,)).fetchone()[0]
+            new = conn.execute(
+                "SELECT count(*) FROM chunk_embeddings WHERE created_at >= %s", (started,)
+            ).fetchone()[0]
             conn.commit()
             due = new >= kill_after_vectors
         if due:
@@ -124,7 +132,9 @@ def test_twenty_kills_during_ingestion_lose_nothing(clean_db, tmp_path):
             kills += killed
             with clean_db.connect() as conn:
                 _assert_nothing_half_visible(conn)
-                assert conn.execute("SELECT count(*) FROM documents WHERE status = 'failed'").fetchone()[0] == 0
+                assert (
+                    conn.execute("SELECT count(*) FROM documents WHERE status = 'failed'").fetchone()[0] == 0
+                )
     assert kills >= 15  # the runs really were interrupted
     _ingest_all(clean_db, [tmp_path / "docs"])
     with clean_db.connect() as conn:
@@ -163,7 +173,9 @@ def test_kills_during_reembedding_lose_nothing(clean_db, tmp_path):
     folder.mkdir()
     for i in range(40):  # many small documents: re-embedding commits a document at a time
         (folder / f"note{i:02d}.txt").write_text(
-            f"Note {i} on {TOPICS[i % len(TOPICS)]}: " + f"observations number {i} were recorded in the field. " * (4 + i % 5))
+            f"Note {i} on {TOPICS[i % len(TOPICS)]}: "
+            + f"observations number {i} were recorded in the field. " * (4 + i % 5)
+        )
     _ingest_all(clean_db, [folder])
     bundled = model_files.default_embedding_files()
     switched = tmp_path / "minilm-switched"
@@ -182,8 +194,12 @@ def test_kills_during_reembedding_lose_nothing(clean_db, tmp_path):
                 count = "SELECT count(*) FROM chunk_embeddings WHERE embedding_model = 'minilm-switched'"
                 before = conn.execute(count).fetchone()[0]
                 target = before + rng.randint(1, 3)
-                proc = subprocess.Popen([sys.executable, "-m", "localrag", "reembed"], env=env,
-                                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                proc = subprocess.Popen(
+                    [sys.executable, "-m", "localrag", "reembed"],
+                    env=env,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.PIPE,
+                )
                 t0 = time.monotonic()
                 while proc.poll() is None and time.monotonic() - t0 < 120:
                     have = conn.execute(count).fetchone()[0]
@@ -197,19 +213,26 @@ def test_kills_during_reembedding_lose_nothing(clean_db, tmp_path):
                 if proc.returncode != -signal.SIGKILL:
                     assert proc.returncode == 0, proc.stderr.read().decode(errors="replace")
                 proc.stderr.close()
-                assert conn.execute("SELECT status, count(*) FROM documents GROUP BY status").fetchall() == [("ready", 40)]
+                assert conn.execute("SELECT status, count(*) FROM documents GROUP BY status").fetchall() == [
+                    ("ready", 40)
+                ]
                 pairs = conn.execute(
                     "SELECT o.embedding::vector(384), n.embedding::vector(384) FROM chunk_embeddings n "
                     "JOIN chunk_embeddings o ON o.chunk_id = n.chunk_id AND o.embedding_model = %s "
-                    "WHERE n.embedding_model = %s", (old_model, "minilm-switched")).fetchall()
+                    "WHERE n.embedding_model = %s",
+                    (old_model, "minilm-switched"),
+                ).fetchall()
                 conn.commit()
                 assert all(np.allclose(old.to_numpy(), new.to_numpy(), atol=1e-5) for old, new in pairs)
         assert kills >= 10, kills
-        done = subprocess.run([sys.executable, "-m", "localrag", "reembed"], env=env, capture_output=True, text=True)
+        done = subprocess.run(
+            [sys.executable, "-m", "localrag", "reembed"], env=env, capture_output=True, text=True
+        )
         assert done.returncode == 0, done.stderr
         with clean_db.connect() as conn:
-            counts = conn.execute("SELECT embedding_model, count(*) FROM chunk_embeddings GROUP BY 1 ORDER BY 1"
-                                  ).fetchall()
+            counts = conn.execute(
+                "SELECT embedding_model, count(*) FROM chunk_embeddings GROUP BY 1 ORDER BY 1"
+            ).fetchall()
         assert counts == sorted([(old_model, n_chunks), ("minilm-switched", n_chunks)])
     finally:
         with clean_db.connect() as conn:
@@ -273,7 +296,10 @@ def test_second_app_on_the_same_data_folder_is_refused(library):
 def test_data_folder_is_private_and_the_server_unexposed(library, home):
     from localrag.core import paths
 
-    assert stat.S_IMODE(home.stat().st_mode) & 0o077 in (0, 0o011)  # 0o011: traverse-only for the service user
+    assert stat.S_IMODE(home.stat().st_mode) & 0o077 in (
+        0,
+        0o011,
+    )  # 0o011: traverse-only for the service user
     assert stat.S_IMODE((home / "pg.secret").stat().st_mode) == 0o600
     assert stat.S_IMODE(paths.pg_data_dir().stat().st_mode) == 0o700
     with library.connect() as conn:
@@ -316,7 +342,7 @@ def test_two_thousand_page_pdf_ingests_in_bounded_memory(clean_db, tmp_path):
     for n in range(2000):
         page = pdf.new_page(612, 792)
         obj = raw.FPDFPageObj_NewTextObj(pdf.raw, b"Helvetica", 11.0)
-        text = (f"Page {n + 1}: measurement {n * 17 % 997} of the river delta sediment survey." + "\x00")
+        text = f"Page {n + 1}: measurement {n * 17 % 997} of the river delta sediment survey." + "\x00"
         ws = text.encode("utf-16-le")
         raw.FPDFText_SetText(obj, (ctypes.c_ushort * (len(ws) // 2)).from_buffer_copy(ws))
         raw.FPDFPageObj_Transform(obj, 1, 0, 0, 1, 50, 700)
@@ -334,8 +360,13 @@ def test_two_thousand_page_pdf_ingests_in_bounded_memory(clean_db, tmp_path):
         "print('PEAK_KB', hwm, file=sys.stderr)\n"
         "sys.exit(rc)\n"
     )
-    result = subprocess.run([sys.executable, "-c", code, str(tmp_path / "survey.pdf")],
-                            capture_output=True, text=True, env=os.environ.copy(), timeout=900)
+    result = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "survey.pdf")],
+        capture_output=True,
+        text=True,
+        env=os.environ.copy(),
+        timeout=900,
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     peak_mb = int(result.stderr.rsplit("PEAK_KB", 1)[1].split()[0]) / 1024
     with clean_db.connect() as conn:

@@ -21,9 +21,21 @@ INSTALL = [
 ]
 
 
-def add_document(conn, embedder, chunks: list[str], *, title: str, path: str, doc_type: str = "text",
-                 pages: list[int] | None = None, heading: str = "", created: dt.datetime | None = None,
-                 model: str | None = None, status: str = "ready", overlap: int = 0) -> tuple[int, list[int]]:
+def add_document(
+    conn,
+    embedder,
+    chunks: list[str],
+    *,
+    title: str,
+    path: str,
+    doc_type: str = "text",
+    pages: list[int] | None = None,
+    heading: str = "",
+    created: dt.datetime | None = None,
+    model: str | None = None,
+    status: str = "ready",
+    overlap: int = 0,
+) -> tuple[int, list[int]]:
     """A ready document written straight into the store (chunks, vectors, BM25), as the ingestion leaves it.
 
     Chunks of one page are laid end to end on that page; ``overlap`` characters of each chunk repeat the end of
@@ -32,8 +44,14 @@ def add_document(conn, embedder, chunks: list[str], *, title: str, path: str, do
     doc = conn.execute(
         "INSERT INTO documents (path, title, doc_type, sha256, status, created_at) "
         "VALUES (%s, %s, %s, %s, %s, %s) RETURNING id",
-        (path, title, doc_type, hashlib.sha256((path + "".join(chunks)).encode()).hexdigest(), status,
-         created or dt.datetime.now(dt.timezone.utc)),
+        (
+            path,
+            title,
+            doc_type,
+            hashlib.sha256((path + "".join(chunks)).encode()).hexdigest(),
+            status,
+            created or dt.datetime.now(dt.timezone.utc),
+        ),
     ).fetchone()[0]
     pages = pages or [1] * len(chunks)
     ids, pos, last_page = [], 0, None
@@ -44,8 +62,17 @@ def add_document(conn, embedder, chunks: list[str], *, title: str, path: str, do
         cid = conn.execute(
             "INSERT INTO document_chunks (doc_id, chunk_index, page_number, heading_path, text, token_count, "
             "char_start, char_end, text_hash) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
-            (doc, i, page, heading, text, len(text) // 4, start, start + len(text),
-             hashlib.sha256(text.encode()).hexdigest()),
+            (
+                doc,
+                i,
+                page,
+                heading,
+                text,
+                len(text) // 4,
+                start,
+                start + len(text),
+                hashlib.sha256(text.encode()).hexdigest(),
+            ),
         ).fetchone()[0]
         ids.append(cid)
         pos = start + len(text) + 1
@@ -68,22 +95,60 @@ def corpus(clean_db, embedder):
     docs = {}
     with clean_db.connect() as conn:
         docs["install"] = add_document(
-            conn, embedder, INSTALL + ["To remove the program, delete its folder and your data folder."],
-            title="Install guide", path="/docs/install-guide.pdf", doc_type="pdf", pages=[1, 1, 1, 2],
-            heading="Installation", created=old)
+            conn,
+            embedder,
+            INSTALL + ["To remove the program, delete its folder and your data folder."],
+            title="Install guide",
+            path="/docs/install-guide.pdf",
+            doc_type="pdf",
+            pages=[1, 1, 1, 2],
+            heading="Installation",
+            created=old,
+        )
         docs["recipes"] = add_document(
-            conn, embedder, ["Whisk two eggs with a cup of flour and a pinch of salt.",
-                             "Bake the bread for forty minutes until golden brown."],
-            title="Recipes", path="/notes/recipes.md", doc_type="markdown", pages=[1, 2], created=new)
+            conn,
+            embedder,
+            [
+                "Whisk two eggs with a cup of flour and a pinch of salt.",
+                "Bake the bread for forty minutes until golden brown.",
+            ],
+            title="Recipes",
+            path="/notes/recipes.md",
+            doc_type="markdown",
+            pages=[1, 2],
+            created=new,
+        )
         docs["errors"] = add_document(
-            conn, embedder, ["Error E4711 means the disk is full; free some space and retry.",
-                             "Error E1002 means the network cable is unplugged."],
-            title="Error codes", path="/notes/errors.txt", pages=[1, 2], created=new)
+            conn,
+            embedder,
+            [
+                "Error E4711 means the disk is full; free some space and retry.",
+                "Error E1002 means the network cable is unplugged.",
+            ],
+            title="Error codes",
+            path="/notes/errors.txt",
+            pages=[1, 2],
+            created=new,
+        )
         docs["copy"] = add_document(
-            conn, embedder, [INSTALL[0]], title="Copied page", path="/web/copy.html", doc_type="html", created=new)
+            conn,
+            embedder,
+            [INSTALL[0]],
+            title="Copied page",
+            path="/web/copy.html",
+            doc_type="html",
+            created=new,
+        )
         docs["pending"] = add_document(
-            conn, embedder, ["Installing on Linux is covered in the draft that is still being indexed."],
-            title="Draft", path="/docs/draft.pdf", doc_type="pdf", status="embedding", created=new)
+            conn,
+            embedder,
+            ["Installing on Linux is covered in the draft that is still being indexed."],
+            title="Draft",
+            path="/docs/draft.pdf",
+            doc_type="pdf",
+            status="embedding",
+            created=new,
+        )
         conn.commit()
     return docs
 
@@ -124,7 +189,9 @@ def test_merge_removes_the_overlap_between_chunks(clean_db, library, embedder):
     a, b = page[:60], page[45:]
     with clean_db.connect() as conn:
         doc, ids = add_document(conn, embedder, [a, b], title="Solar", path="/solar.txt")
-        conn.execute("UPDATE document_chunks SET char_start = 45, char_end = %s WHERE id = %s", (len(page), ids[1]))
+        conn.execute(
+            "UPDATE document_chunks SET char_start = 45, char_end = %s WHERE id = %s", (len(page), ids[1])
+        )
         conn.commit()
     resp = retrieve(library, "solar panels batteries power", k=2)
     assert resp.results[0].chunk_ids == ids
@@ -205,7 +272,8 @@ def test_filtered_queries_still_return_k(clean_db, library, embedder):
             doc_type = "markdown" if d == 31 else "text"
             doc = conn.execute(
                 "INSERT INTO documents (path, title, doc_type, sha256, status) VALUES (%s, %s, %s, %s, 'ready') "
-                "RETURNING id", (f"/f/{d}.{'md' if doc_type == 'markdown' else 'txt'}", f"f{d}", doc_type, f"s{d}"),
+                "RETURNING id",
+                (f"/f/{d}.{'md' if doc_type == 'markdown' else 'txt'}", f"f{d}", doc_type, f"s{d}"),
             ).fetchone()[0]
             doc_ids.append(doc)
             with conn.cursor().copy(
@@ -230,10 +298,15 @@ def test_filtered_queries_still_return_k(clean_db, library, embedder):
         conn.execute("ANALYZE documents")
         conn.commit()
         # The unfiltered nearest-neighbour query is answered from the model's HNSW index.
-        plan = "\n".join(r[0] for r in conn.execute(
-            "EXPLAIN SELECT e.chunk_id FROM chunk_embeddings e JOIN document_chunks c ON c.id = e.chunk_id "
-            "JOIN documents d ON d.id = c.doc_id WHERE e.embedding_model = %s AND d.status = 'ready' "
-            "ORDER BY e.embedding::vector(384) <=> %s::vector(384) LIMIT 8", (embedder.name, vecs[0])))
+        plan = "\n".join(
+            r[0]
+            for r in conn.execute(
+                "EXPLAIN SELECT e.chunk_id FROM chunk_embeddings e JOIN document_chunks c ON c.id = e.chunk_id "
+                "JOIN documents d ON d.id = c.doc_id WHERE e.embedding_model = %s AND d.status = 'ready' "
+                "ORDER BY e.embedding::vector(384) <=> %s::vector(384) LIMIT 8",
+                (embedder.name, vecs[0]),
+            )
+        )
         assert models.index_name(embedder.name) in plan, plan
         # With iterative scans the index alone fills k for the filtered query (no exact fallback needed).
         conn.execute("SET hnsw.ef_search = 40")
@@ -241,7 +314,9 @@ def test_filtered_queries_still_return_k(clean_db, library, embedder):
         found = conn.execute(
             "SELECT e.chunk_id FROM chunk_embeddings e JOIN document_chunks c ON c.id = e.chunk_id "
             "JOIN documents d ON d.id = c.doc_id WHERE e.embedding_model = %s AND d.doc_type = 'markdown' "
-            "ORDER BY e.embedding::vector(384) <=> %s::vector(384) LIMIT 8", (embedder.name, vecs[0])).fetchall()
+            "ORDER BY e.embedding::vector(384) <=> %s::vector(384) LIMIT 8",
+            (embedder.name, vecs[0]),
+        ).fetchall()
         assert len(found) == 8
         conn.rollback()
     # Each leg returns only k candidates, so the HNSW scan must go on past its first ef_search neighbours.
@@ -251,8 +326,9 @@ def test_filtered_queries_still_return_k(clean_db, library, embedder):
         assert resp.reason is None
         assert len(resp.results) == 8, mode
         assert {r.path.rsplit(".", 1)[1] for r in resp.results} == {"md"}
-    resp = retrieve(library, "alpha gamma", k=8, mode="vector", tuning=tight,
-                    doc_ids=doc_ids[:2], path_glob="*.txt")
+    resp = retrieve(
+        library, "alpha gamma", k=8, mode="vector", tuning=tight, doc_ids=doc_ids[:2], path_glob="*.txt"
+    )
     assert len(resp.results) == 8 and {r.doc_id for r in resp.results} <= set(doc_ids[:2])
 
 
@@ -268,8 +344,14 @@ def test_floor_applies_to_similarity_and_spares_keyword_hits(corpus, library):
 def test_model_mismatch_returns_nothing_with_a_reason(clean_db, library, embedder):
     with clean_db.connect() as conn:
         models.register_model(conn, "an-older-model", embedder.dimension, activate=False)
-        add_document(conn, embedder, ["Vectors from the old model only."], title="Old", path="/old.txt",
-                     model="an-older-model")
+        add_document(
+            conn,
+            embedder,
+            ["Vectors from the old model only."],
+            title="Old",
+            path="/old.txt",
+            model="an-older-model",
+        )
         conn.commit()
     resp = retrieve(library, "old model vectors")
     assert resp.results == [] and resp.reason == "model_mismatch" and "re-embed" in resp.error
@@ -282,8 +364,9 @@ def test_store_down_is_an_error_not_an_exception(library, embedder, caplog):
     from localrag.core.eval.beir import StoreHandle
 
     # Not a mock: a real connection attempt to a server that is not there (the session's own server stays up).
-    dead = StoreHandle("host=/nonexistent-socket-dir port=5432 dbname=x user=x connect_timeout=2",
-                       embedder, library.settings)
+    dead = StoreHandle(
+        "host=/nonexistent-socket-dir port=5432 dbname=x user=x connect_timeout=2", embedder, library.settings
+    )
     for mode in ("hybrid", "vector", "keyword"):
         resp = retrieve(dead, "how do I install it", mode=mode)  # type: ignore[arg-type]
         assert resp.results == [] and resp.reason == "error"
@@ -358,6 +441,8 @@ def test_ef_search_grows_with_the_store(library):
     with library.connect() as conn:
         assert vector.scaled_ef_search(conn, 100) == 100  # the session's small store
         for vectors, expected in ((500_000, 200), (1_000_000, 400), (10**9, 1000)):
-            conn.execute("UPDATE pg_class SET reltuples = %s WHERE oid = 'chunk_embeddings'::regclass", (vectors,))
+            conn.execute(
+                "UPDATE pg_class SET reltuples = %s WHERE oid = 'chunk_embeddings'::regclass", (vectors,)
+            )
             assert vector.scaled_ef_search(conn, 100) == expected
         conn.rollback()

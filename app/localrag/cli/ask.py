@@ -47,10 +47,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     keep.add_argument("--save", action="store_true", help="keep the exchange in a new chat")
     p.add_argument("--max-tokens", type=int, default=None, help="the answer's length limit")
-    p.add_argument("--lead", choices=("auto", "sources", "model"), default=None,
-                   help="what leads the answer: the quoted sources, the model's checked answer, or by model size")
-    p.add_argument("--no-reword", dest="reword", action="store_false", default=None,
-                   help="when the sources lead, do not let the model reword them")
+    p.add_argument(
+        "--lead",
+        choices=("auto", "sources", "model"),
+        default=None,
+        help="what leads the answer: the quoted sources, the model's checked answer, or by model size",
+    )
+    p.add_argument(
+        "--no-reword",
+        dest="reword",
+        action="store_false",
+        default=None,
+        help="when the sources lead, do not let the model reword them",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)
 
@@ -166,8 +175,11 @@ def _print_sources(event: Any) -> None:
     if event.sources:
         print("\nSources:" if event.citations.cited else "\nSources (not cited by the answer):")
         for s in event.sources:
-            mark = "  (quoted, not cited)" if s.quoted else (
-                "" if s.cited or not event.citations.cited else "  (not cited)")
+            mark = (
+                "  (quoted, not cited)"
+                if s.quoted
+                else ("" if s.cited or not event.citations.cited else "  (not cited)")
+            )
             score = f" · score {s.score:.2f}" if s.score is not None else ""
             print(f"[{s.number}] {_where(s)}{score}{mark}")
             print(f"    {s.path}")

@@ -26,10 +26,15 @@ def run(args: argparse.Namespace) -> int:
             migrator = Migrator(conn)
             if args.action == "migrate":
                 ran = migrator.migrate()
-                print(f"applied {len(ran)} migration(s)" + "".join(f"\n  {m.version:04d}_{m.name}" for m in ran))
+                print(
+                    f"applied {len(ran)} migration(s)" + "".join(f"\n  {m.version:04d}_{m.name}" for m in ran)
+                )
             elif args.action == "rollback":
                 undone = migrator.rollback(args.steps)
-                print(f"reverted {len(undone)} migration(s)" + "".join(f"\n  {m.version:04d}_{m.name}" for m in undone))
+                print(
+                    f"reverted {len(undone)} migration(s)"
+                    + "".join(f"\n  {m.version:04d}_{m.name}" for m in undone)
+                )
             else:
                 for m, applied in migrator.status():
                     print(f"{'applied' if applied else 'pending':8} {m.version:04d}_{m.name}")

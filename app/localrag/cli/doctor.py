@@ -72,8 +72,12 @@ def _embedding_check(settings) -> Check:
 
     try:
         emb = load_embedder(settings.embedding_model_dir or None)
-        return Check("embedding model", True, f"{emb.name}, {emb.dimension}-d",
-                     {"id": emb.name, "dimension": emb.dimension, "file": str(emb.files.onnx)})
+        return Check(
+            "embedding model",
+            True,
+            f"{emb.name}, {emb.dimension}-d",
+            {"id": emb.name, "dimension": emb.dimension, "file": str(emb.files.onnx)},
+        )
     except KnownError as exc:
         return Check("embedding model", False, exc.message)
 
@@ -89,8 +93,12 @@ def _llm_check(settings) -> Check:
         path = gguf_path(settings)
         llm = LocalLLM(path, n_ctx=512, threads=1)
         del llm
-        return Check("llama.cpp", True, f"llama-cpp-python {llama_cpp.__version__}; model {path.name}",
-                     {"version": llama_cpp.__version__, "file": str(path)})
+        return Check(
+            "llama.cpp",
+            True,
+            f"llama-cpp-python {llama_cpp.__version__}; model {path.name}",
+            {"version": llama_cpp.__version__, "file": str(path)},
+        )
     except KnownError as exc:
         return Check("llama.cpp", False, exc.message, {"version": llama_cpp.__version__})
 

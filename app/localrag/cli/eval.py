@@ -19,21 +19,40 @@ from localrag.core.retrieve import MODES
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "eval", help="measure retrieval (nDCG@10, recall, MRR, latency) on a BEIR folder in a throw-away database"
+        "eval",
+        help="measure retrieval (nDCG@10, recall, MRR, latency) on a BEIR folder in a throw-away database",
     )
-    p.add_argument("dataset", nargs="+", metavar="DATASET_DIR",
-                   help="a BEIR folder (corpus.jsonl, queries*.jsonl, qrels/<split>.tsv), or `answers DIR`: a "
-                        "folder of PDFs and questions with gold answers (datasets/debian-manuals)")
-    p.add_argument("--answer-mode", action="append", dest="answer_modes", choices=("evidence", "generated",
-                   "default"), help="answers: a mode to measure (repeatable; default: all three)")
+    p.add_argument(
+        "dataset",
+        nargs="+",
+        metavar="DATASET_DIR",
+        help="a BEIR folder (corpus.jsonl, queries*.jsonl, qrels/<split>.tsv), or `answers DIR`: a "
+        "folder of PDFs and questions with gold answers (datasets/debian-manuals)",
+    )
+    p.add_argument(
+        "--answer-mode",
+        action="append",
+        dest="answer_modes",
+        choices=("evidence", "generated", "default"),
+        help="answers: a mode to measure (repeatable; default: all three)",
+    )
     p.add_argument("--limit", type=int, default=None, help="answers: only the first N questions")
     p.add_argument("--kind", action="append", dest="kinds", help="answers: only questions of this kind")
     p.add_argument("--split", default="test", help="which qrels to use (test or train; default test)")
-    p.add_argument("--mode", choices=MODES, action="append", dest="modes",
-                   help="a mode to measure (repeatable; default: all three)")
-    p.add_argument("--cache-dir", type=Path, default=None,
-                   help="where corpus vectors are cached (default: the data folder's cache/eval, "
-                        "or LOCALRAG_EVAL_CACHE)")
+    p.add_argument(
+        "--mode",
+        choices=MODES,
+        action="append",
+        dest="modes",
+        help="a mode to measure (repeatable; default: all three)",
+    )
+    p.add_argument(
+        "--cache-dir",
+        type=Path,
+        default=None,
+        help="where corpus vectors are cached (default: the data folder's cache/eval, "
+        "or LOCALRAG_EVAL_CACHE)",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)
 
@@ -47,22 +66,30 @@ def run(args: argparse.Namespace) -> int:
     args.dataset = Path(args.dataset[0])
     from localrag.core.eval.beir import evaluate
 
-    cache = args.cache_dir or (Path(os.environ["LOCALRAG_EVAL_CACHE"]) if os.environ.get("LOCALRAG_EVAL_CACHE")
-                               else None)
-    report = evaluate(args.dataset, split=args.split, modes=args.modes or MODES, cache_dir=cache,
-                      progress=_progress)
+    cache = args.cache_dir or (
+        Path(os.environ["LOCALRAG_EVAL_CACHE"]) if os.environ.get("LOCALRAG_EVAL_CACHE") else None
+    )
+    report = evaluate(
+        args.dataset, split=args.split, modes=args.modes or MODES, cache_dir=cache, progress=_progress
+    )
     if args.json:
         print(json.dumps(report, indent=2))
         return 0
-    print(f"{report['dataset']} ({report['split']}): {report['queries']} queries, {report['documents']} documents, "
-          f"{report['chunks']} chunks, {report['model']}")
+    print(
+        f"{report['dataset']} ({report['split']}): {report['queries']} queries, {report['documents']} documents, "
+        f"{report['chunks']} chunks, {report['model']}"
+    )
     print(f"{'mode':8} {'nDCG@10':>8} {'R@10':>7} {'R@100':>7} {'MRR@10':>7} {'p50 ms':>8} {'p95 ms':>8}")
     for mode, m in report["modes"].items():
-        print(f"{mode:8} {m['ndcg@10']:8.4f} {m['recall@10']:7.4f} {m['recall@100']:7.4f} {m['mrr@10']:7.4f} "
-              f"{m['latency_ms']['p50']:8.1f} {m['latency_ms']['p95']:8.1f}")
+        print(
+            f"{mode:8} {m['ndcg@10']:8.4f} {m['recall@10']:7.4f} {m['recall@100']:7.4f} {m['mrr@10']:7.4f} "
+            f"{m['latency_ms']['p50']:8.1f} {m['latency_ms']['p95']:8.1f}"
+        )
     q = report["embed_query_ms"]
-    print(f"(latency: retrieve with k=100 and the query vector cached; embedding a query: p50 {q['p50']} ms, "
-          f"p95 {q['p95']} ms)")
+    print(
+        f"(latency: retrieve with k=100 and the query vector cached; embedding a query: p50 {q['p50']} ms, "
+        f"p95 {q['p95']} ms)"
+    )
     return 0
 
 
@@ -70,8 +97,13 @@ def run_answers(args: argparse.Namespace, folder: Path) -> int:
     from localrag.core.eval.answers import MODES, evaluate
 
     try:
-        report = evaluate(folder, modes=args.answer_modes or MODES, limit=args.limit, kinds=args.kinds,
-                          say=lambda line: print(line, file=sys.stderr, flush=True))
+        report = evaluate(
+            folder,
+            modes=args.answer_modes or MODES,
+            limit=args.limit,
+            kinds=args.kinds,
+            say=lambda line: print(line, file=sys.stderr, flush=True),
+        )
     except FileNotFoundError as exc:
         print(f"local-rag: {exc}", file=sys.stderr)
         return 1
@@ -79,19 +111,27 @@ def run_answers(args: argparse.Namespace, folder: Path) -> int:
         print(json.dumps(report, indent=2, ensure_ascii=False))
         return 0
     print(f"{report['dataset']}: {report['questions']} questions, model {report.get('model')}")
-    print(f"{'mode':10} {'correct+cited':>13} {'page':>6} {'F1 ans':>7} {'F1 evid':>8} {'unsupp.':>8} "
-          f"{'unmarked':>8} {'evid s':>7} {'ttft s':>7} {'total s':>8}")
+    print(
+        f"{'mode':10} {'correct+cited':>13} {'page':>6} {'F1 ans':>7} {'F1 evid':>8} {'unsupp.':>8} "
+        f"{'unmarked':>8} {'evid s':>7} {'ttft s':>7} {'total s':>8}"
+    )
     for mode, m in report["modes"].items():
         s = m["summary"]
-        print(f"{mode:10} {s['correct_and_cited']:13.3f} {s['gold_page_cited']:6.3f} {s['f1_answer']:7.3f} "
-              f"{s['f1_evidence']:8.3f} {s['unsupported_shown_share']:8.3f} {s['unsupported_unmarked']:8d} "
-              f"{s['evidence_s']['p50'] or 0:7.3f} {s['ttft_s']['p50'] or 0:7.3f} {s['total_s']['p50'] or 0:8.3f}")
+        print(
+            f"{mode:10} {s['correct_and_cited']:13.3f} {s['gold_page_cited']:6.3f} {s['f1_answer']:7.3f} "
+            f"{s['f1_evidence']:8.3f} {s['unsupported_shown_share']:8.3f} {s['unsupported_unmarked']:8d} "
+            f"{s['evidence_s']['p50'] or 0:7.3f} {s['ttft_s']['p50'] or 0:7.3f} {s['total_s']['p50'] or 0:8.3f}"
+        )
     return 0
 
 
 def _progress(p: Progress) -> None:
     if p.total:
-        print(f"\r{p.label}: {p.done}/{p.total} {p.unit}", end="\n" if p.done >= p.total else "",
-              file=sys.stderr, flush=True)
+        print(
+            f"\r{p.label}: {p.done}/{p.total} {p.unit}",
+            end="\n" if p.done >= p.total else "",
+            file=sys.stderr,
+            flush=True,
+        )
     else:
         print(p.label, file=sys.stderr, flush=True)

@@ -15,7 +15,9 @@ from localrag.core.library import Library
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("ingest", help="index files and folders (resumes unfinished work first)")
-    p.add_argument("paths", nargs="*", type=Path, help="files or folders; none: only resume unfinished documents")
+    p.add_argument(
+        "paths", nargs="*", type=Path, help="files or folders; none: only resume unfinished documents"
+    )
     p.add_argument("--json", action="store_true", help="print one JSON summary instead of progress")
     p.set_defaults(func=run)
     r = sub.add_parser("reembed", help="embed every document again with the active embedding model")
@@ -55,9 +57,12 @@ class _ProgressLine:
         elif e.status == "queued":
             return
         else:
-            word = {"ready": "ok", "failed": "FAILED", "cancelled": "cancelled", "skipped": "skipped"}.get(e.status,
-                                                                                                      e.status)
-            detail = f" ({e.pages} pages, {e.chunks_total} chunks)" if e.status == "ready" else f": {e.message}"
+            word = {"ready": "ok", "failed": "FAILED", "cancelled": "cancelled", "skipped": "skipped"}.get(
+                e.status, e.status
+            )
+            detail = (
+                f" ({e.pages} pages, {e.chunks_total} chunks)" if e.status == "ready" else f": {e.message}"
+            )
             line = f"{word:9} {e.path or e.title}{detail}"
         if self.enabled:
             end = "\n" if final else ""
@@ -84,8 +89,11 @@ def run(args: argparse.Namespace) -> int:
         except KeyboardInterrupt:
             # Ctrl+C or `kill`: like closing the window, nothing is cancelled. Every transaction is whole, so the
             # documents keep their committed chunks and vectors and the next run carries on from there.
-            print("\nlocal-rag: interrupted; what was committed is kept, and `local-rag ingest` (or the window) "
-                  "finishes the rest", file=sys.stderr)
+            print(
+                "\nlocal-rag: interrupted; what was committed is kept, and `local-rag ingest` (or the window) "
+                "finishes the rest",
+                file=sys.stderr,
+            )
             return 130
         summary.skipped = sum(1 for e in queued if e.status == "skipped")
         early_failures = [e for e in queued if e.status == "failed"]
@@ -122,7 +130,9 @@ def run_watch(args: argparse.Namespace) -> int:
         with library.connect() as conn:
             if args.action == "add":
                 watch.add_watched_folder(conn, args.folder)
-                print(f"watching {args.folder.absolute()} (run `local-rag watch scan`, or keep the window open)")
+                print(
+                    f"watching {args.folder.absolute()} (run `local-rag watch scan`, or keep the window open)"
+                )
             elif args.action == "remove":
                 watch.remove_watched_folder(conn, args.folder)
             elif args.action == "list":
@@ -136,8 +146,10 @@ def run_watch(args: argparse.Namespace) -> int:
                     summary = ingestor.run()
                 finally:
                     ingestor.close()
-                print(f"{len(paths)} new or changed, {len(removed)} removed; {summary.ready} indexed, "
-                      f"{summary.failed} failed")
+                print(
+                    f"{len(paths)} new or changed, {len(removed)} removed; {summary.ready} indexed, "
+                    f"{summary.failed} failed"
+                )
     finally:
         library.close()
     return 0
@@ -152,5 +164,7 @@ def run_reembed(args: argparse.Namespace) -> int:
     finally:
         ingestor.close()
         library.close()
-    print(f"re-embedded {summary.ready} document(s), {summary.embedded_chunks} chunks in {summary.seconds:.1f}s")
+    print(
+        f"re-embedded {summary.ready} document(s), {summary.embedded_chunks} chunks in {summary.seconds:.1f}s"
+    )
     return 0

@@ -17,8 +17,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("query", help="what to look for")
     p.add_argument("--k", type=int, default=None, help="how many passages (default: the k setting, 8)")
     p.add_argument("--mode", choices=MODES, default=None, help="retrieval mode (default: the mode setting)")
-    p.add_argument("--doc-type", action="append", dest="doc_types", metavar="T",
-                   help="only documents of this type (pdf, markdown, text, html, docx, image); repeatable")
+    p.add_argument(
+        "--doc-type",
+        action="append",
+        dest="doc_types",
+        metavar="T",
+        help="only documents of this type (pdf, markdown, text, html, docx, image); repeatable",
+    )
     p.add_argument("--path", dest="path_glob", metavar="GLOB", help="only documents whose path matches")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)
@@ -30,8 +35,9 @@ def run(args: argparse.Namespace) -> int:
     library = Library(owner=False)
     library.open()
     try:
-        resp = retrieve(library, args.query, k=args.k, mode=args.mode, doc_types=args.doc_types,
-                        path_glob=args.path_glob)
+        resp = retrieve(
+            library, args.query, k=args.k, mode=args.mode, doc_types=args.doc_types, path_glob=args.path_glob
+        )
     finally:
         library.close()
     if args.json:

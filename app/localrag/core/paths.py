@@ -14,7 +14,11 @@ APP_NAME = "LocalRAG"
 def data_dir() -> Path:
     """The per-user data folder, created private to the user (0700) if missing."""
     override = os.environ.get("LOCALRAG_HOME")
-    path = Path(override).expanduser() if override else Path(platformdirs.user_data_dir(APP_NAME, appauthor=False))
+    path = (
+        Path(override).expanduser()
+        if override
+        else Path(platformdirs.user_data_dir(APP_NAME, appauthor=False))
+    )
     return ensure_private_dir(path)
 
 
@@ -47,7 +51,11 @@ def cache_dir() -> Path:
     """Facts about this machine worked out once and shared by every data folder of the user (for example whether
     llama.cpp's AMX kernels run here). ``LOCALRAG_CACHE`` overrides the per-user default."""
     override = os.environ.get("LOCALRAG_CACHE")
-    path = Path(override).expanduser() if override else Path(platformdirs.user_cache_dir(APP_NAME, appauthor=False))
+    path = (
+        Path(override).expanduser()
+        if override
+        else Path(platformdirs.user_cache_dir(APP_NAME, appauthor=False))
+    )
     return ensure_private_dir(path)
 
 

@@ -85,8 +85,12 @@ class _Life:
         self.alive = False
 
 
-def run_for(owner: QObject, fn: Callable[[], Any], on_done: Callable[[Any], None] | None = None,
-            on_failed: Callable[[str, bool], None] | None = None) -> None:
+def run_for(
+    owner: QObject,
+    fn: Callable[[], Any],
+    on_done: Callable[[Any], None] | None = None,
+    on_failed: Callable[[str, bool], None] | None = None,
+) -> None:
     """``run_op`` for a widget: the callbacks are dropped once ``owner`` has been destroyed."""
     from localrag.gui.workers import run_op
 
@@ -168,8 +172,9 @@ class ChatWorker(QObject):
     request_finished = Signal()
     prepared = Signal(int)
 
-    def __init__(self, library: Library, *, loader: Callable[[Any], Any] | None = None,
-                 parent: QObject | None = None) -> None:
+    def __init__(
+        self, library: Library, *, loader: Callable[[Any], Any] | None = None, parent: QObject | None = None
+    ) -> None:
         super().__init__(parent)
         self.library = library
         self._loader = loader
@@ -323,8 +328,13 @@ class ChatWorker(QObject):
         if not request.cancel.cancelled and self.engine is not None:
             try:
                 n = self.engine.prepare(
-                    request.chat_id, request.question, grounded=request.grounded, strict=request.strict,
-                    doc_ids=request.doc_ids, doc_types=request.doc_types, cancel=request.cancel,
+                    request.chat_id,
+                    request.question,
+                    grounded=request.grounded,
+                    strict=request.strict,
+                    doc_ids=request.doc_ids,
+                    doc_types=request.doc_types,
+                    cancel=request.cancel,
                 )
             except Exception:  # preparing is an optimisation: a failure shows when the question is asked
                 log.error("preparing a question failed:\n%s", traceback.format_exc())
@@ -341,8 +351,13 @@ class ChatWorker(QObject):
             return
         try:
             events = self.engine.ask(
-                request.chat_id, request.question, grounded=request.grounded, strict=request.strict,
-                doc_ids=request.doc_ids, doc_types=request.doc_types, cancel=request.cancel,
+                request.chat_id,
+                request.question,
+                grounded=request.grounded,
+                strict=request.strict,
+                doc_ids=request.doc_ids,
+                doc_types=request.doc_types,
+                cancel=request.cancel,
                 max_tokens=request.max_tokens,
             )
             for event in events:

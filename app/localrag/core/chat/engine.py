@@ -166,7 +166,10 @@ class Done:
             "answer": self.answer,
             "lead": self.lead,
             "evidence": [
-                {k: s[k] for k in ("text", "number", "path", "page_number", "char_start", "char_end", "score")}
+                {
+                    k: s[k]
+                    for k in ("text", "number", "path", "page_number", "char_start", "char_end", "score")
+                }
                 for s in evidence.get("spans", [])
             ],
             "evidence_status": evidence.get("status"),
@@ -183,7 +186,9 @@ class Done:
         }
 
 
-def answer_parts(lead: str, evidence: Evidence | None, generated: Sequence[CheckedSentence]) -> dict[str, Any]:
+def answer_parts(
+    lead: str, evidence: Evidence | None, generated: Sequence[CheckedSentence]
+) -> dict[str, Any]:
     return {
         "lead": lead,
         "evidence": evidence.to_dict() if evidence is not None else None,
@@ -240,7 +245,9 @@ class ChatEngine:
         t = time.monotonic()
         try:
             self.library.embed_query("warm up")
-        except Exception as exc:  # a failing embedder (reported by its own worker) must not stop the LLM's load
+        except (
+            Exception
+        ) as exc:  # a failing embedder (reported by its own worker) must not stop the LLM's load
             log.warning("embedding model warm-up failed: %s", getattr(exc, "message", exc))
         timings["embedder_s"] = time.monotonic() - t
         if self.provider is None:
@@ -358,8 +365,18 @@ class ChatEngine:
         if llm is None or not question:
             return 0
         cancel = cancel or CancelToken()
-        run = _Run(self, chat_id, question, grounded, strict, doc_ids, doc_types, cancel, self.settings.max_tokens,
-                   persist=False)
+        run = _Run(
+            self,
+            chat_id,
+            question,
+            grounded,
+            strict,
+            doc_ids,
+            doc_types,
+            cancel,
+            self.settings.max_tokens,
+            persist=False,
+        )
         try:
             prompt = run.draft_prompt(llm)
             if prompt is None or cancel.cancelled:
@@ -480,7 +497,9 @@ class _Run:
             return
         if notice:
             self.notices.append(notice)
-        if mode == PLAIN:  # nothing relevant found, or the store is down: the model alone, and the notice says so
+        if (
+            mode == PLAIN
+        ):  # nothing relevant found, or the store is down: the model alone, and the notice says so
             yield Retrieved(query, resp, _nothing_packed(resp), None, [], self.notice)
             yield from self._generate(PLAIN, resp)
             return
@@ -562,7 +581,9 @@ class _Run:
         )
         yield self.finish(cancelled=stats.cancelled or self.cancel.cancelled)
 
-    def _check(self, checker: SupportChecker, sentences: Iterator[str], rewording: bool) -> Iterator[ChatEvent]:
+    def _check(
+        self, checker: SupportChecker, sentences: Iterator[str], rewording: bool
+    ) -> Iterator[ChatEvent]:
         for text in sentences:
             checked = checker.check(text)
             if not checked.text:

@@ -102,8 +102,17 @@ class EvidenceSpan:
     def from_dict(cls, data: dict[str, Any]) -> EvidenceSpan:
         known = {f: data[f] for f in cls.__dataclass_fields__ if f in data}
         known.setdefault("features", {})
-        for name, default in (("text", ""), ("number", 0), ("doc_id", 0), ("title", ""), ("path", ""),
-                              ("page_number", 1), ("char_start", -1), ("char_end", -1), ("score", 0.0)):
+        for name, default in (
+            ("text", ""),
+            ("number", 0),
+            ("doc_id", 0),
+            ("title", ""),
+            ("path", ""),
+            ("page_number", 1),
+            ("char_start", -1),
+            ("char_end", -1),
+            ("score", 0.0),
+        ):
             known.setdefault(name, default)
         return cls(**known)
 
@@ -159,7 +168,9 @@ def display(text: str) -> str:
     """A sentence as shown: on one line, unless it is several lines of code or a table."""
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     if len(lines) > 1 and all(sp.is_code_line(ln) or len(ln) < 40 for ln in lines):
-        return "`" + "` `".join(lines) + "`" if all(sp.is_code_line(ln) for ln in lines) else " · ".join(lines)
+        return (
+            "`" + "` `".join(lines) + "`" if all(sp.is_code_line(ln) for ln in lines) else " · ".join(lines)
+        )
     flat = sp.flat(text)
     return f"`{flat}`" if sp.is_code_line(flat) else flat
 
@@ -223,7 +234,9 @@ def find_evidence(
         sentences = vectors[len(asks) :]
         for c, sim in zip(scored, sentences @ np.asarray(qv, dtype=np.float32)):
             c.features["semantic"] = float(sim)
-        part_sims = [sentences @ v for v in vectors[len(asks) - len(parts) : len(asks)]] if len(parts) > 1 else []
+        part_sims = (
+            [sentences @ v for v in vectors[len(asks) - len(parts) : len(asks)]] if len(parts) > 1 else []
+        )
     for c in scored:
         _score(c, kind)
     _carry_context(scored)
@@ -233,11 +246,21 @@ def find_evidence(
     scored.sort(key=lambda c: c.score, reverse=True)
     top = [_span(c) for c in scored[:keep]]
     if not chosen:
-        return Evidence(NOT_FOUND, closest=_closest(sources), kind=kind, candidates=top,
-                        seconds=time.monotonic() - started)
+        return Evidence(
+            NOT_FOUND,
+            closest=_closest(sources),
+            kind=kind,
+            candidates=top,
+            seconds=time.monotonic() - started,
+        )
     order = sorted(chosen, key=lambda c: (c.number, c.span.start))
-    return Evidence(ANSWERED, spans=[_span(c) for c in order], kind=kind, candidates=top,
-                    seconds=time.monotonic() - started)
+    return Evidence(
+        ANSWERED,
+        spans=[_span(c) for c in order],
+        kind=kind,
+        candidates=top,
+        seconds=time.monotonic() - started,
+    )
 
 
 _PARTS = re.compile(
@@ -292,8 +315,14 @@ def _choose_for_part(
     def part_score(j: int, c: _Candidate) -> float:
         semantic = float(sims[i][j]) if sims else 0.0
         bonus = c.features.get("kind", 0.0) if part_kind == kind else 0.0
-        return (W_SEMANTIC * semantic + W_LEXICAL * c.features[key] + W_PASSAGE * c.features["passage"]
-                + bonus + c.features.get("penalty", 0.0) + c.features.get("context", 0.0))
+        return (
+            W_SEMANTIC * semantic
+            + W_LEXICAL * c.features[key]
+            + W_PASSAGE * c.features["passage"]
+            + bonus
+            + c.features.get("penalty", 0.0)
+            + c.features.get("context", 0.0)
+        )
 
     j, best = max(enumerate(scored), key=lambda jc: part_score(*jc))
     if best in chosen or part_score(j, best) < MIN_SCORE or len(chosen) >= MAX_SPANS + 1:
@@ -315,7 +344,9 @@ def _candidates(sources: Sequence[Any]) -> list[_Candidate]:
             if not terms:
                 continue
             heading = _looks_like_heading(span, heading_terms)
-            out.append(_Candidate(span, src, rank + 1, rank, index, terms, heading, terms | heading_terms | previous))
+            out.append(
+                _Candidate(span, src, rank + 1, rank, index, terms, heading, terms | heading_terms | previous)
+            )
             previous = terms
     return out
 
@@ -342,8 +373,9 @@ def _looks_like_heading(span: sp.Span, heading_terms: set[str]) -> bool:
     text = sp.flat(span.text)
     if text.startswith("#"):  # a Markdown heading
         return True
-    if re.match(r"^(?:chapter|section|appendix|part)?\s*\d+(?:\.\d+)*\.?\s+\S", text, re.IGNORECASE) and \
-            not text.endswith("."):
+    if re.match(
+        r"^(?:chapter|section|appendix|part)?\s*\d+(?:\.\d+)*\.?\s+\S", text, re.IGNORECASE
+    ) and not text.endswith("."):
         return True
     terms = set(sp.content_terms(text))
     return bool(heading_terms) and terms <= heading_terms and not text.endswith(".")
@@ -372,7 +404,9 @@ def _score(c: _Candidate, kind: str) -> None:
     if len(c.terms) < 3:
         penalty += FRAGMENT_PENALTY
     f["penalty"] = -penalty
-    c.score = W_SEMANTIC * f["semantic"] + W_LEXICAL * f["lexical"] + W_PASSAGE * f["passage"] + f["kind"] - penalty
+    c.score = (
+        W_SEMANTIC * f["semantic"] + W_LEXICAL * f["lexical"] + W_PASSAGE * f["passage"] + f["kind"] - penalty
+    )
 
 
 def _carry_context(scored: list[_Candidate]) -> None:
@@ -391,7 +425,9 @@ def _raw(c: _Candidate) -> float:
     return W_SEMANTIC * f.get("semantic", 0.0) + W_LEXICAL * f.get("lexical", 0.0)
 
 
-def _continuation(best: _Candidate, candidates: list[_Candidate], chosen: list[_Candidate]) -> list[_Candidate]:
+def _continuation(
+    best: _Candidate, candidates: list[_Candidate], chosen: list[_Candidate]
+) -> list[_Candidate]:
     """The line after a sentence that ends with a colon ("Use the following command:") belongs to it."""
     if not best.span.text.rstrip().endswith(":"):
         return []

@@ -34,8 +34,14 @@ def extra_buffers_work(model: Path, *, threads: int = 0) -> bool:
             return answer
     env = dict(os.environ, OMP_WAIT_POLICY=os.environ.get("OMP_WAIT_POLICY", "PASSIVE"))
     try:
-        proc = subprocess.run(_probe_command(model, threads), capture_output=True, text=True, timeout=_PROBE_TIMEOUT_S, env=env,
-                              stdin=subprocess.DEVNULL)
+        proc = subprocess.run(
+            _probe_command(model, threads),
+            capture_output=True,
+            text=True,
+            timeout=_PROBE_TIMEOUT_S,
+            env=env,
+            stdin=subprocess.DEVNULL,
+        )
         works = proc.returncode == 0 and proc.stdout.strip().endswith("ok")
         detail = f"exit status {proc.returncode}"
     except (OSError, subprocess.TimeoutExpired) as exc:

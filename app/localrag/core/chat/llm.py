@@ -370,7 +370,9 @@ class LocalLLM:
         if wanted != self._threads_now:
             llama_cpp.llama_set_n_threads(self.llama.ctx, *wanted)
             self._threads_now = wanted
-            log.debug("language model on %d thread(s): %.1f cores busy with other work", n, self.cores.busy_cores)
+            log.debug(
+                "language model on %d thread(s): %.1f cores busy with other work", n, self.cores.busy_cores
+            )
         try:
             yield
         finally:
@@ -458,15 +460,21 @@ def load_llm(settings: Settings) -> LocalLLM:
         copy = None
         try:
             copy = ensure_fast_copy(source, threads=threads)
-            return LocalLLM(copy, source=source, n_ctx=settings.n_ctx, threads=threads,
-                            extra_bufts=extra_buffers_work(copy, threads=threads))
+            return LocalLLM(
+                copy,
+                source=source,
+                n_ctx=settings.n_ctx,
+                threads=threads,
+                extra_bufts=extra_buffers_work(copy, threads=threads),
+            )
         except ModelMissing as exc:
             log.warning("using %s as shipped: %s", source.name, exc.message)
             if copy is not None:  # a copy that does not load is not kept for the next start
                 with contextlib.suppress(OSError):
                     copy.unlink()
-    return LocalLLM(source, n_ctx=settings.n_ctx, threads=threads,
-                    extra_bufts=extra_buffers_work(source, threads=threads))
+    return LocalLLM(
+        source, n_ctx=settings.n_ctx, threads=threads, extra_bufts=extra_buffers_work(source, threads=threads)
+    )
 
 
 # -- loading in the background -----------------------------------------------------------------------------------

@@ -217,7 +217,9 @@ def _clean_subject(text: str) -> str:
     text = re.sub(r"^(?:what|how) ", "", text, flags=re.IGNORECASE)
     text = re.sub(
         r" (?:covers|discusses|contains|says|describes|is (?:all |mainly )?about|talks about|deals with)$",
-        "", text, flags=re.IGNORECASE,
+        "",
+        text,
+        flags=re.IGNORECASE,
     )
     return text.strip(" \"'“”‘’`*,.")
 
@@ -225,7 +227,9 @@ def _clean_subject(text: str) -> str:
 def _clean_term(text: str) -> str:
     text = re.sub(
         r"^(?:the (?:words?|terms?|phrase|name|topics?|subject)|anything about|something about) ",
-        "", text.strip(), flags=re.IGNORECASE,
+        "",
+        text.strip(),
+        flags=re.IGNORECASE,
     )
     text = re.sub(r" (?:at all|anywhere|somewhere|in them)$", "", text, flags=re.IGNORECASE)
     return text.strip(" \"'“”‘’`*,.")
@@ -255,8 +259,13 @@ def compute_sections(conn: Conn, doc_id: int, embedding_model: str) -> int:
         ).fetchone()
         conn.execute(
             _insert_sections_sql(found[0] if found else None),
-            {"doc": doc_id, "ids": [r[0] for r in rows], "ords": ordinals, "titles": titles,
-             "model": embedding_model},
+            {
+                "doc": doc_id,
+                "ids": [r[0] for r in rows],
+                "ords": ordinals,
+                "titles": titles,
+                "model": embedding_model,
+            },
         )
         return len(titles)
 
@@ -408,8 +417,11 @@ def _same(a: str, b: str) -> bool:
 def _match(terms: set[str], doc: _Doc) -> tuple[float, float] | None:
     """How well ``terms`` name ``doc`` by its title, file name and opening line: (share of the terms found,
     share of the best-matching name covered), or ``None`` when they do not name it."""
-    names = [_terms(doc.title), _terms(os.path.splitext(os.path.basename(doc.path.replace("\\", "/")))[0]),
-             _terms(doc.opening)]
+    names = [
+        _terms(doc.title),
+        _terms(os.path.splitext(os.path.basename(doc.path.replace("\\", "/")))[0]),
+        _terms(doc.opening),
+    ]
     every = set().union(*names)
     hit = {t for t in terms if any(_same(t, n) for n in every)}
     needed = 1.0 if len(terms) <= 2 else 0.75
@@ -448,7 +460,7 @@ def _compared(intent: Intent, docs: list[_Doc], selected: list[_Doc]) -> list[_D
         chosen: list[_Doc] = []
         for name in names:
             spare = [d for d in selected if d not in chosen]
-            found = (spare[:1] if not _subject_terms(name) else _named(name, selected) or _named(name, docs))
+            found = spare[:1] if not _subject_terms(name) else _named(name, selected) or _named(name, docs)
             found = [d for d in found if d not in chosen]
             if not found:
                 break
@@ -480,8 +492,10 @@ def _sections(conn: Conn, doc: _Doc, model: Callable[[], str]) -> list[_Section]
             log.warning("cannot compute the sections of document %s: %s", doc.id, exc)
         rows = _section_rows(conn, doc.id)
     chunks = _chunk_results(conn, [cid for r in rows for cid in r[2:4] if cid is not None])
-    return [_Section(title, page, chunks.get(first_id), chunks.get(central_id))
-            for title, page, first_id, central_id in rows]
+    return [
+        _Section(title, page, chunks.get(first_id), chunks.get(central_id))
+        for title, page, first_id, central_id in rows
+    ]
 
 
 def _section_rows(conn: Conn, doc_id: int) -> list[tuple[Any, ...]]:
@@ -500,9 +514,22 @@ def _chunk_results(conn: Conn, chunk_ids: list[int]) -> dict[int, Result]:
         (chunk_ids,),
     ).fetchall()
     return {
-        r[0]: Result(chunk_ids=[r[0]], doc_id=r[1], doc_type=r[2], title=r[3], path=r[4], page_number=r[5],
-                     heading_path=r[6], text=r[7], similarity=0.0, char_start=r[8], char_end=r[9], scores={},
-                     chunk_index=r[10], text_hash=r[11])
+        r[0]: Result(
+            chunk_ids=[r[0]],
+            doc_id=r[1],
+            doc_type=r[2],
+            title=r[3],
+            path=r[4],
+            page_number=r[5],
+            heading_path=r[6],
+            text=r[7],
+            similarity=0.0,
+            char_start=r[8],
+            char_end=r[9],
+            scores={},
+            chunk_index=r[10],
+            text_hash=r[11],
+        )
         for r in rows
     }
 
@@ -531,8 +558,13 @@ def _render(kind: str, outlines: list[tuple[_Doc, list[_Section]]]) -> Overview:
     blocks: list[str] = []
     several = len(outlines) > 1
     for doc, sections in outlines:
-        lines, found = _block(doc, sections, book, sentences=kind != OUTLINE,
-                              limit=MAX_SECTIONS_EACH if several else MAX_SECTIONS)
+        lines, found = _block(
+            doc,
+            sections,
+            book,
+            sentences=kind != OUTLINE,
+            limit=MAX_SECTIONS_EACH if several else MAX_SECTIONS,
+        )
         blocks.append("\n".join(lines))
         spans.extend(found)
     if kind == COMPARE:
@@ -543,8 +575,9 @@ def _render(kind: str, outlines: list[tuple[_Doc, list[_Section]]]) -> Overview:
     return Overview(kind, "\n\n".join(blocks), book.results, spans, [d.id for d, _ in outlines])
 
 
-def _block(doc: _Doc, sections: list[_Section], book: _Sources, *, sentences: bool, limit: int
-           ) -> tuple[list[str], list[EvidenceSpan]]:
+def _block(
+    doc: _Doc, sections: list[_Section], book: _Sources, *, sentences: bool, limit: int
+) -> tuple[list[str], list[EvidenceSpan]]:
     """One document's sections, one line each, with their representative sentences when ``sentences``."""
     titled = [s for s in sections if s.title and (s.first or s.central)]
     if not titled:
@@ -590,8 +623,9 @@ def _no_headings(doc: _Doc, sections: list[_Section], book: _Sources) -> tuple[l
     sentence, chunk = quote
     n = book.number(chunk)
     page = f" (p. {chunk.page_number})" if doc.pages > 1 else ""
-    line = (f"{doc.title} has no section headings. Its most central passage{page}: "
-            f"{sp.flat(sentence.text)} [{n}]")
+    line = (
+        f"{doc.title} has no section headings. Its most central passage{page}: {sp.flat(sentence.text)} [{n}]"
+    )
     return [line], [_evidence(sentence, chunk, n)]
 
 
@@ -648,9 +682,15 @@ def _heading_span(chunk: Result, title: str) -> sp.Span:
 
 def _evidence(span: sp.Span, chunk: Result, number: int) -> EvidenceSpan:
     return EvidenceSpan(
-        text=span.text, number=number, doc_id=chunk.doc_id, title=chunk.title, path=chunk.path,
-        page_number=chunk.page_number, char_start=chunk.char_start + span.start,
-        char_end=chunk.char_start + span.end, score=0.0,
+        text=span.text,
+        number=number,
+        doc_id=chunk.doc_id,
+        title=chunk.title,
+        path=chunk.path,
+        page_number=chunk.page_number,
+        char_start=chunk.char_start + span.start,
+        char_end=chunk.char_start + span.end,
+        score=0.0,
     )
 
 

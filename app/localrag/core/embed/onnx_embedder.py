@@ -31,7 +31,9 @@ class OnnxEmbedder:
             never silently truncated: the chunker sizes chunks to fit.
     """
 
-    def __init__(self, files: EmbeddingModelFiles, threads: int = 0, max_tokens: int = DEFAULT_MAX_TOKENS) -> None:
+    def __init__(
+        self, files: EmbeddingModelFiles, threads: int = 0, max_tokens: int = DEFAULT_MAX_TOKENS
+    ) -> None:
         from tokenizers import Tokenizer
 
         self.files = files
@@ -141,6 +143,8 @@ def load_embedder(model_dir: str | Path | None = None, threads: int = 0) -> Onnx
     from localrag.core.embed import model_files
 
     files = (
-        model_files.embedding_files_from_dir(Path(model_dir)) if model_dir else model_files.default_embedding_files()
+        model_files.embedding_files_from_dir(Path(model_dir))
+        if model_dir
+        else model_files.default_embedding_files()
     )
     return OnnxEmbedder(files, threads=threads)

@@ -67,7 +67,8 @@ class EmbeddingService:
             return fut
         lane = self._lane
         (lane if lane is not None and priority == QUERY else self._queue).put(
-            _Request(priority, next(self._seq), list(texts), fut))
+            _Request(priority, next(self._seq), list(texts), fut)
+        )
         return fut
 
     def embed_batch(self, texts: list[str], timeout: float | None = None) -> np.ndarray:
@@ -133,7 +134,9 @@ class EmbeddingService:
             log.warning("no separate session for queries (%s); they share the ingestion worker", exc)
             return
         lane: queue.Queue[_Request] = queue.Queue()
-        threading.Thread(target=self._serve_lane, args=(embedder, lane), name="embed-queries", daemon=True).start()
+        threading.Thread(
+            target=self._serve_lane, args=(embedder, lane), name="embed-queries", daemon=True
+        ).start()
         self._lane = lane
 
     def _serve_lane(self, embedder: OnnxEmbedder, lane: queue.Queue[_Request]) -> None:

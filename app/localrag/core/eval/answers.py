@@ -146,7 +146,8 @@ def score_answer(q: Question, result: dict[str, Any], mode: str) -> dict[str, An
         cited_pages = {p for f, p in pages if f == q.file}
         out["sections_named"] = round(_section_names(text, q.sections), 4)
         out["section_pages_cited"] = round(
-            sum(1 for p in q.section_pages if p in cited_pages) / max(1, len(q.section_pages)), 4)
+            sum(1 for p in q.section_pages if p in cited_pages) / max(1, len(q.section_pages)), 4
+        )
         out["correct_and_cited"] = out["sections_named"] >= 0.5 and out["section_pages_cited"] >= 0.5
     return out
 
@@ -179,7 +180,9 @@ def ask_json(engine: Any, question: str, **options: Any) -> dict[str, Any]:
     for event in engine.ask(None, question, persist=False, **options):
         if isinstance(event, Done):
             out = event.to_json()
-            out["shown_sentences"], out["unsupported_shown"], out["unsupported_unmarked"] = _shown_counts(event)
+            out["shown_sentences"], out["unsupported_shown"], out["unsupported_unmarked"] = _shown_counts(
+                event
+            )
         elif isinstance(event, Failed):
             out = {"error": event.message}
     return out
@@ -215,22 +218,40 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "f1_answer": round(statistics.fmean(r["f1_answer"] for r in facts), 4) if facts else 0.0,
         "f1_evidence": round(statistics.fmean(r["f1_evidence"] for r in facts), 4) if facts else 0.0,
         "shown_sentences": shown,
-        "unsupported_shown_share": round(sum(r["unsupported_shown"] for r in rows) / shown, 4) if shown else 0.0,
+        "unsupported_shown_share": round(sum(r["unsupported_shown"] for r in rows) / shown, 4)
+        if shown
+        else 0.0,
         "unsupported_unmarked": sum(r["unsupported_unmarked"] for r in rows),
-        "evidence_s": {"p50": pct([r["evidence_s"] for r in rows], 0.5),
-                       "p95": pct([r["evidence_s"] for r in rows], 0.95)},
-        "evidence_after_retrieval_s": {"p50": pct([r["evidence_after_retrieval_s"] for r in rows], 0.5),
-                                       "p95": pct([r["evidence_after_retrieval_s"] for r in rows], 0.95)},
-        "retrieval_s": {"p50": pct([r["retrieval_s"] for r in rows], 0.5),
-                        "p95": pct([r["retrieval_s"] for r in rows], 0.95)},
-        "ttft_s": {"p50": pct([r["ttft_s"] for r in rows], 0.5), "p95": pct([r["ttft_s"] for r in rows], 0.95)},
-        "total_s": {"p50": pct([r["total_s"] for r in rows], 0.5), "p95": pct([r["total_s"] for r in rows], 0.95)},
-        "by_kind": {k: share("correct_and_cited", [r for r in rows if r["kind"] == k])
-                    for k in sorted({r["kind"] for r in rows})},
+        "evidence_s": {
+            "p50": pct([r["evidence_s"] for r in rows], 0.5),
+            "p95": pct([r["evidence_s"] for r in rows], 0.95),
+        },
+        "evidence_after_retrieval_s": {
+            "p50": pct([r["evidence_after_retrieval_s"] for r in rows], 0.5),
+            "p95": pct([r["evidence_after_retrieval_s"] for r in rows], 0.95),
+        },
+        "retrieval_s": {
+            "p50": pct([r["retrieval_s"] for r in rows], 0.5),
+            "p95": pct([r["retrieval_s"] for r in rows], 0.95),
+        },
+        "ttft_s": {
+            "p50": pct([r["ttft_s"] for r in rows], 0.5),
+            "p95": pct([r["ttft_s"] for r in rows], 0.95),
+        },
+        "total_s": {
+            "p50": pct([r["total_s"] for r in rows], 0.5),
+            "p95": pct([r["total_s"] for r in rows], 0.95),
+        },
+        "by_kind": {
+            k: share("correct_and_cited", [r for r in rows if r["kind"] == k])
+            for k in sorted({r["kind"] for r in rows})
+        },
     }
     if docs:
         out["document_sections_named"] = round(statistics.fmean(r["sections_named"] for r in docs), 4)
-        out["document_section_pages_cited"] = round(statistics.fmean(r["section_pages_cited"] for r in docs), 4)
+        out["document_section_pages_cited"] = round(
+            statistics.fmean(r["section_pages_cited"] for r in docs), 4
+        )
     return out
 
 
@@ -256,7 +277,9 @@ def evaluate(
     pdfs = sorted((folder / "pdfs").glob("*.pdf"))
     missing = sorted({q.file for q in questions} - {p.name for p in pdfs})
     if missing:
-        raise FileNotFoundError(f"{', '.join(missing)} not in {folder / 'pdfs'}: run {folder / 'fetch.sh'} first")
+        raise FileNotFoundError(
+            f"{', '.join(missing)} not in {folder / 'pdfs'}: run {folder / 'fetch.sh'} first"
+        )
     library = Library(owner=True)
     library.open()
     report: dict[str, Any] = {"dataset": str(folder), "questions": len(questions), "modes": {}}
@@ -283,8 +306,10 @@ def evaluate(
             for i, q in enumerate(questions, 1):
                 result = ask_json(engine, q.question)
                 rows.append(score_answer(q, result, mode))
-                say(f"{mode} {i}/{len(questions)} {q.id}: "
-                    f"{'✓' if rows[-1]['correct_and_cited'] else '✗'} F1 {rows[-1]['f1_evidence']:.2f}")
+                say(
+                    f"{mode} {i}/{len(questions)} {q.id}: "
+                    f"{'✓' if rows[-1]['correct_and_cited'] else '✗'} F1 {rows[-1]['f1_evidence']:.2f}"
+                )
             report["modes"][mode] = {"summary": summarize(rows), "rows": rows}
         for k, v in defaults.items():
             setattr(library.settings, k, v)

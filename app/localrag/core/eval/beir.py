@@ -97,7 +97,9 @@ def load_dataset(folder: Path | str, split: str = "test") -> BeirDataset:
         queries_file = folder / "queries.jsonl"
     for needed in (corpus_file, qrels_file, queries_file):
         if not needed.exists():
-            raise KnownError(f"{folder} is not a BEIR folder with a '{split}' split: {needed.name} is missing.")
+            raise KnownError(
+                f"{folder} is not a BEIR folder with a '{split}' split: {needed.name} is missing."
+            )
     corpus = []
     for line in _lines(corpus_file):
         row = json.loads(line)
@@ -154,8 +156,17 @@ def chunk_corpus(dataset: BeirDataset, embedder: OnnxEmbedder, settings: Setting
                 hard_limit=embedder.max_tokens,
             )
             rows += [
-                ChunkRow(i, c.chunk_index, c.page_number, c.heading_path or title, c.text, c.token_count,
-                         c.char_start, c.char_end, c.text_hash)
+                ChunkRow(
+                    i,
+                    c.chunk_index,
+                    c.page_number,
+                    c.heading_path or title,
+                    c.text,
+                    c.token_count,
+                    c.char_start,
+                    c.char_end,
+                    c.text_hash,
+                )
                 for c in chunks
             ]
         else:
@@ -163,7 +174,9 @@ def chunk_corpus(dataset: BeirDataset, embedder: OnnxEmbedder, settings: Setting
     return rows
 
 
-def _sentence_chunks(doc: int, text: str, heading: str, embedder: OnnxEmbedder, budget: int) -> list[ChunkRow]:
+def _sentence_chunks(
+    doc: int, text: str, heading: str, embedder: OnnxEmbedder, budget: int
+) -> list[ChunkRow]:
     """Whole sentences packed up to ``budget`` tokens (used only without the ingestion chunker)."""
     spans = [(m.start(), m.end()) for m in re.finditer(r"\S.*?(?:[.!?](?=\s)|$)", text, flags=re.S)]
     out: list[ChunkRow] = []
@@ -182,8 +195,17 @@ def _sentence_chunks(doc: int, text: str, heading: str, embedder: OnnxEmbedder, 
 
 def _row(doc: int, index: int, heading: str, text: str, a: int, b: Any, embedder: OnnxEmbedder) -> ChunkRow:
     piece = text[a:b]
-    return ChunkRow(doc, index, 1, heading, piece, embedder.count_tokens(piece), a, b,
-                    hashlib.sha256(piece.encode("utf-8")).hexdigest())
+    return ChunkRow(
+        doc,
+        index,
+        1,
+        heading,
+        piece,
+        embedder.count_tokens(piece),
+        a,
+        b,
+        hashlib.sha256(piece.encode("utf-8")).hexdigest(),
+    )
 
 
 def embed_cached(
@@ -283,23 +305,38 @@ def bulk_load(
     counts = np.bincount([c.doc for c in chunks], minlength=len(docs))
     now = dt.datetime.now(dt.timezone.utc)
     with conn.transaction():
-        conn.execute("INSERT INTO embedding_models (name, dimension) VALUES (%s, %s) ON CONFLICT DO NOTHING",
-                     (model, dimension))
+        conn.execute(
+            "INSERT INTO embedding_models (name, dimension) VALUES (%s, %s) ON CONFLICT DO NOTHING",
+            (model, dimension),
+        )
         conn.execute(f"DROP INDEX IF EXISTS {models.index_name(model)}")
         with conn.cursor().copy(
             "COPY documents (id, path, title, doc_type, sha256, status, pages, chunks_total, chunks_embedded, "
             "created_at, indexed_at) FROM STDIN"
         ) as copy:
             for i, (path, title, sha, doc_type) in enumerate(docs):
-                copy.write_row((i + 1, path, title, doc_type, sha, "ready", 1, int(counts[i]), int(counts[i]),
-                                now, now))
+                copy.write_row(
+                    (i + 1, path, title, doc_type, sha, "ready", 1, int(counts[i]), int(counts[i]), now, now)
+                )
         with conn.cursor().copy(
             "COPY document_chunks (id, doc_id, chunk_index, page_number, heading_path, text, token_count, "
             "char_start, char_end, text_hash) FROM STDIN"
         ) as copy:
             for j, c in enumerate(chunks):
-                copy.write_row((j + 1, c.doc + 1, c.chunk_index, c.page_number, c.heading_path, c.text,
-                                c.token_count, c.char_start, c.char_end, c.text_hash))
+                copy.write_row(
+                    (
+                        j + 1,
+                        c.doc + 1,
+                        c.chunk_index,
+                        c.page_number,
+                        c.heading_path,
+                        c.text,
+                        c.token_count,
+                        c.char_start,
+                        c.char_end,
+                        c.text_hash,
+                    )
+                )
         with conn.cursor().copy(
             "COPY chunk_embeddings (chunk_id, embedding_model, embedding) FROM STDIN WITH (FORMAT BINARY)"
         ) as copy:
@@ -369,8 +406,15 @@ class EvalSession:
         conninfo = self._stack.enter_context(throwaway_store())
         self.conn = self._stack.enter_context(db.connect(conninfo))
         self._say(f"loading {len(ds.corpus)} documents, {len(self.chunks)} chunks")
-        docs = [(f"{ds.name}/{_id}", title or _id, hashlib.sha256(f"{_id}\x00{text}".encode()).hexdigest(), "text")
-                for _id, title, text in ds.corpus]
+        docs = [
+            (
+                f"{ds.name}/{_id}",
+                title or _id,
+                hashlib.sha256(f"{_id}\x00{text}".encode()).hexdigest(),
+                "text",
+            )
+            for _id, title, text in ds.corpus
+        ]
         bulk_load(self.conn, docs, self.chunks, vectors, emb.name, emb.dimension)
         self.handle = StoreHandle(conninfo, emb, self.settings)
         for text in ds.queries.values():  # query vectors once, timed, so every mode pays the same
@@ -420,8 +464,9 @@ def evaluate(
     ``{"dataset", "split", "queries", "documents", "chunks", "model", "modes": {mode: {"ndcg@10", "recall@10",
     "recall@100", "mrr@10", "latency_ms": {"p50", "p95"}}}, "embed_query_ms", "tuning"}``."""
     dataset = load_dataset(folder, split)
-    with EvalSession(dataset, embedder=embedder, settings=settings, cache_dir=cache_dir,
-                     progress=progress) as session:
+    with EvalSession(
+        dataset, embedder=embedder, settings=settings, cache_dir=cache_dir, progress=progress
+    ) as session:
         tuning = tuning or Tuning.from_settings(session.settings)
         reports = {}
         for mode in modes:

@@ -65,7 +65,10 @@ def bench_ingest(paths: list[Path], *, embed_only: bool = True) -> dict[str, Any
         }
         if embed_only:
             with library.connect() as conn:
-                texts = [r[0] for r in conn.execute("SELECT text FROM document_chunks ORDER BY doc_id, chunk_index")]
+                texts = [
+                    r[0]
+                    for r in conn.execute("SELECT text FROM document_chunks ORDER BY doc_id, chunk_index")
+                ]
             t1 = time.monotonic()
             for i in range(0, len(texts), EMBED_BATCH):
                 library.embedder.embed(texts[i : i + EMBED_BATCH])

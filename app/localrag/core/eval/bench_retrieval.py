@@ -61,36 +61,64 @@ WARM_QUERIES = 100  # run before measuring, others than the ones measured
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("retrieval", help="hot-path latency, HNSW recall@10 and latency during an ingest")
-    p.add_argument("--chunks", type=int, default=20_000, help="chunks in the throw-away store (default 20000)")
+    p.add_argument(
+        "--chunks", type=int, default=20_000, help="chunks in the throw-away store (default 20000)"
+    )
     p.add_argument("--queries", type=int, default=200, help="queries per measurement (default 200)")
-    p.add_argument("--corpus", type=Path, default=None,
-                   help="a BEIR folder giving texts and queries (default: LOCALRAG_BENCH_CORPUS, "
-                        "else ../shared/datasets/scifact next to the source tree)")
+    p.add_argument(
+        "--corpus",
+        type=Path,
+        default=None,
+        help="a BEIR folder giving texts and queries (default: LOCALRAG_BENCH_CORPUS, "
+        "else ../shared/datasets/scifact next to the source tree)",
+    )
     p.add_argument("--no-ingest", action="store_true", help="skip the measurement during an ingest")
-    p.add_argument("--ingest-queries", type=int, default=50,
-                   help="queries measured during the ingest (default 50; each may wait for an embedding batch)")
-    p.add_argument("--no-query-lane", action="store_true",
-                   help="during the ingest, embed queries between slices of the ingestion batch (the fallback) "
-                        "instead of in their own session")
+    p.add_argument(
+        "--ingest-queries",
+        type=int,
+        default=50,
+        help="queries measured during the ingest (default 50; each may wait for an embedding batch)",
+    )
+    p.add_argument(
+        "--no-query-lane",
+        action="store_true",
+        help="during the ingest, embed queries between slices of the ingestion batch (the fallback) "
+        "instead of in their own session",
+    )
     p.add_argument("--ef-search", type=int, default=None, help="hnsw.ef_search (default: the setting)")
-    p.add_argument("--store", type=Path, default=None,
-                   help="keep the loaded store in this folder and reuse it when run again with the same --chunks "
-                        "(default: a throw-away store)")
+    p.add_argument(
+        "--store",
+        type=Path,
+        default=None,
+        help="keep the loaded store in this folder and reuse it when run again with the same --chunks "
+        "(default: a throw-away store)",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     cache = Path(os.environ["LOCALRAG_EVAL_CACHE"]) if os.environ.get("LOCALRAG_EVAL_CACHE") else None
-    report = bench(args.chunks, queries=args.queries, corpus=args.corpus, with_ingest=not args.no_ingest,
-                   ingest_queries=args.ingest_queries, cache_dir=cache, progress=_progress,
-                   query_lane=not args.no_query_lane, ef_search=args.ef_search, store=args.store)
+    report = bench(
+        args.chunks,
+        queries=args.queries,
+        corpus=args.corpus,
+        with_ingest=not args.no_ingest,
+        ingest_queries=args.ingest_queries,
+        cache_dir=cache,
+        progress=_progress,
+        query_lane=not args.no_query_lane,
+        ef_search=args.ef_search,
+        store=args.store,
+    )
     if args.json:
         print(json.dumps(report, indent=2))
         return 0
     hot, rec = report["hot_path_ms"], report["hnsw_recall@10"]
-    print(f"{report['chunks']} chunks ({report['synthetic_chunks']} synthetic), {report['documents']} documents; "
-          f"{report['machine']['cpu']} × {report['machine']['cores']}")
+    print(
+        f"{report['chunks']} chunks ({report['synthetic_chunks']} synthetic), {report['documents']} documents; "
+        f"{report['machine']['cpu']} × {report['machine']['cores']}"
+    )
     print(f"hot path (embed + search + fuse + merge), k=8 hybrid: p50 {hot['p50']} ms, p95 {hot['p95']} ms")
     for stage, v in report["stages_ms"].items():
         print(f"  {stage:8} p50 {v['p50']:7.2f}  p95 {v['p95']:7.2f}")
@@ -100,8 +128,10 @@ def run(args: argparse.Namespace) -> int:
     print(f"BM25 recall@10 vs scoring every posting: {report['bm25_recall@10']}")
     if "while_ingesting" in report:
         w = report["while_ingesting"]
-        print(f"while ingesting ({w['ingest_chunks_per_s']} chunks/s): p50 {w['hot_path_ms']['p50']} ms, "
-              f"p95 {w['hot_path_ms']['p95']} ms (embed p95 {w['stages_ms']['embed']['p95']} ms)")
+        print(
+            f"while ingesting ({w['ingest_chunks_per_s']} chunks/s): p50 {w['hot_path_ms']['p50']} ms, "
+            f"p95 {w['hot_path_ms']['p95']} ms (embed p95 {w['stages_ms']['embed']['p95']} ms)"
+        )
     return 0
 
 
@@ -126,8 +156,12 @@ def machine() -> dict[str, Any]:
                 break
     except OSError:
         pass
-    return {"cpu": cpu, "cores": os.cpu_count(), "memory_gb": round(psutil.virtual_memory().total / 2**30, 1),
-            "load_average": [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None}
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "memory_gb": round(psutil.virtual_memory().total / 2**30, 1),
+        "load_average": [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None,
+    }
 
 
 # -- the corpus ------------------------------------------------------------------------------------------------
@@ -162,8 +196,19 @@ def synthesize(
     chunks = []
     for j, text in enumerate(texts):
         index = j % CHUNKS_PER_DOC
-        chunks.append(beir.ChunkRow(j // CHUNKS_PER_DOC, index, index // CHUNKS_PER_PAGE + 1, "", text,
-                                    len(text) // 4, 0, len(text), hashlib.sha256(text.encode()).hexdigest()))
+        chunks.append(
+            beir.ChunkRow(
+                j // CHUNKS_PER_DOC,
+                index,
+                index // CHUNKS_PER_PAGE + 1,
+                "",
+                text,
+                len(text) // 4,
+                0,
+                len(text),
+                hashlib.sha256(text.encode()).hexdigest(),
+            )
+        )
     return chunks, out_vecs, real
 
 
@@ -201,20 +246,35 @@ def bench(
     base_vecs = beir.embed_cached(embedder, [c.text for c in base], cache_dir, progress)
     chunks, vecs, real = synthesize(base, base_vecs, n_chunks)
     n_docs = (len(chunks) + CHUNKS_PER_DOC - 1) // CHUNKS_PER_DOC
-    docs = [(f"/bench/doc{d}.{_ext(DOC_TYPES[d % len(DOC_TYPES)])}", f"Document {d}",
-             hashlib.sha256(f"bench-{d}".encode()).hexdigest(), DOC_TYPES[d % len(DOC_TYPES)])
-            for d in range(n_docs)]
+    docs = [
+        (
+            f"/bench/doc{d}.{_ext(DOC_TYPES[d % len(DOC_TYPES)])}",
+            f"Document {d}",
+            hashlib.sha256(f"bench-{d}".encode()).hexdigest(),
+            DOC_TYPES[d % len(DOC_TYPES)],
+        )
+        for d in range(n_docs)
+    ]
     tuning = Tuning.from_settings(settings)
     if ef_search:
         tuning.ef_search = int(ef_search)
     report: dict[str, Any] = {
-        "chunks": len(chunks), "real_chunks": real, "synthetic_chunks": len(chunks) - real, "documents": n_docs,
-        "corpus": ds.name, "model": embedder.name, "ef_search": tuning.ef_search, "depth": tuning.depth,
-        "queries": queries, "machine": machine(),
+        "chunks": len(chunks),
+        "real_chunks": real,
+        "synthetic_chunks": len(chunks) - real,
+        "documents": n_docs,
+        "corpus": ds.name,
+        "model": embedder.name,
+        "ef_search": tuning.ef_search,
+        "depth": tuning.depth,
+        "queries": queries,
+        "machine": machine(),
     }
     spec = {"chunks": len(chunks), "corpus": ds.name, "model": embedder.name}
-    with beir.kept_store(store) if store else beir.throwaway_store() as conninfo, \
-            db.connect(conninfo) as conn:
+    with (
+        beir.kept_store(store) if store else beir.throwaway_store() as conninfo,
+        db.connect(conninfo) as conn,
+    ):
         if store and _loaded(conn, spec):
             say(f"reusing the store in {store}")
         else:
@@ -244,7 +304,9 @@ def bench(
         handle = beir.StoreHandle(conninfo, query_embedder, settings)
         rng = np.random.default_rng(1)
         ordered = [query_texts[i] for i in rng.permutation(len(query_texts))]
-        recall_texts = ordered[:queries]  # recall does not depend on what is in memory: always the same queries
+        recall_texts = ordered[
+            :queries
+        ]  # recall does not depend on what is in memory: always the same queries
         if store:  # a kept store runs out of the dataset's queries: its documents' titles are asked next
             titles = list(dict.fromkeys(t for _, t, _ in ds.corpus if len(t.split()) >= 4))
             ordered += [titles[i] for i in rng.permutation(len(titles))]
@@ -265,8 +327,13 @@ def bench(
         report["hot_path_ms"], report["stages_ms"] = hot["total"], hot["stages"]
         say(f"  hot path ms {hot['total']}, stages {hot['stages']}")
         say("filtered queries")
-        filt = _measure(beir.StoreHandle(conninfo, query_embedder, settings), filtered_texts, tuning,
-                        settings.k, doc_types=["markdown"])
+        filt = _measure(
+            beir.StoreHandle(conninfo, query_embedder, settings),
+            filtered_texts,
+            tuning,
+            settings.k,
+            doc_types=["markdown"],
+        )
         report["filtered_ms"] = filt["total"]
         say(f"  filtered ms {filt['total']}")
         _mark_seen(conn, hot_texts + filtered_texts)
@@ -280,8 +347,9 @@ def bench(
             say("hot path during an ingest")
             texts = (fresh[2 * queries + WARM_QUERIES :] + seen[WARM_QUERIES:])[:ingest_queries] or hot_texts
             try:
-                report["while_ingesting"] = _during_ingest(conninfo, conn, embedder, settings, tuning, base, texts,
-                                                           n_docs, query_lane)
+                report["while_ingesting"] = _during_ingest(
+                    conninfo, conn, embedder, settings, tuning, base, texts, n_docs, query_lane
+                )
             finally:
                 if store:  # the next run finds the store as loaded
                     conn.rollback()
@@ -297,11 +365,25 @@ def _ext(doc_type: str) -> str:
     return {"pdf": "pdf", "markdown": "md", "text": "txt"}[doc_type]
 
 
-def _load(conn: Any, docs: list, chunks: list, vecs: np.ndarray, embedder: OnnxEmbedder,
-          progress: beir.ProgressFn | None) -> None:
+def _load(
+    conn: Any,
+    docs: list,
+    chunks: list,
+    vecs: np.ndarray,
+    embedder: OnnxEmbedder,
+    progress: beir.ProgressFn | None,
+) -> None:
     # Postings are built in slices of documents so that progress shows and temp tables stay small.
-    beir.bulk_load(conn, docs, chunks, vecs, embedder.name, embedder.dimension, index_bm25=False,
-                   maintenance_work_mem="4GB" if len(chunks) > 200_000 else "1GB")
+    beir.bulk_load(
+        conn,
+        docs,
+        chunks,
+        vecs,
+        embedder.name,
+        embedder.dimension,
+        index_bm25=False,
+        maintenance_work_mem="4GB" if len(chunks) > 200_000 else "1GB",
+    )
     step = 2000
     report = Progress("BM25 postings", 0, len(docs), "documents")
     for start in range(0, len(docs), step):
@@ -318,14 +400,22 @@ def _load(conn: Any, docs: list, chunks: list, vecs: np.ndarray, embedder: OnnxE
         conn.autocommit = False
 
 
-def _measure(handle: beir.StoreHandle, texts: Sequence[str], tuning: Tuning, k: int,
-             pause_s: float = 0.0, **filters: Any) -> dict[str, Any]:
+def _measure(
+    handle: beir.StoreHandle,
+    texts: Sequence[str],
+    tuning: Tuning,
+    k: int,
+    pause_s: float = 0.0,
+    **filters: Any,
+) -> dict[str, Any]:
     totals: list[float] = []
     stages: dict[str, list[float]] = {"embed": [], "vector": [], "bm25": [], "fuse+fetch+merge": []}
     for text in texts:
         time.sleep(pause_s)
         t = time.perf_counter()
-        resp = retrieve(handle, text, k=k, tuning=tuning, **filters)  # connections from the pool, as in the app
+        resp = retrieve(
+            handle, text, k=k, tuning=tuning, **filters
+        )  # connections from the pool, as in the app
         totals.append((time.perf_counter() - t) * 1000)
         if resp.reason:
             raise KnownError(f"retrieval failed during the benchmark: {resp.error or resp.reason}")
@@ -333,18 +423,34 @@ def _measure(handle: beir.StoreHandle, texts: Sequence[str], tuning: Tuning, k: 
         for stage in ("embed", "vector", "bm25"):
             stages[stage].append(tm.get(stage, 0.0))
         stages["fuse+fetch+merge"].append(tm.get("fuse", 0) + tm.get("fetch", 0) + tm.get("merge", 0))
-    return {"total": metrics.percentiles(totals), "stages": {s: metrics.percentiles(v) for s, v in stages.items()}}
+    return {
+        "total": metrics.percentiles(totals),
+        "stages": {s: metrics.percentiles(v) for s, v in stages.items()},
+    }
 
 
-def _recall(handle: beir.StoreHandle, conn: Any, vecs: np.ndarray, texts: Sequence[str], tuning: Tuning,
-            embedder: OnnxEmbedder) -> float:
+def _recall(
+    handle: beir.StoreHandle,
+    conn: Any,
+    vecs: np.ndarray,
+    texts: Sequence[str],
+    tuning: Tuning,
+    embedder: OnnxEmbedder,
+) -> float:
     hits = 0
     for text in texts:
         q = handle.embed_query(text)
         exact = np.argpartition(-(vecs @ q), 10)[:10] + 1  # chunk ids are row numbers + 1
         with conn.transaction():
-            got = vector.search(conn, q, model=embedder.name, dimension=embedder.dimension, n=tuning.depth,
-                                filters=Filters(), ef_search=tuning.ef_search)
+            got = vector.search(
+                conn,
+                q,
+                model=embedder.name,
+                dimension=embedder.dimension,
+                n=tuning.depth,
+                filters=Filters(),
+                ef_search=tuning.ef_search,
+            )
         conn.commit()
         hits += len(set(exact.tolist()) & {cid for cid, _ in got[:10]})
     return round(hits / (10 * max(1, len(texts))), 4)
@@ -356,15 +462,19 @@ def _exact_bm25(conn: Any, texts: Sequence[str], tuning: Tuning) -> dict[str, li
     At 1M chunks that reads gigabytes and leaves the server's buffers (saved and restored with a kept store) full
     of pages the app never reads; the answers are therefore kept in the store and computed once per query.
     """
-    conn.execute("CREATE TABLE IF NOT EXISTS bench_bm25_exact (query text, k1 float8, b float8, "
-                 "chunk_ids bigint[], PRIMARY KEY (query, k1, b))")
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS bench_bm25_exact (query text, k1 float8, b float8, "
+        "chunk_ids bigint[], PRIMARY KEY (query, k1, b))"
+    )
     conn.commit()
     k1, b = float(tuning.bm25_k1), float(tuning.bm25_b)
     out: dict[str, list[int]] = {}
     for text in texts:
         with conn.transaction():
-            row = conn.execute("SELECT chunk_ids FROM bench_bm25_exact WHERE query = %s AND k1 = %s AND b = %s",
-                               (text, k1, b)).fetchone()
+            row = conn.execute(
+                "SELECT chunk_ids FROM bench_bm25_exact WHERE query = %s AND k1 = %s AND b = %s",
+                (text, k1, b),
+            ).fetchone()
             if row is None:
                 ids = [c for c, _ in bm25.search(conn, text, n=10, exact=True, k1=k1, b=b)]
                 conn.execute("INSERT INTO bench_bm25_exact VALUES (%s, %s, %s, %s)", (text, k1, b, ids))
@@ -398,8 +508,9 @@ def _split_seen(conn: Any, texts: Sequence[str]) -> tuple[list[str], list[str]]:
 
 def _mark_seen(conn: Any, texts: Sequence[str]) -> None:
     with conn.transaction():
-        conn.cursor().executemany("INSERT INTO bench_queries_seen VALUES (%s) ON CONFLICT DO NOTHING",
-                                  [(t,) for t in texts])
+        conn.cursor().executemany(
+            "INSERT INTO bench_queries_seen VALUES (%s) ON CONFLICT DO NOTHING", [(t,) for t in texts]
+        )
 
 
 def _wait_for_restored_buffers(conn: Any, say: Any, appear_s: float = 15.0, limit_s: float = 900.0) -> float:
@@ -412,8 +523,9 @@ def _wait_for_restored_buffers(conn: Any, say: Any, appear_s: float = 15.0, limi
     started = time.monotonic()
     seen = False
     while time.monotonic() - started < limit_s:
-        busy = conn.execute("SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'autoprewarm worker'"
-                            ).fetchone()[0]
+        busy = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'autoprewarm worker'"
+        ).fetchone()[0]
         conn.commit()
         if busy and not seen:
             say("waiting for the server to read back its saved buffers")
@@ -433,13 +545,23 @@ def _loaded(conn: Any, spec: dict[str, Any]) -> bool:
     conn.commit()
     if found and found[0] == spec:
         return True
-    raise KnownError(f"The store in --store holds another benchmark ({found[0] if found else 'unknown'}); "
-                     "use another folder or delete this one.")
+    raise KnownError(
+        f"The store in --store holds another benchmark ({found[0] if found else 'unknown'}); "
+        "use another folder or delete this one."
+    )
 
 
-def _during_ingest(conninfo: str, conn: Any, embedder: OnnxEmbedder, settings: Settings, tuning: Tuning,
-                   base: Sequence[beir.ChunkRow], texts: Sequence[str], first_doc: int,
-                   query_lane: bool = True) -> dict[str, Any]:
+def _during_ingest(
+    conninfo: str,
+    conn: Any,
+    embedder: OnnxEmbedder,
+    settings: Settings,
+    tuning: Tuning,
+    base: Sequence[beir.ChunkRow],
+    texts: Sequence[str],
+    first_doc: int,
+    query_lane: bool = True,
+) -> dict[str, Any]:
     """Queries through the one embedding service while another thread ingests through it, as the app does."""
     service = EmbeddingService(lambda: embedder, query_lane=query_lane)
     worker = threading.Thread(target=service.run, name="embedding", daemon=True)
@@ -475,8 +597,13 @@ def _during_ingest(conninfo: str, conn: Any, embedder: OnnxEmbedder, settings: S
         # Questions come a while apart, as a person asks them, so that they fall at every point of the ingest's
         # batch cycle and the ingest rate is taken over several batches.
         started, before = time.monotonic(), ingested[0]
-        result = _measure(_ServiceHandle(conninfo, embedder, settings), texts, tuning, settings.k,
-                          pause_s=INGEST_QUERY_PAUSE_S)
+        result = _measure(
+            _ServiceHandle(conninfo, embedder, settings),
+            texts,
+            tuning,
+            settings.k,
+            pause_s=INGEST_QUERY_PAUSE_S,
+        )
         rate = (ingested[0] - before) / max(1e-6, time.monotonic() - started)
     finally:
         stop.set()
@@ -485,27 +612,51 @@ def _during_ingest(conninfo: str, conn: Any, embedder: OnnxEmbedder, settings: S
         worker.join(60)
     if errors:
         raise errors[0]
-    return {"hot_path_ms": result["total"], "stages_ms": result["stages"],
-            "ingest_chunks_per_s": round(rate, 1), "ingest_batch": INGEST_BATCH,
-            "query_pause_s": INGEST_QUERY_PAUSE_S, "query_lane": service.lane_open}
+    return {
+        "hot_path_ms": result["total"],
+        "stages_ms": result["stages"],
+        "ingest_chunks_per_s": round(rate, 1),
+        "ingest_batch": INGEST_BATCH,
+        "query_pause_s": INGEST_QUERY_PAUSE_S,
+        "query_lane": service.lane_open,
+    }
 
 
 def _write_doc(conn: Any, doc: int, batch: Sequence[beir.ChunkRow], vectors: np.ndarray, model: str) -> None:
     with conn.transaction():
         doc_id = conn.execute(
             "INSERT INTO documents (path, title, doc_type, sha256, status) VALUES (%s, %s, 'pdf', %s, 'embedding') "
-            "RETURNING id", (f"/bench/ingest{doc}.pdf", f"Ingested {doc}",
-                             hashlib.sha256(f"ingest-{doc}-{time.time_ns()}".encode()).hexdigest()),
+            "RETURNING id",
+            (
+                f"/bench/ingest{doc}.pdf",
+                f"Ingested {doc}",
+                hashlib.sha256(f"ingest-{doc}-{time.time_ns()}".encode()).hexdigest(),
+            ),
         ).fetchone()[0]
         with conn.cursor().copy(
             "COPY document_chunks (doc_id, chunk_index, page_number, heading_path, text, token_count, char_start, "
             "char_end, text_hash) FROM STDIN"
         ) as copy:
             for i, b in enumerate(batch):
-                copy.write_row((doc_id, i, i // CHUNKS_PER_PAGE + 1, b.heading_path, b.text, b.token_count,
-                                b.char_start, b.char_end, b.text_hash))
-        ids = [r[0] for r in conn.execute("SELECT id FROM document_chunks WHERE doc_id = %s ORDER BY chunk_index",
-                                          (doc_id,))]
+                copy.write_row(
+                    (
+                        doc_id,
+                        i,
+                        i // CHUNKS_PER_PAGE + 1,
+                        b.heading_path,
+                        b.text,
+                        b.token_count,
+                        b.char_start,
+                        b.char_end,
+                        b.text_hash,
+                    )
+                )
+        ids = [
+            r[0]
+            for r in conn.execute(
+                "SELECT id FROM document_chunks WHERE doc_id = %s ORDER BY chunk_index", (doc_id,)
+            )
+        ]
         with conn.cursor().copy(
             "COPY chunk_embeddings (chunk_id, embedding_model, embedding) FROM STDIN WITH (FORMAT BINARY)"
         ) as copy:
@@ -519,7 +670,11 @@ def _write_doc(conn: Any, doc: int, batch: Sequence[beir.ChunkRow], vectors: np.
 
 def _progress(p: Progress) -> None:
     if p.total:
-        print(f"\r{p.label}: {p.done}/{p.total} {p.unit}", end="\n" if p.done >= p.total else "",
-              file=sys.stderr, flush=True)
+        print(
+            f"\r{p.label}: {p.done}/{p.total} {p.unit}",
+            end="\n" if p.done >= p.total else "",
+            file=sys.stderr,
+            flush=True,
+        )
     else:
         print(p.label, file=sys.stderr, flush=True)

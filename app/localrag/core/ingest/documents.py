@@ -36,14 +36,17 @@ _COLUMNS = (
 )
 
 
-def list_documents(conn: psycopg.Connection[Any], search: str = "", doc_types: list[str] | None = None
-                   ) -> list[DocumentInfo]:
+def list_documents(
+    conn: psycopg.Connection[Any], search: str = "", doc_types: list[str] | None = None
+) -> list[DocumentInfo]:
     """Every document (newest first) whose title or path contains ``search``, optionally of ``doc_types``.
 
     A changed file being re-indexed shows once: the new version while it is in progress, the old one is hidden.
     """
-    clauses = ["NOT EXISTS (SELECT 1 FROM documents n WHERE n.replaces_id = d.id AND n.status IN "
-               "('queued', 'extracting', 'embedding'))"]
+    clauses = [
+        "NOT EXISTS (SELECT 1 FROM documents n WHERE n.replaces_id = d.id AND n.status IN "
+        "('queued', 'extracting', 'embedding'))"
+    ]
     params: list[Any] = []
     if search:
         clauses.append("(d.title ILIKE %s OR d.path ILIKE %s)")

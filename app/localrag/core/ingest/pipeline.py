@@ -81,8 +81,9 @@ class IngestSummary:
     embedded_chunks: int = 0  # chunks that needed the model (others reused a stored vector)
     embedded_tokens: int = 0
     seconds: float = 0.0
-    stage_seconds: dict[str, float] = field(default_factory=lambda: dict.fromkeys(
-        ("extract", "chunk", "embed", "write"), 0.0))
+    stage_seconds: dict[str, float] = field(
+        default_factory=lambda: dict.fromkeys(("extract", "chunk", "embed", "write"), 0.0)
+    )
     events: list[IngestEvent] = field(default_factory=list)  # the last event of every file
 
 
@@ -183,7 +184,9 @@ class Ingestor:
         if doc_type is None and not explicit:
             return IngestEvent(None, path_to_db(path)[0], name, "", "skipped", message="unsupported type")
         if path.suffix.lower() == ".gguf":
-            return IngestEvent(None, path_to_db(path)[0], name, "", "skipped", message="a language model, not a document")
+            return IngestEvent(
+                None, path_to_db(path)[0], name, "", "skipped", message="a language model, not a document"
+            )
         try:
             # The checks that need no parsing (missing, empty, too large, wrong type) fail fast, before hashing.
             loaders.check_file(path, self.max_bytes)
@@ -192,7 +195,9 @@ class Ingestor:
         except BadDocument as exc:
             return self._record_failure(path, doc_type or "", exc)
         except OSError as exc:
-            return self._record_failure(path, doc_type or "", BadDocument(f"{name} cannot be read: {exc}", code="unreadable"))
+            return self._record_failure(
+                path, doc_type or "", BadDocument(f"{name} cannot be read: {exc}", code="unreadable")
+            )
         conn = self.conn
         with conn.transaction():
             same = conn.execute(
@@ -210,7 +215,9 @@ class Ingestor:
             # Earlier failed or cancelled attempts at this path make way for the new one.
             conn.execute(
                 "DELETE FROM documents WHERE path = %s AND path_bytes IS NOT DISTINCT FROM %s "
-                "AND status IN ('failed', 'cancelled')", (db_path, db_raw))
+                "AND status IN ('failed', 'cancelled')",
+                (db_path, db_raw),
+            )
             old = conn.execute(
                 "SELECT id FROM documents WHERE path = %s AND path_bytes IS NOT DISTINCT FROM %s "
                 "AND status = 'ready' ORDER BY id DESC LIMIT 1",
@@ -233,8 +240,11 @@ class Ingestor:
         conn = self.conn
         db_path, db_raw = path_to_db(path)
         with conn.transaction():
-            conn.execute("DELETE FROM documents WHERE path = %s AND path_bytes IS NOT DISTINCT FROM %s "
-                         "AND status IN ('failed', 'cancelled')", (db_path, db_raw))
+            conn.execute(
+                "DELETE FROM documents WHERE path = %s AND path_bytes IS NOT DISTINCT FROM %s "
+                "AND status IN ('failed', 'cancelled')",
+                (db_path, db_raw),
+            )
             try:
                 size, mtime = path.stat().st_size, path.stat().st_mtime
             except OSError:
@@ -242,10 +252,20 @@ class Ingestor:
             doc_id = conn.execute(
                 "INSERT INTO documents (path, path_bytes, title, doc_type, sha256, bytes, status, error_code, "
                 "error, source_mtime) VALUES (%s, %s, %s, %s, '', %s, 'failed', %s, %s, %s) RETURNING id",
-                (db_path, db_raw, display_name(path), doc_type or "unknown", size, exc.code, exc.message, mtime),
+                (
+                    db_path,
+                    db_raw,
+                    display_name(path),
+                    doc_type or "unknown",
+                    size,
+                    exc.code,
+                    exc.message,
+                    mtime,
+                ),
             ).fetchone()[0]
-        return IngestEvent(doc_id, db_path, display_name(path), doc_type, "failed", error_code=exc.code,
-                           message=exc.message)
+        return IngestEvent(
+            doc_id, db_path, display_name(path), doc_type, "failed", error_code=exc.code, message=exc.message
+        )
 
     # -- control -------------------------------------------------------------------------------------------
 
@@ -310,8 +330,9 @@ class Ingestor:
                 self._embed(doc_id, path, title, doc_type, summary, _DocCancel(self, doc_id, cancel))
                 self._store_sections(doc_id)  # the central chunks follow the new vectors
                 summary.ready += 1
-                summary.events.append(self._emit(IngestEvent(doc_id, path, title, doc_type, "ready",
-                                                             message="re-embedded")))
+                summary.events.append(
+                    self._emit(IngestEvent(doc_id, path, title, doc_type, "ready", message="re-embedded"))
+                )
             except Cancelled:
                 summary.cancelled += 1
                 break
@@ -388,7 +409,9 @@ class Ingestor:
         ).fetchall()
         conn.commit()
         for (doc_id,) in rows:
-            got = conn.execute("SELECT pg_try_advisory_lock(%s::int, %s::int)", (_ADVISORY_NS, doc_id)).fetchone()[0]
+            got = conn.execute(
+                "SELECT pg_try_advisory_lock(%s::int, %s::int)", (_ADVISORY_NS, doc_id)
+            ).fetchone()[0]
             conn.commit()
             if got:
                 status = conn.execute("SELECT status FROM documents WHERE id = %s", (doc_id,)).fetchone()
@@ -420,8 +443,9 @@ class Ingestor:
         for doc_id, path, title, doc_type in rows:
             self._unlock(doc_id)
             summary.cancelled += 1
-            summary.events.append(self._emit(IngestEvent(doc_id, path, title, doc_type, "cancelled",
-                                                         message="cancelled")))
+            summary.events.append(
+                self._emit(IngestEvent(doc_id, path, title, doc_type, "cancelled", message="cancelled"))
+            )
 
     def _process(self, doc_id: int, summary: IngestSummary, cancel: CancelToken | None) -> IngestEvent | None:
         row = self.conn.execute(
@@ -449,7 +473,9 @@ class Ingestor:
                 self.conn.execute("DELETE FROM document_chunks WHERE doc_id = %s", (doc_id,))
                 self.conn.execute(
                     "UPDATE documents SET status = 'cancelled', error = 'cancelled', updated_at = now() "
-                    "WHERE id = %s", (doc_id,))
+                    "WHERE id = %s",
+                    (doc_id,),
+                )
             return self._emit(IngestEvent(doc_id, path, title, doc_type, "cancelled", message="cancelled"))
         except BadDocument as exc:
             return self._fail(doc_id, path, title, doc_type, exc.code, exc.message)
@@ -459,27 +485,38 @@ class Ingestor:
             return self._fail(doc_id, path, title, doc_type, exc.code, exc.message)
         except Exception as exc:  # a bug: this file fails with a trace in the log, the others go on
             log.exception("indexing %s failed", path)
-            return self._fail(doc_id, path, title, doc_type, "error", f"Internal error: {type(exc).__name__}: {exc}")
+            return self._fail(
+                doc_id, path, title, doc_type, "error", f"Internal error: {type(exc).__name__}: {exc}"
+            )
         finally:
             with self._cancel_lock:
                 self._cancel_docs.discard(doc_id)
 
-    def _fail(self, doc_id: int, path: str, title: str, doc_type: str, code: str, message: str) -> IngestEvent:
+    def _fail(
+        self, doc_id: int, path: str, title: str, doc_type: str, code: str, message: str
+    ) -> IngestEvent:
         if not self.conn.closed:
             self.conn.rollback()
             with self.conn.transaction():
                 self.conn.execute("DELETE FROM document_chunks WHERE doc_id = %s", (doc_id,))
                 self.conn.execute(
                     "UPDATE documents SET status = 'failed', error_code = %s, error = %s, updated_at = now() "
-                    "WHERE id = %s", (code, message, doc_id))
-        return self._emit(IngestEvent(doc_id, path, title, doc_type, "failed", error_code=code, message=message))
+                    "WHERE id = %s",
+                    (code, message, doc_id),
+                )
+        return self._emit(
+            IngestEvent(doc_id, path, title, doc_type, "failed", error_code=code, message=message)
+        )
 
-    def _extract(self, doc_id: int, path: Path, summary: IngestSummary, cancel: _DocCancel
-                 ) -> tuple[str, str]:
+    def _extract(
+        self, doc_id: int, path: Path, summary: IngestSummary, cancel: _DocCancel
+    ) -> tuple[str, str]:
         conn = self.conn
         with conn.transaction():
             conn.execute("DELETE FROM document_chunks WHERE doc_id = %s", (doc_id,))
-            conn.execute("UPDATE documents SET status = 'extracting', updated_at = now() WHERE id = %s", (doc_id,))
+            conn.execute(
+                "UPDATE documents SET status = 'extracting', updated_at = now() WHERE id = %s", (doc_id,)
+            )
         last_emit = [0.0]
         title, doc_type = display_name(path), loaders.SUPPORTED_SUFFIXES.get(path.suffix.lower(), "")
 
@@ -488,8 +525,17 @@ class Ingestor:
             now = time.monotonic()
             if now - last_emit[0] > 0.2 or done == total:
                 last_emit[0] = now
-                self._emit(IngestEvent(doc_id, path_to_db(path)[0], title, doc_type, "extracting", pages_done=done,
-                                       pages=total))
+                self._emit(
+                    IngestEvent(
+                        doc_id,
+                        path_to_db(path)[0],
+                        title,
+                        doc_type,
+                        "extracting",
+                        pages_done=done,
+                        pages=total,
+                    )
+                )
 
         t0 = time.monotonic()
         stream = loaders.open_document(path, max_bytes=self.max_bytes, cancel=cancel.token, on_page=on_page)
@@ -512,10 +558,26 @@ class Ingestor:
                 pages += 1
                 yield page
 
-        for chunk in iter_chunks(timed_pages(), embedder, max_tokens=self.settings.chunk_tokens,
-                                 overlap_tokens=self.settings.chunk_overlap, hard_limit=embedder.max_tokens):
-            rows.append((doc_id, chunk.chunk_index, chunk.page_number, chunk.heading_path, chunk.text,
-                         chunk.token_count, chunk.char_start, chunk.char_end, chunk.text_hash))
+        for chunk in iter_chunks(
+            timed_pages(),
+            embedder,
+            max_tokens=self.settings.chunk_tokens,
+            overlap_tokens=self.settings.chunk_overlap,
+            hard_limit=embedder.max_tokens,
+        ):
+            rows.append(
+                (
+                    doc_id,
+                    chunk.chunk_index,
+                    chunk.page_number,
+                    chunk.heading_path,
+                    chunk.text,
+                    chunk.token_count,
+                    chunk.char_start,
+                    chunk.char_end,
+                    chunk.text_hash,
+                )
+            )
         t_total = time.monotonic() - t0
         if not rows:
             raise BadDocument(f"{display_name(path)} has no text to index.", code="empty")
@@ -537,12 +599,24 @@ class Ingestor:
         summary.stage_seconds["write"] += time.monotonic() - tw
         summary.pages += pages
         summary.chunks += len(rows)
-        self._emit(IngestEvent(doc_id, path_to_db(path)[0], title, doc_type, "embedding", pages_done=pages, pages=pages,
-                               chunks_total=len(rows), message="; ".join(stream.warnings)))
+        self._emit(
+            IngestEvent(
+                doc_id,
+                path_to_db(path)[0],
+                title,
+                doc_type,
+                "embedding",
+                pages_done=pages,
+                pages=pages,
+                chunks_total=len(rows),
+                message="; ".join(stream.warnings),
+            )
+        )
         return title, doc_type
 
-    def _embed(self, doc_id: int, path: str, title: str, doc_type: str, summary: IngestSummary,
-               cancel: _DocCancel) -> None:
+    def _embed(
+        self, doc_id: int, path: str, title: str, doc_type: str, summary: IngestSummary, cancel: _DocCancel
+    ) -> None:
         conn = self.conn
         model = self.library.embedder.name
         tw = time.monotonic()
@@ -563,7 +637,9 @@ class Ingestor:
             "ORDER BY c.chunk_index",
             (doc_id, model),
         ).fetchall()
-        total = conn.execute("SELECT count(*) FROM document_chunks WHERE doc_id = %s", (doc_id,)).fetchone()[0]
+        total = conn.execute("SELECT count(*) FROM document_chunks WHERE doc_id = %s", (doc_id,)).fetchone()[
+            0
+        ]
         conn.commit()
         summary.stage_seconds["write"] += time.monotonic() - tw
         done = total - len(todo)
@@ -589,9 +665,20 @@ class Ingestor:
                 summary.embedded_chunks += len(batch)
                 summary.embedded_tokens += sum(r[2] for r in batch)
                 rate = (done - first_done) / max(1e-6, time.monotonic() - started)
-                self._emit(IngestEvent(doc_id, path, title, doc_type, "embedding", pages_done=pages, pages=pages,
-                                       chunks_embedded=done, chunks_total=total,
-                                       eta_s=(total - done) / rate if rate > 0 else None))
+                self._emit(
+                    IngestEvent(
+                        doc_id,
+                        path,
+                        title,
+                        doc_type,
+                        "embedding",
+                        pages_done=pages,
+                        pages=pages,
+                        chunks_embedded=done,
+                        chunks_total=total,
+                        eta_s=(total - done) / rate if rate > 0 else None,
+                    )
+                )
         finally:
             if pending is not None:
                 pending.cancel()  # still queued (paused, cancelled, failed): the worker skips it
@@ -618,8 +705,20 @@ class Ingestor:
                 pages, chunks = self._mark_ready(doc_id)
         if superseded:
             return self._emit(IngestEvent(doc_id, path, title, doc_type, "removed", message=SUPERSEDED))
-        return self._emit(IngestEvent(doc_id, path, title, doc_type, "ready", pages_done=pages, pages=pages,
-                                      chunks_embedded=chunks, chunks_total=chunks, message="ready"))
+        return self._emit(
+            IngestEvent(
+                doc_id,
+                path,
+                title,
+                doc_type,
+                "ready",
+                pages_done=pages,
+                pages=pages,
+                chunks_embedded=chunks,
+                chunks_total=chunks,
+                message="ready",
+            )
+        )
 
     def _mark_ready(self, doc_id: int) -> tuple[int, int]:
         """Add the BM25 postings and the sections, mark the document ready and drop the older versions of its file
@@ -629,7 +728,8 @@ class Ingestor:
         bm25.index_document(conn, doc_id)
         pages, chunks = conn.execute(
             "UPDATE documents SET status = 'ready', chunks_embedded = chunks_total, indexed_at = now(), "
-            "updated_at = now() WHERE id = %s RETURNING pages, chunks_total", (doc_id,)
+            "updated_at = now() WHERE id = %s RETURNING pages, chunks_total",
+            (doc_id,),
         ).fetchone()
         self._store_sections(doc_id)
         older = conn.execute(
@@ -655,12 +755,15 @@ class Ingestor:
     def _delete_if_superseded(self, doc_id: int) -> bool:
         """Delete this version when a newer version of its file is queued, in progress or ready (call inside a
         transaction). Returns whether it did."""
-        return self.conn.execute(
-            "DELETE FROM documents d WHERE d.id = %s AND EXISTS (SELECT 1 FROM documents n WHERE n.id > d.id "
-            "AND n.path = d.path AND n.path_bytes IS NOT DISTINCT FROM d.path_bytes "
-            "AND n.status IN ('queued', 'extracting', 'embedding', 'ready')) RETURNING d.id",
-            (doc_id,),
-        ).fetchone() is not None
+        return (
+            self.conn.execute(
+                "DELETE FROM documents d WHERE d.id = %s AND EXISTS (SELECT 1 FROM documents n WHERE n.id > d.id "
+                "AND n.path = d.path AND n.path_bytes IS NOT DISTINCT FROM d.path_bytes "
+                "AND n.status IN ('queued', 'extracting', 'embedding', 'ready')) RETURNING d.id",
+                (doc_id,),
+            ).fetchone()
+            is not None
+        )
 
     # -- embedding -------------------------------------------------------------------------------------------
 
@@ -670,7 +773,9 @@ class Ingestor:
             if self._own_service is None:
                 embedder = self.library.embedder
                 self._own_service = EmbeddingService(lambda: embedder)
-                self._own_thread = threading.Thread(target=self._own_service.run, name="embedding", daemon=True)
+                self._own_thread = threading.Thread(
+                    target=self._own_service.run, name="embedding", daemon=True
+                )
                 self._own_thread.start()
             service = self._own_service
         return service.submit(texts, BATCH)

@@ -19,8 +19,10 @@ from localrag.core.ingest.pipeline import expand_paths
 
 def add_watched_folder(conn: psycopg.Connection[Any], folder: Path) -> None:
     with conn.transaction():
-        conn.execute("INSERT INTO watched_folders (path) VALUES (%s) ON CONFLICT DO NOTHING",
-                     (str(Path(folder).absolute()),))
+        conn.execute(
+            "INSERT INTO watched_folders (path) VALUES (%s) ON CONFLICT DO NOTHING",
+            (str(Path(folder).absolute()),),
+        )
 
 
 def remove_watched_folder(conn: psycopg.Connection[Any], folder: Path) -> None:
@@ -48,7 +50,8 @@ def scan_watched(conn: psycopg.Connection[Any]) -> tuple[list[Path], list[int]]:
             path: (doc_id, mtime, status)
             for doc_id, path, mtime, status in conn.execute(
                 "SELECT id, path, source_mtime, status FROM documents WHERE starts_with(path, %s) "
-                "AND status <> 'cancelled'", (prefix,)
+                "AND status <> 'cancelled'",
+                (prefix,),
             ).fetchall()
         }
         conn.commit()

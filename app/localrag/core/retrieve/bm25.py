@@ -156,7 +156,9 @@ def rebuild(conn: psycopg.Connection[Any]) -> None:
     with conn.transaction():
         conn.execute("LOCK TABLE bm25_terms, bm25_stats IN EXCLUSIVE MODE")
         conn.execute("DELETE FROM bm25_terms")
-        conn.execute("INSERT INTO bm25_terms (term, df) SELECT term, count(*) FROM bm25_postings GROUP BY term")
+        conn.execute(
+            "INSERT INTO bm25_terms (term, df) SELECT term, count(*) FROM bm25_postings GROUP BY term"
+        )
         conn.execute(
             "UPDATE bm25_stats SET n_chunks = s.n, total_len = s.len FROM (SELECT count(DISTINCT chunk_id) AS n, "
             "coalesce(sum(tf), 0) AS len FROM bm25_postings) s WHERE id = 1"
@@ -223,8 +225,14 @@ def search(
     n_chunks, total_len = float(rows[0][3]), float(rows[0][4])
     avgdl = max(total_len / max(n_chunks, 1.0), 1.0)
     weights = {term: qtf * math.log(1.0 + (n_chunks - df + 0.5) / (df + 0.5)) for term, qtf, df, _, _ in rows}
-    params: dict[str, Any] = {"n": int(n), "k1": float(k1), "b": float(b), "avgdl": avgdl,
-                              "terms": list(weights), "weights": list(weights.values())}
+    params: dict[str, Any] = {
+        "n": int(n),
+        "k1": float(k1),
+        "b": float(b),
+        "avgdl": avgdl,
+        "terms": list(weights),
+        "weights": list(weights.values()),
+    }
     join = ""
     if filters is not None and filters.active:
         where, fparams = filters.sql("d")
@@ -258,6 +266,7 @@ _IMPACT = "(p.tf::float8 / (p.tf::float8 + 0.3 + 0.009 * p.dl::float8))"
 TERM_POSTINGS_READ = 5000
 RESCORED = 1000
 RESCORE_POSTINGS = 30  # what rescoring one chunk costs (one probe of the chunk index), in postings read
+
 
 def _impact_order_pays(dfs: list[int]) -> bool:
     """Whether reading frequent terms best first reads far fewer postings than reading them all: it reads up to

@@ -51,7 +51,8 @@ class Filters:
     @property
     def active(self) -> bool:
         return any(
-            v is not None for v in (self.doc_ids, self.doc_types, self.path_glob, self.added_after, self.added_before)
+            v is not None
+            for v in (self.doc_ids, self.doc_types, self.path_glob, self.added_after, self.added_before)
         )
 
     def sql(self, doc: str = "d") -> tuple[str, dict[str, Any]]:

@@ -104,7 +104,9 @@ def pack_context(
         if i in chosen:
             continue
         room = budget - used - (sep_cost if chosen else 0)
-        part = _leading_sentences(r.text, lambda p, i=i: block_cost(i, p), room, min(MIN_PART_TOKENS, budget // 4))
+        part = _leading_sentences(
+            r.text, lambda p, i=i: block_cost(i, p), room, min(MIN_PART_TOKENS, budget // 4)
+        )
         if part is not None:
             chosen[i] = part
             used += block_cost(i, part) + (sep_cost if len(chosen) > 1 else 0)

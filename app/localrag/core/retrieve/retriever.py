@@ -148,7 +148,13 @@ def _run(
                 if qvec is not None:
                     t = time.perf_counter()
                     vector_hits = vector.search(
-                        c, qvec, model=model, dimension=dim, n=depth, filters=filters, ef_search=tuning.ef_search
+                        c,
+                        qvec,
+                        model=model,
+                        dimension=dim,
+                        n=depth,
+                        filters=filters,
+                        ef_search=tuning.ef_search,
                     )
                     timings["vector"] = _ms(t)
                     if not vector_hits and vector.model_mismatch(c, model):
@@ -165,7 +171,9 @@ def _run(
                     bm25_hits, lexical = lexical.result(), None
                 elif mode == "keyword":
                     t = time.perf_counter()
-                    bm25_hits = bm25.search(c, text, n=depth, filters=filters, k1=tuning.bm25_k1, b=tuning.bm25_b)
+                    bm25_hits = bm25.search(
+                        c, text, n=depth, filters=filters, k1=tuning.bm25_k1, b=tuning.bm25_b
+                    )
                     timings["bm25"] = _ms(t)
                 t = time.perf_counter()
                 fused = fuse.rrf(
@@ -177,8 +185,14 @@ def _run(
                 )
                 timings["fuse"] = _ms(t)
                 t = time.perf_counter()
-                rows = _fetch(c, [f.chunk_id for f in fused], model, dim, qvec,
-                              [f.chunk_id for f in fused if f.vector is None])
+                rows = _fetch(
+                    c,
+                    [f.chunk_id for f in fused],
+                    model,
+                    dim,
+                    qvec,
+                    [f.chunk_id for f in fused if f.vector is None],
+                )
                 timings["fetch"] = _ms(t)
     finally:
         if lexical is not None:  # never leave the other leg running on a borrowed connection

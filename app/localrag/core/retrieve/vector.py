@@ -67,9 +67,7 @@ EF_SEARCH_MAX_FACTOR = 10
 
 def scaled_ef_search(conn: psycopg.Connection[Any], ef_search: int) -> int:
     """``ef_search`` for the store's size: as set up to 250k vectors, then in proportion (400 at 1M)."""
-    row = conn.execute(
-        "SELECT reltuples FROM pg_class WHERE oid = 'chunk_embeddings'::regclass"
-    ).fetchone()
+    row = conn.execute("SELECT reltuples FROM pg_class WHERE oid = 'chunk_embeddings'::regclass").fetchone()
     vectors = float(row[0]) if row and row[0] and row[0] > 0 else 0.0
     factor = min(max(vectors / EF_SEARCH_BASE_VECTORS, 1.0), float(EF_SEARCH_MAX_FACTOR))
     return int(round(int(ef_search) * factor))

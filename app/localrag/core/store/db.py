@@ -50,9 +50,7 @@ def ensure_pgvector(conn: psycopg.Connection[Any]) -> None:
         with conn.transaction():
             conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
     except psycopg.Error as exc:
-        available = conn.execute(
-            "SELECT 1 FROM pg_available_extensions WHERE name = 'vector'"
-        ).fetchone()
+        available = conn.execute("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'").fetchone()
         if not available:
             raise StoreUnavailable(
                 "This PostgreSQL server does not have the pgvector extension installed "

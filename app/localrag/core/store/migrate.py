@@ -93,10 +93,14 @@ class Migrator:
             with self.conn.transaction():
                 # Serialise concurrent starters: the second one waits, then sees the version recorded.
                 self.conn.execute("SELECT pg_advisory_xact_lock(7263541)")
-                if self.conn.execute("SELECT 1 FROM schema_migrations WHERE version = %s", (m.version,)).fetchone():
+                if self.conn.execute(
+                    "SELECT 1 FROM schema_migrations WHERE version = %s", (m.version,)
+                ).fetchone():
                     continue
                 self.conn.execute(m.up)  # type: ignore[arg-type]
-                self.conn.execute("INSERT INTO schema_migrations (version, name) VALUES (%s, %s)", (m.version, m.name))
+                self.conn.execute(
+                    "INSERT INTO schema_migrations (version, name) VALUES (%s, %s)", (m.version, m.name)
+                )
             log.info("applied migration %04d_%s", m.version, m.name)
             ran.append(m)
         return ran

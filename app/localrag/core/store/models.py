@@ -15,7 +15,9 @@ def index_name(model: str) -> str:
     return f"chunk_embeddings_hnsw_{slug}_{hashlib.sha1(model.encode()).hexdigest()[:8]}"
 
 
-def register_model(conn: psycopg.Connection[Any], name: str, dimension: int, *, activate: bool = True) -> None:
+def register_model(
+    conn: psycopg.Connection[Any], name: str, dimension: int, *, activate: bool = True
+) -> None:
     """Record ``name`` (idempotent), create its partial HNSW cosine index, and make it the active model.
 
     The index is on ``embedding::vector(dimension)`` restricted to this model, so queries must be written

@@ -62,8 +62,10 @@ def memory_options(total: int | None = None) -> str:
     mb = total // 2**20
     shared = min(max(mb // 3, 128), 8192)
     cache = max(mb // 2, shared)
-    return (f"-c shared_buffers={shared}MB -c effective_cache_size={cache}MB "
-            f"-c maintenance_work_mem={min(max(mb // 16, 256), 1024)}MB")
+    return (
+        f"-c shared_buffers={shared}MB -c effective_cache_size={cache}MB "
+        f"-c maintenance_work_mem={min(max(mb // 16, 256), 1024)}MB"
+    )
 
 
 class EmbeddedServer:
@@ -159,8 +161,10 @@ class EmbeddedServer:
         return pid
 
     def is_running(self) -> bool:
-        return self.postmaster_pid() is not None and self.socket_path().exists() if self._uses_socket() else (
-            self.postmaster_pid() is not None
+        return (
+            self.postmaster_pid() is not None and self.socket_path().exists()
+            if self._uses_socket()
+            else (self.postmaster_pid() is not None)
         )
 
     def socket_dir(self) -> Path:
@@ -219,12 +223,18 @@ class EmbeddedServer:
             self._run(
                 [
                     str(self._bin / _exe("initdb")),
-                    "-D", str(self.pgdata),
-                    "-U", DB_USER,
-                    "--pwfile", pw.name,
-                    "--auth", "scram-sha-256",
-                    "--encoding", "UTF8",
-                    "--locale", "C",
+                    "-D",
+                    str(self.pgdata),
+                    "-U",
+                    DB_USER,
+                    "--pwfile",
+                    pw.name,
+                    "--auth",
+                    "scram-sha-256",
+                    "--encoding",
+                    "UTF8",
+                    "--locale",
+                    "C",
                 ],
                 timeout=180,
             )
@@ -280,14 +290,18 @@ class EmbeddedServer:
         while True:
             try:
                 with psycopg.connect(admin, autocommit=True, connect_timeout=5) as conn:
-                    exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DB_NAME,)).fetchone()
+                    exists = conn.execute(
+                        "SELECT 1 FROM pg_database WHERE datname = %s", (DB_NAME,)
+                    ).fetchone()
                     if not exists:
                         conn.execute(f"CREATE DATABASE {DB_NAME}")
                 return
             except psycopg.OperationalError as exc:
                 # "the database system is starting up" right after pg_ctl returns on a slow disk.
                 if time.monotonic() > deadline:
-                    raise StoreUnavailable(f"Cannot connect to the embedded PostgreSQL: {exc}".strip()) from exc
+                    raise StoreUnavailable(
+                        f"Cannot connect to the embedded PostgreSQL: {exc}".strip()
+                    ) from exc
                 time.sleep(0.3)
 
     # -- processes -----------------------------------------------------------------------------------------------
@@ -301,8 +315,15 @@ class EmbeddedServer:
             kwargs["user"] = self._run_as
         with tempfile.TemporaryFile("w+") as out:
             # pg_ctl keeps the server's stdout open: files, not pipes, or the call never returns.
-            proc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                  timeout=timeout, text=True, **kwargs)
+            proc = subprocess.run(
+                cmd,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                timeout=timeout,
+                text=True,
+                **kwargs,
+            )
             out.seek(0)
             output = out.read()
         if check and proc.returncode != 0:
@@ -319,8 +340,11 @@ class EmbeddedServer:
         try:
             entry = pwd.getpwnam(self._run_as)
         except KeyError:
-            subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin",
-                            self._run_as], check=True, capture_output=True)
+            subprocess.run(
+                ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", self._run_as],
+                check=True,
+                capture_output=True,
+            )
             entry = pwd.getpwnam(self._run_as)
         os.chown(path, entry.pw_uid, entry.pw_gid)
         # The service account must be able to reach the cluster: traverse-only (no listing) on the parents.

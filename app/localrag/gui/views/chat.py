@@ -108,8 +108,9 @@ class ChatPanel(QtWidgets.QWidget):
     source_opened = Signal(object)
     history_loaded = Signal(int)
 
-    def __init__(self, library: Library, parent: QtWidgets.QWidget | None = None, *,
-                 worker: ChatWorker | None = None) -> None:
+    def __init__(
+        self, library: Library, parent: QtWidgets.QWidget | None = None, *, worker: ChatWorker | None = None
+    ) -> None:
         super().__init__(parent)
         self.library = library
         self.setObjectName("chat-panel")
@@ -311,8 +312,13 @@ class ChatPanel(QtWidgets.QWidget):
         self._draft_timer.stop()
         request = self._request_for(question)
         grounded = request.grounded
-        turn = Turn(question, grounded=request.grounded, strict=request.strict, pending=True,
-                    status=SEARCHING if grounded else "Thinking…")
+        turn = Turn(
+            question,
+            grounded=request.grounded,
+            strict=request.strict,
+            pending=True,
+            status=SEARCHING if grounded else "Thinking…",
+        )
         self.turns.append(turn)
         self._set_generating(True)
         self._request = request
@@ -330,9 +336,12 @@ class ChatPanel(QtWidgets.QWidget):
     def _request_for(self, question: str) -> AskRequest:
         grounded = self.use_documents.isChecked()
         return AskRequest(
-            question=question, chat_id=self.chat_id, grounded=grounded,
+            question=question,
+            chat_id=self.chat_id,
+            grounded=grounded,
             strict=grounded and self.strict.isChecked(),
-            doc_ids=self.doc_ids if grounded else None, doc_types=self.doc_types if grounded else None,
+            doc_ids=self.doc_ids if grounded else None,
+            doc_types=self.doc_types if grounded else None,
         )
 
     def _on_typing(self) -> None:
@@ -603,8 +612,12 @@ class ChatPanel(QtWidgets.QWidget):
 
     def _on_anchor(self, url: QtCore.QUrl) -> None:
         kind, _, rest = url.toString().partition(":")
-        opener = {"cite": self.open_source, "src": self.open_source, "ev": self.open_evidence,
-                  "gen": self.open_checked}.get(kind)
+        opener = {
+            "cite": self.open_source,
+            "src": self.open_source,
+            "ev": self.open_evidence,
+            "gen": self.open_checked,
+        }.get(kind)
         turn_index, _, number = rest.partition(":")
         if opener is not None:
             try:
@@ -660,7 +673,9 @@ class ChatPanel(QtWidgets.QWidget):
         except Exception:  # the theme module is optional for the panel
             muted, warning, error = "#6b7280", "#b45309", "#c53030"
         return {
-            "muted": muted, "warning": warning, "error": error,
+            "muted": muted,
+            "warning": warning,
+            "error": error,
             "you_bg": "#26324a" if dark else "#eef3fc",
             "quote_bg": "#2b2a24" if dark else "#faf7ec",
             "quote_bar": "#a8842c" if dark else "#e0b53a",
@@ -677,10 +692,12 @@ class ChatPanel(QtWidgets.QWidget):
         self._stream_cursor = None
         if not self.turns:
             muted = c["muted"]
-            body = (f"<div style='color:{muted}; margin-top:40px' align='center'>"
-                    "<p style='font-size:13pt'>Ask a question about your documents.</p>"
-                    "<p>Answers quote your documents and cite them as [1], [2]… — click one to see the page."
-                    "<br>Ctrl+Enter sends · Esc stops · Ctrl+N starts a new chat</p></div>")
+            body = (
+                f"<div style='color:{muted}; margin-top:40px' align='center'>"
+                "<p style='font-size:13pt'>Ask a question about your documents.</p>"
+                "<p>Answers quote your documents and cite them as [1], [2]… — click one to see the page."
+                "<br>Ctrl+Enter sends · Esc stops · Ctrl+N starts a new chat</p></div>"
+            )
             self.transcript.setHtml(body)
             return
         self.transcript.setHtml("".join(turn_html(i, turn, c) for i, turn in enumerate(self.turns)))

@@ -108,8 +108,9 @@ class ChatsList(QtWidgets.QWidget):
         self.delete_button.setAccessibleName("Delete chat")
         self.delete_button.setToolTip("Delete the selected chat")
         self.delete_button.clicked.connect(self._delete_current)
-        self.delete_shortcut = QtGui.QShortcut(QtGui.QKeySequence.Delete, self.list, self._delete_current,
-                                               context=QtCore.Qt.WidgetShortcut)
+        self.delete_shortcut = QtGui.QShortcut(
+            QtGui.QKeySequence.Delete, self.list, self._delete_current, context=QtCore.Qt.WidgetShortcut
+        )
         foot = QtWidgets.QHBoxLayout()
         foot.setContentsMargins(0, 0, 0, 0)
         foot.addStretch(1)
@@ -256,8 +257,11 @@ class ChatsList(QtWidgets.QWidget):
             return
         item = self.list.currentItem()
         answer = QtWidgets.QMessageBox.question(
-            self, "Delete chat", f"Delete the chat “{item.text()}” and its messages?",
-            QtWidgets.QMessageBox.Yes | QtWidgets.QMessageBox.Cancel, QtWidgets.QMessageBox.Cancel,
+            self,
+            "Delete chat",
+            f"Delete the chat “{item.text()}” and its messages?",
+            QtWidgets.QMessageBox.Yes | QtWidgets.QMessageBox.Cancel,
+            QtWidgets.QMessageBox.Cancel,
         )
         if answer == QtWidgets.QMessageBox.Yes:
             self.delete_chat(chat_id)

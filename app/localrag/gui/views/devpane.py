@@ -26,11 +26,25 @@ from localrag.gui.views.devpane_answer import fmt as _fmt
 log = logging.getLogger("localrag.gui.devpane")
 
 STAGES = ("embed", "vector", "bm25", "fuse", "fetch", "merge", "pack")
-COLUMNS = ("#", "Chunks", "Document", "Page", "Heading", "Vector", "V rank", "BM25", "B rank", "Fused", "Floor",
-           "Prompt")
+COLUMNS = (
+    "#",
+    "Chunks",
+    "Document",
+    "Page",
+    "Heading",
+    "Vector",
+    "V rank",
+    "BM25",
+    "B rank",
+    "Fused",
+    "Floor",
+    "Prompt",
+)
 # What became of a passage on its way into the prompt (the "Prompt" column).
-_PROMPT_HELP = ("[n]: in the prompt as source n · budget: dropped by the context budget · window: dropped to fit "
-                "the model's context window · below bar: under the chat's relevance bar · –: no prompt was built")
+_PROMPT_HELP = (
+    "[n]: in the prompt as source n · budget: dropped by the context budget · window: dropped to fit "
+    "the model's context window · below bar: under the chat's relevance bar · –: no prompt was built"
+)
 _NUMERIC = {5, 7, 9}
 
 
@@ -141,7 +155,9 @@ class DevPane(QtWidgets.QWidget):
         header.setStretchLastSection(False)
         self.candidates_box = QtWidgets.QCheckBox("All candidates", self)
         self.candidates_box.setAccessibleName("Show every fused candidate chunk")
-        self.candidates_box.setToolTip("Every fused candidate chunk before merging, including those under the floor")
+        self.candidates_box.setToolTip(
+            "Every fused candidate chunk before merging, including those under the floor"
+        )
         self.candidates_box.toggled.connect(lambda _: self._fill_table(self._rows_to_show()))
         self.table.itemSelectionChanged.connect(self._show_selected_text)
         self.chunk_text = QtWidgets.QPlainTextEdit(self)
@@ -291,8 +307,11 @@ class DevPane(QtWidgets.QWidget):
         results = list(_get(response, "results") or [])
         if isinstance(candidates, list):
             below = sum(1 for c in candidates if _get(c, "passed_floor") is False)
-            notes.append(f"{len(results)} passages from {len(candidates)} candidate chunks"
-                         + (f" ({below} under the floor)" if below else "") + ".")
+            notes.append(
+                f"{len(results)} passages from {len(candidates)} candidate chunks"
+                + (f" ({below} under the floor)" if below else "")
+                + "."
+            )
         self.status_label.setText(" ".join(notes))
         self._fill_table(self._rows_to_show())
         self._render_timings()
@@ -366,7 +385,9 @@ class DevPane(QtWidgets.QWidget):
             for d in dropped:
                 result, why = d if isinstance(d, tuple) else (d, "")
                 title = _get(result, "title")
-                name = f"{escape(str(title))} p.{_get(result, 'page_number')}" if title else escape(str(result))
+                name = (
+                    f"{escape(str(title))} p.{_get(result, 'page_number')}" if title else escape(str(result))
+                )
                 names.append(name + (f" ({escape(why)})" if why else ""))
             text += f"; dropped by the budget: {len(dropped)} ({'; '.join(names)})"
         else:
@@ -389,15 +410,20 @@ class DevPane(QtWidgets.QWidget):
         total, budget = _get(prompt, "prompt_tokens"), _get(prompt, "budget")
         if total is not None:
             mode = _get(prompt, "mode")
-            lines.append(f"Prompt <b>{total}</b> tokens" + (f" of {budget} allowed" if budget else "")
-                         + (f" · answer limit {_get(prompt, 'max_tokens')}" if _get(prompt, "max_tokens") else "")
-                         + (f" · mode {escape(str(mode))}" if mode else ""))
+            lines.append(
+                f"Prompt <b>{total}</b> tokens"
+                + (f" of {budget} allowed" if budget else "")
+                + (f" · answer limit {_get(prompt, 'max_tokens')}" if _get(prompt, "max_tokens") else "")
+                + (f" · mode {escape(str(mode))}" if mode else "")
+            )
         packed = _get(prompt, "packed")
         context = _get(prompt, "context_tokens")
         parts = []
         if packed is not None:
-            parts.append(f"sources <b>{_get(packed, 'used_tokens')}</b> of {_get(packed, 'budget')} tokens "
-                         f"({len(_get(packed, 'sources') or [])} sources)")
+            parts.append(
+                f"sources <b>{_get(packed, 'used_tokens')}</b> of {_get(packed, 'budget')} tokens "
+                f"({len(_get(packed, 'sources') or [])} sources)"
+            )
         elif context:
             parts.append(f"sources <b>{context}</b> tokens")
         history = _get(prompt, "history_tokens")
@@ -409,7 +435,9 @@ class DevPane(QtWidgets.QWidget):
         for item in _get(prompt, "dropped") or []:
             result, why = item if isinstance(item, tuple) else (item, "")
             title = _get(result, "title") or _get(result, "path") or "?"
-            dropped.append(f"{escape(str(title))} p.{_get(result, 'page_number')}" + (f" ({why})" if why else ""))
+            dropped.append(
+                f"{escape(str(title))} p.{_get(result, 'page_number')}" + (f" ({why})" if why else "")
+            )
         if dropped:
             lines.append(f"Dropped by the budget: {len(dropped)} passage(s): {'; '.join(dropped)}")
         if _get(prompt, "sources_dropped"):
@@ -425,9 +453,17 @@ class DevPane(QtWidgets.QWidget):
     def show_done(self, event: Any) -> None:
         """Add the answer's timings (time to first token, prompt processing, tokens per second) from ``Done``."""
         timings = dict(_get(event, "timings") or {})
-        names = {"retrieval_s": "retrieval", "wait_s": "model wait", "prompt_s": "prompt eval",
-                 "ttft_s": "first token", "total_s": "total", "prompt_tokens": "prompt tokens",
-                 "cached_tokens": "cached", "tokens": "generated", "tokens_per_s": "tok/s"}
+        names = {
+            "retrieval_s": "retrieval",
+            "wait_s": "model wait",
+            "prompt_s": "prompt eval",
+            "ttft_s": "first token",
+            "total_s": "total",
+            "prompt_tokens": "prompt tokens",
+            "cached_tokens": "cached",
+            "tokens": "generated",
+            "tokens_per_s": "tok/s",
+        }
         generation: dict[str, str] = {}
         for key, value in timings.items():
             if not isinstance(value, (int, float)) or isinstance(value, bool):

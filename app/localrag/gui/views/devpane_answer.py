@@ -17,15 +17,43 @@ from localrag.core.chat.spans import flat
 from localrag.gui.qt import QtCore, QtGui, QtWidgets
 
 FEATURES = ("semantic", "lexical", "passage", "kind", "penalty", "context")
-EVIDENCE_COLUMNS = ("#", "Quoted", "[n]", "Page", "Score", "Semantic", "Lexical", "Passage", "Kind",
-                    "Penalty", "Context", "Sentence")
-CHECKED_COLUMNS = ("#", "Verdict", "Shown", "Support", "Coverage", "Similarity", "[n]", "Page", "Chars",
-                   "Missing", "Sentence", "Matched in the source")
-EVIDENCE_HELP = (f"Quoted: the answer quotes this sentence. Score = {ev.W_SEMANTIC:.2f} semantic + "
-                 f"{ev.W_LEXICAL:.2f} lexical + {ev.W_PASSAGE:.2f} passage + kind + penalty + context; "
-                 f"a sentence is quoted from {ev.MIN_SCORE:.2f}")
-CHECKED_HELP = (f"Supported: coverage ≥ {support.MIN_COVERAGE}, support ≥ {support.MIN_SUPPORT}, and every "
-                "number and identifier it writes is in the sources")
+EVIDENCE_COLUMNS = (
+    "#",
+    "Quoted",
+    "[n]",
+    "Page",
+    "Score",
+    "Semantic",
+    "Lexical",
+    "Passage",
+    "Kind",
+    "Penalty",
+    "Context",
+    "Sentence",
+)
+CHECKED_COLUMNS = (
+    "#",
+    "Verdict",
+    "Shown",
+    "Support",
+    "Coverage",
+    "Similarity",
+    "[n]",
+    "Page",
+    "Chars",
+    "Missing",
+    "Sentence",
+    "Matched in the source",
+)
+EVIDENCE_HELP = (
+    f"Quoted: the answer quotes this sentence. Score = {ev.W_SEMANTIC:.2f} semantic + "
+    f"{ev.W_LEXICAL:.2f} lexical + {ev.W_PASSAGE:.2f} passage + kind + penalty + context; "
+    f"a sentence is quoted from {ev.MIN_SCORE:.2f}"
+)
+CHECKED_HELP = (
+    f"Supported: coverage ≥ {support.MIN_COVERAGE}, support ≥ {support.MIN_SUPPORT}, and every "
+    "number and identifier it writes is in the sources"
+)
 WIDE_COLUMN = 320
 
 
@@ -85,14 +113,25 @@ def shown_in(done: Any, sentence: Any) -> bool:
     if field_of(sentence, "supported"):
         return True
     shown = getattr(sentence, "shown", None)
-    return field_of(done, "lead") == "model" and callable(shown) and shown() in str(field_of(done, "answer") or "")
+    return (
+        field_of(done, "lead") == "model"
+        and callable(shown)
+        and shown() in str(field_of(done, "answer") or "")
+    )
 
 
 class _Page(QtWidgets.QWidget):
     """A summary line, a table and the full text of the selected row."""
 
-    def __init__(self, columns: tuple[str, ...], name: str, help_text: str, empty: str, placeholder: str,
-                 parent: QtWidgets.QWidget | None = None) -> None:
+    def __init__(
+        self,
+        columns: tuple[str, ...],
+        name: str,
+        help_text: str,
+        empty: str,
+        placeholder: str,
+        parent: QtWidgets.QWidget | None = None,
+    ) -> None:
         super().__init__(parent)
         self.columns = columns
         self.info = QtWidgets.QLabel(empty, self)
@@ -127,8 +166,14 @@ class _Page(QtWidgets.QWidget):
         layout.addWidget(split, 1)
         self.items: list[Any] = []
 
-    def _fill(self, rows: list[list[str]], numeric: set[int], *, bold: set[int] | None = None,
-              warn: dict[int, int] | None = None) -> None:
+    def _fill(
+        self,
+        rows: list[list[str]],
+        numeric: set[int],
+        *,
+        bold: set[int] | None = None,
+        warn: dict[int, int] | None = None,
+    ) -> None:
         """Rows of cells; ``bold`` rows in bold; ``warn`` maps a row to its column in the warning colour."""
         from localrag.gui import theme
 
@@ -175,8 +220,14 @@ class EvidencePage(_Page):
     EMPTY = "No evidence yet."
 
     def __init__(self, parent: QtWidgets.QWidget | None = None) -> None:
-        super().__init__(EVIDENCE_COLUMNS, "Evidence candidates", EVIDENCE_HELP, self.EMPTY,
-                         "Select a row to read the sentence and its features.", parent)
+        super().__init__(
+            EVIDENCE_COLUMNS,
+            "Evidence candidates",
+            EVIDENCE_HELP,
+            self.EMPTY,
+            "Select a row to read the sentence and its features.",
+            parent,
+        )
 
     def clear(self, why: str = "") -> None:
         self.items = []
@@ -208,8 +259,10 @@ class EvidencePage(_Page):
 
     def describe(self, span: Any) -> str:
         features = field_of(span, "features") or {}
-        where = (f"[{field_of(span, 'number')}] {field_of(span, 'title') or field_of(span, 'path')} · page "
-                 f"{field_of(span, 'page_number')} · chars {field_of(span, 'char_start')}–{field_of(span, 'char_end')}")
+        where = (
+            f"[{field_of(span, 'number')}] {field_of(span, 'title') or field_of(span, 'path')} · page "
+            f"{field_of(span, 'page_number')} · chars {field_of(span, 'char_start')}–{field_of(span, 'char_end')}"
+        )
         parts = " · ".join(f"{k} {fmt(v)}" for k, v in features.items())
         scores = f"score {fmt(field_of(span, 'score'))}: {parts}"
         return f"{where}\n{scores}\n\n{field_of(span, 'text') or ''}"
@@ -227,8 +280,14 @@ class CheckedPage(_Page):
     EMPTY = "No generated sentences yet."
 
     def __init__(self, parent: QtWidgets.QWidget | None = None) -> None:
-        super().__init__(CHECKED_COLUMNS, "Generated sentences as checked", CHECKED_HELP, self.EMPTY,
-                         "Select a row to compare the sentence with the source it matched.", parent)
+        super().__init__(
+            CHECKED_COLUMNS,
+            "Generated sentences as checked",
+            CHECKED_HELP,
+            self.EMPTY,
+            "Select a row to compare the sentence with the source it matched.",
+            parent,
+        )
 
     def clear(self, why: str = "") -> None:
         self.items = []
@@ -242,8 +301,10 @@ class CheckedPage(_Page):
         self.items = [g for g, _ in rows]
         supported = sum(1 for g, _ in rows if field_of(g, "supported"))
         shown = sum(1 for _, s in rows if s)
-        self.info.setText(f"<b>{supported}</b> of {len(rows)} generated sentences supported by the sources · "
-                          f"{shown} shown" + (f" · lead <b>{escape(lead)}</b>" if lead else ""))
+        self.info.setText(
+            f"<b>{supported}</b> of {len(rows)} generated sentences supported by the sources · "
+            f"{shown} shown" + (f" · lead <b>{escape(lead)}</b>" if lead else "")
+        )
         cells = [[str(i + 1), *checked_row(g, s)] for i, (g, s) in enumerate(rows)]
         warn = {i: 1 for i, (g, _) in enumerate(rows) if not field_of(g, "supported")}
         self._fill(cells, {0, *range(3, 9)}, warn=warn)
@@ -257,6 +318,8 @@ class CheckedPage(_Page):
         if field_of(g, "number") is None:
             where = "Matched in no source."
         else:
-            where = (f"Matched in source [{field_of(g, 'number')}], page {field_of(g, 'page_number')}, chars "
-                     f"{field_of(g, 'char_start')}–{field_of(g, 'char_end')}:")
+            where = (
+                f"Matched in source [{field_of(g, 'number')}], page {field_of(g, 'page_number')}, chars "
+                f"{field_of(g, 'char_start')}–{field_of(g, 'char_end')}:"
+            )
         return f"{head}\n\nGenerated:\n{field_of(g, 'text') or ''}\n\n{where}\n{field_of(g, 'source_text') or ''}"

@@ -158,8 +158,9 @@ def _locate(cleaned: str, start: int, end: int, passage: str) -> tuple[int, int,
     return -1, -1, False
 
 
-def render_pdf_page(path: Path, page_number: int, char_start: int, char_end: int, passage: str,
-                    scale: float = PAGE_SCALE) -> PageImage:
+def render_pdf_page(
+    path: Path, page_number: int, char_start: int, char_end: int, passage: str, scale: float = PAGE_SCALE
+) -> PageImage:
     """Render one page and the rectangles of the characters ``char_start``..``char_end`` of its cleaned text.
 
     Raises:
@@ -215,10 +216,14 @@ def passage_context(library: Library, ref: SourceRef, context_chunks: int = CONT
     rows: list[tuple[int, int, str]] = []
     try:
         with library.connect() as conn:
-            bounds = conn.execute(
-                "SELECT min(chunk_index), max(chunk_index) FROM document_chunks WHERE id = ANY(%s)",
-                (ref.chunk_ids,),
-            ).fetchone() if ref.chunk_ids else None
+            bounds = (
+                conn.execute(
+                    "SELECT min(chunk_index), max(chunk_index) FROM document_chunks WHERE id = ANY(%s)",
+                    (ref.chunk_ids,),
+                ).fetchone()
+                if ref.chunk_ids
+                else None
+            )
             lo, hi = bounds if bounds and bounds[0] is not None else (None, None)
             if lo is None:
                 found = conn.execute(
@@ -247,7 +252,7 @@ def passage_context(library: Library, ref: SourceRef, context_chunks: int = CONT
         if pos is not None and end <= pos:
             continue
         if pos is not None and start < pos:  # overlap: keep only what is new
-            text = text[pos - start:]
+            text = text[pos - start :]
             start = pos
         elif pos is not None and start > pos:  # whitespace (or an unindexed stretch) between chunks
             gap = "\n\n" if start - pos >= 2 else " "
@@ -304,7 +309,9 @@ def load_source_view(library: Library, ref: SourceRef, scale: float = PAGE_SCALE
             view.page_error = f"The file is no longer at {ref.path}; showing the indexed text."
         else:
             try:
-                view.page = render_pdf_page(path, ref.page_number, ref.char_start, ref.char_end, ref.text, scale)
+                view.page = render_pdf_page(
+                    path, ref.page_number, ref.char_start, ref.char_end, ref.text, scale
+                )
             except Exception as exc:  # a changed or damaged file: the text still shows
                 log.info("cannot render page %d of %s: %s", ref.page_number, ref.path, exc)
                 view.page_error = f"The page cannot be shown ({exc}); showing the indexed text."
@@ -356,8 +363,14 @@ class SourceViewer(QtWidgets.QDialog):
     loaded = Signal(object)
     failed = Signal(str)
 
-    def __init__(self, library: Library, source: Any, parent: QtWidgets.QWidget | None = None, *,
-                 number: int | None = None) -> None:
+    def __init__(
+        self,
+        library: Library,
+        source: Any,
+        parent: QtWidgets.QWidget | None = None,
+        *,
+        number: int | None = None,
+    ) -> None:
         super().__init__(parent)
         self.library = library
         self.ref = source if isinstance(source, SourceRef) else SourceRef.from_any(source, number)
@@ -367,7 +380,9 @@ class SourceViewer(QtWidgets.QDialog):
         self.setObjectName("source-viewer")
         title = self.ref.title or Path(self.ref.path).name or "Source"
         tag = f"[{self.ref.number}] " if self.ref.number else ""
-        page = f", page {self.ref.page_number}" if self.ref.doc_type == "pdf" or self.ref.page_number > 1 else ""
+        page = (
+            f", page {self.ref.page_number}" if self.ref.doc_type == "pdf" or self.ref.page_number > 1 else ""
+        )
         self.setWindowTitle(f"{tag}{title}{page.replace(',', ' —')}")
         self.setAccessibleName(f"Source {tag}{title}{page}")
         self.resize(1100, 760)

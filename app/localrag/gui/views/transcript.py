@@ -93,8 +93,11 @@ class Turn:
         quoted = set()
         if self.lead == SOURCES and self.evidence is not None:
             quoted = {_words(s.text) for s in self.evidence.spans}
-        return [(i, g) for i, g in enumerate(self.generated)
-                if (g.supported or keep_unsupported) and _words(g.text) not in quoted]
+        return [
+            (i, g)
+            for i, g in enumerate(self.generated)
+            if (g.supported or keep_unsupported) and _words(g.text) not in quoted
+        ]
 
 
 def _words(text: str) -> str:
@@ -104,8 +107,16 @@ def _words(text: str) -> str:
 # -- references for the viewer -------------------------------------------------------------------------------
 
 
-def _ref_for(turn: Turn, number: int | None, *, page: int, start: int, end: int, text: str,
-             fallback: EvidenceSpan | None = None) -> SourceRef | None:
+def _ref_for(
+    turn: Turn,
+    number: int | None,
+    *,
+    page: int,
+    start: int,
+    end: int,
+    text: str,
+    fallback: EvidenceSpan | None = None,
+) -> SourceRef | None:
     """Source ``number`` of ``turn`` narrowed to the characters ``start``..``end`` of page ``page`` (the whole
     source when ``start`` is -1)."""
     base = turn.sources[number - 1] if number is not None and turn.valid(number) else None
@@ -113,15 +124,25 @@ def _ref_for(turn: Turn, number: int | None, *, page: int, start: int, end: int,
         if fallback is None:
             return None
         suffix = PurePath(fallback.path).suffix.lower().lstrip(".")
-        base = SourceRef(doc_id=fallback.doc_id, title=fallback.title, path=fallback.path, doc_type=suffix,
-                         page_number=fallback.page_number, heading_path="", char_start=0, char_end=0,
-                         text=fallback.text, number=fallback.number)
+        base = SourceRef(
+            doc_id=fallback.doc_id,
+            title=fallback.title,
+            path=fallback.path,
+            doc_type=suffix,
+            page_number=fallback.page_number,
+            heading_path="",
+            char_start=0,
+            char_end=0,
+            text=fallback.text,
+            number=fallback.number,
+        )
         if start < 0:
             return base
     if start < 0 or end <= start:
         return dataclasses.replace(base)
-    return dataclasses.replace(base, page_number=page or base.page_number, char_start=start, char_end=end,
-                               text=text, number=number)
+    return dataclasses.replace(
+        base, page_number=page or base.page_number, char_start=start, char_end=end, text=text, number=number
+    )
 
 
 def span_ref(turn: Turn, index: int) -> SourceRef | None:
@@ -130,8 +151,9 @@ def span_ref(turn: Turn, index: int) -> SourceRef | None:
     if not 0 <= index < len(spans):
         return None
     s = spans[index]
-    return _ref_for(turn, s.number, page=s.page_number, start=s.char_start, end=s.char_end, text=s.text,
-                    fallback=s)
+    return _ref_for(
+        turn, s.number, page=s.page_number, start=s.char_start, end=s.char_end, text=s.text, fallback=s
+    )
 
 
 def checked_ref(turn: Turn, index: int) -> SourceRef | None:
@@ -139,8 +161,9 @@ def checked_ref(turn: Turn, index: int) -> SourceRef | None:
     if not 0 <= index < len(turn.generated):
         return None
     g = turn.generated[index]
-    return _ref_for(turn, g.number, page=g.page_number, start=g.char_start, end=g.char_end,
-                    text=g.source_text)
+    return _ref_for(
+        turn, g.number, page=g.page_number, start=g.char_start, end=g.char_end, text=g.source_text
+    )
 
 
 # -- small pieces --------------------------------------------------------------------------------------------
@@ -202,8 +225,10 @@ def source_line(number: int, ref: SourceRef, turn_index: int, muted: str) -> str
     detail = f" <span style='color:{muted}'>· {' · '.join(bits)}</span>" if bits else ""
     href = f"src:{turn_index}:{number}"
     weight = "font-weight:600; " if ref.cited else ""
-    return (f"<tr><td style='padding:1px 6px 1px 0'><a href='{href}' style='{weight}'>[{number}]</a></td>"
-            f"<td style='padding:1px 0'><a href='{href}' style='{weight}'>{title}</a>{detail}</td></tr>")
+    return (
+        f"<tr><td style='padding:1px 6px 1px 0'><a href='{href}' style='{weight}'>[{number}]</a></td>"
+        f"<td style='padding:1px 0'><a href='{href}' style='{weight}'>{title}</a>{detail}</td></tr>"
+    )
 
 
 def _label(text: str, c: dict[str, str]) -> str:
@@ -234,19 +259,25 @@ def evidence_html(turn: Turn, index: int, c: dict[str, str]) -> str:
             f"<a href='ev:{index}:{i}' style='{_LINK}'>[{span.number}]</a>"
             f"<span style='color:{c['muted']}'> · {' · '.join(where)}</span></td></tr>"
         )
-    return (_label(FROM_DOCUMENTS, c)
-            + "<table width='100%' cellspacing='0' cellpadding='0' style='margin-bottom:4px'>"
-            + "".join(rows) + "</table>")
+    return (
+        _label(FROM_DOCUMENTS, c)
+        + "<table width='100%' cellspacing='0' cellpadding='0' style='margin-bottom:4px'>"
+        + "".join(rows)
+        + "</table>"
+    )
 
 
 def not_found_html(turn: Turn, index: int, c: dict[str, str]) -> str:
-    """"Your documents do not seem to answer this", and the closest passages (links to their sources)."""
+    """ "Your documents do not seem to answer this", and the closest passages (links to their sources)."""
     ev = turn.evidence
     numbers = [n for n in (ev.closest if ev is not None else []) if turn.valid(n)]
     if not numbers:
         numbers = list(range(1, min(len(turn.sources), 3) + 1))
-    out = [f"<p style='margin-top:6px; color:{c['muted']}'><i>{escape(NOT_ANSWERED)}</i>"
-           + (f" {escape(CLOSEST)}" if numbers else "") + "</p>"]
+    out = [
+        f"<p style='margin-top:6px; color:{c['muted']}'><i>{escape(NOT_ANSWERED)}</i>"
+        + (f" {escape(CLOSEST)}" if numbers else "")
+        + "</p>"
+    ]
     if numbers:
         out.append("<table cellspacing='0' cellpadding='0'>")
         for n in numbers:
@@ -314,8 +345,10 @@ def sources_html(turn: Turn, index: int, c: dict[str, str]) -> str:
     if quoted:
         note += f" · {quoted} quoted"
     rows = "".join(source_line(i + 1, ref, index, c["muted"]) for i, ref in enumerate(turn.sources))
-    return (f"<p style='margin-top:8px; margin-bottom:2px; color:{c['muted']}'><b>Sources</b>{note}</p>"
-            f"<table cellspacing='0' cellpadding='0'>{rows}</table>")
+    return (
+        f"<p style='margin-top:8px; margin-bottom:2px; color:{c['muted']}'><b>Sources</b>{note}</p>"
+        f"<table cellspacing='0' cellpadding='0'>{rows}</table>"
+    )
 
 
 def turn_html(index: int, turn: Turn, c: dict[str, str]) -> str:
@@ -327,10 +360,12 @@ def turn_html(index: int, turn: Turn, c: dict[str, str]) -> str:
     """
     mode = "plain chat" if not turn.grounded else ("documents · strict" if turn.strict else "documents")
     parts = [
-        (f"<table width='100%' cellspacing='0' cellpadding='8' style='margin-top:12px; "
-         f"background-color:{c['you_bg']}'><tr><td>"
-         f"<b>You</b> <span style='color:{c['muted']}'>· {mode}</span>"
-         f"{text_html(turn.question)}</td></tr></table>"),
+        (
+            f"<table width='100%' cellspacing='0' cellpadding='8' style='margin-top:12px; "
+            f"background-color:{c['you_bg']}'><tr><td>"
+            f"<b>You</b> <span style='color:{c['muted']}'>· {mode}</span>"
+            f"{text_html(turn.question)}</td></tr></table>"
+        ),
         "<p style='margin-top:10px; margin-bottom:2px'><b>Local RAG</b></p>",
         answer_html(turn, index, c),
     ]
@@ -367,8 +402,13 @@ def turns_from_messages(messages: list[Any]) -> list[Turn]:
     for m in messages:
         role = _get(m, "role")
         if role == "user":
-            turns.append(Turn(str(_get(m, "content") or ""), grounded=bool(_get(m, "grounded", True)),
-                              strict=bool(_get(m, "strict", False))))
+            turns.append(
+                Turn(
+                    str(_get(m, "content") or ""),
+                    grounded=bool(_get(m, "grounded", True)),
+                    strict=bool(_get(m, "strict", False)),
+                )
+            )
         elif role == "assistant":
             if not turns or turns[-1].answer or turns[-1].message_id is not None:
                 turns.append(Turn("", grounded=bool(_get(m, "grounded", True))))

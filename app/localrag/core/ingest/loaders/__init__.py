@@ -158,8 +158,6 @@ def check_file(path: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> str:
     return doc_type
 
 
-
-
 def open_document(
     path: Path,
     *,
