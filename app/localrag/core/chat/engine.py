@@ -45,9 +45,10 @@ from localrag.core.chat import history as hist
 from localrag.core.chat import prompts
 from localrag.core.chat.citations import CitationCheck, Source, apply_citations, check_citations
 from localrag.core.chat.echo import EchoFilter
-from localrag.core.chat.evidence import Evidence, find_evidence
+from localrag.core.chat.evidence import PASSAGES, Evidence, find_evidence
 from localrag.core.chat.support import CheckedSentence, SentenceStream, SupportChecker
 from localrag.core.chat.llm import LLMProvider, LocalLLM
+from localrag.core.chat.pages import around, page_texts, widen
 from localrag.core.chat.prompts import GROUNDED, NOT_FOUND, PLAIN, STRICT, Prompt, Turn
 from localrag.core.chat.query import follow_up_query, relevant
 from localrag.core.chat.spans import flat
@@ -74,6 +75,8 @@ NOT_SAVED_NOTICE = "This answer could not be saved to the chat history ({why})."
 SOURCES, MODEL = "sources", "model"
 # "auto" lets a model this large (parameters) lead; a smaller one only rewords the quoted sources.
 LARGE_MODEL_PARAMS = 1_000_000_000
+# When the sources lead, every passage found is a source: no model reads them all.
+UNLIMITED_TOKENS = 1_000_000
 # A rewording is short (it adds words, not facts) and stops once it strays from the sources.
 REWORD_MAX_TOKENS = 80
 REWORD_MISSES = 2
@@ -466,6 +469,7 @@ class _Run:
         self.earlier: list[str] = []
         self.store_ok = True
         self.sources_used: list[Result] = []
+        self.evidence_sources: list[Any] = []  # the same passages, their sentences made whole
         self.evidence: Evidence | None = None
         self.generated: list[CheckedSentence] = []
         self.lead = SOURCES
@@ -503,8 +507,9 @@ class _Run:
             yield Retrieved(query, resp, _nothing_packed(resp), None, [], self.notice)
             yield from self._generate(PLAIN, resp)
             return
+        self.lead = self._lead()
         packed = self._pack(results)
-        self._find_evidence(packed.sources, query)
+        self._find_evidence(packed.sources, query, results)
         assert self.evidence is not None
         yield Retrieved(query, resp, packed, None, self._sources(), self.notice)
         yield EvidenceReady(self.evidence, self.lead, self.evidence.text())
@@ -529,7 +534,7 @@ class _Run:
         self.prompt = self._prompt_for(llm, mode)
         yield self.prompt
         self.cancel.raise_if_cancelled()
-        checker = SupportChecker(self.sources_used, self._embed) if self.evidence is not None else None
+        checker = SupportChecker(self.evidence_sources, self._embed) if self.evidence is not None else None
         rewording = checker is not None and self.lead == SOURCES
         before_first = time.monotonic()
         pieces: list[str] = []
@@ -622,7 +627,8 @@ class _Run:
                 return None
             mode = found
             if mode != PLAIN:
-                self._find_evidence(self._pack(results, llm).sources, query)
+                self.lead = self._lead()
+                self._find_evidence(self._pack(results, llm).sources, query, results)
                 assert self.evidence is not None
                 if self.lead == SOURCES and not (self.settings.reword and self.evidence.answered):
                     return None
@@ -631,31 +637,48 @@ class _Run:
     # -- evidence --------------------------------------------------------------------------------------------
 
     def _pack(self, results: list[Result], llm: LocalLLM | None = None) -> PackedContext:
+        """The sources, numbered: as many as the model's context budget holds when the model leads; every
+        passage found when the sources lead (the model then reads the quoted sentences only, if anything)."""
         from localrag.core.retrieve import pack_context
 
         if llm is None and self.engine.provider is not None:
             llm = self.engine.provider.llm
         return pack_context(
             results,
-            budget_tokens=self.settings.context_tokens,
+            budget_tokens=self.settings.context_tokens if self.lead == MODEL else UNLIMITED_TOKENS,
             count_tokens=llm.count_tokens if llm is not None else None,
         )
 
     def _embed(self, texts: list[str]) -> np.ndarray:
         return self.library.embed_texts(texts)
 
-    def _find_evidence(self, sources: list[Result], query: str) -> None:
+    def _find_evidence(self, sources: list[Result], query: str, results: list[Result]) -> None:
         """The sentences that answer ``query`` (the question, with the one before for a follow-up)."""
         t = time.monotonic()
         self.sources_used = list(sources)
+        # A source the context budget cut to its leading sentences is read whole for the evidence.
+        whole = {tuple(r.chunk_ids): r for r in results}
+        full = [whole.get(tuple(s.chunk_ids), s) for s in sources]
+        self.evidence_sources = self._whole_sentences(full)
         try:
-            self.evidence = find_evidence(query, sources, self._embed)
+            self.evidence = find_evidence(query, self.evidence_sources, self._embed)
         except KnownError as exc:  # the embedding worker failed: words alone still pick a sentence
             log.warning("evidence scored without the embedding model: %s", exc.message)
-            self.evidence = find_evidence(query, sources, None)
-        self.lead = self._lead()
+            self.evidence = find_evidence(query, self.evidence_sources, None)
         self.timings["evidence_s"] = time.monotonic() - t
         self.timings["evidence_at_s"] = time.monotonic() - self.started
+
+    def _whole_sentences(self, sources: list[Result]) -> list[Any]:
+        """The passages the evidence is read from, their cut first and last sentences made whole from the page
+        and running headers blanked (the sources as numbered and shown stay as retrieved)."""
+        top = sources[:PASSAGES]
+        try:
+            with self.library.pool.connection() as conn:
+                texts = page_texts(conn, around((s.doc_id, s.page_number) for s in top))
+        except psycopg.Error as exc:  # the passages as retrieved still answer
+            log.warning("pages not read for whole sentences: %s", exc)
+            return list(sources)
+        return [widen(s, texts) for s in top] + list(sources[PASSAGES:])
 
     def _lead(self) -> str:
         """What leads the answer: the setting, or for "auto" the sources unless the model is a large one."""

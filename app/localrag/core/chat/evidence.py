@@ -54,6 +54,8 @@ MIN_SCORE = 0.30
 # A further sentence is quoted when it scores at least this share of the best one.
 SECOND_SHARE = 0.90
 MAX_SPANS = 2
+# A best sentence holding this share of the question's words (weighted) is quoted alone.
+WHOLE_ANSWER = 1.0
 # A sentence longer than this (characters) is cut at a clause boundary for display; its offsets shrink with it.
 MAX_SPAN_CHARS = 420
 
@@ -237,8 +239,9 @@ def find_evidence(
         part_sims = (
             [sentences @ v for v in vectors[len(asks) - len(parts) : len(asks)]] if len(parts) > 1 else []
         )
+    asked = asked_for(question)
     for c in scored:
-        _score(c, kind)
+        _score(c, kind, asked)
     _carry_context(scored)
     chosen = _choose(scored)
     for i, part in enumerate(parts if len(parts) > 1 else []):
@@ -286,6 +289,8 @@ def _lexical(question: str, candidates: list[_Candidate], key: str = "lexical") 
         own = sum(w for t, w in weights.items() if t in c.terms) / total
         around = sum(w for t, w in weights.items() if t in c.context_terms) / total
         c.features[key] = (1 - CONTEXT_WORDS) * own + CONTEXT_WORDS * around
+        if key == "lexical":
+            c.features["covered"] = own
 
 
 def _choose(scored: list[_Candidate]) -> list[_Candidate]:
@@ -296,6 +301,8 @@ def _choose(scored: list[_Candidate]) -> list[_Candidate]:
     best = ranked[0]
     chosen = [best]
     for c in ranked[1:]:
+        if best.features.get("covered", 0.0) >= WHOLE_ANSWER:  # it holds every word asked about
+            break
         if len(chosen) >= MAX_SPANS or c.score < SECOND_SHARE * best.score:
             break
         if c.heading or any(_overlaps(c, o) for o in chosen):
@@ -337,7 +344,7 @@ def _candidates(sources: Sequence[Any]) -> list[_Candidate]:
     for rank, src in enumerate(sources):
         text = str(getattr(src, "text", "") or "")
         heading_terms = set(sp.content_terms(str(getattr(src, "heading_path", "") or "").split(" > ")[-1]))
-        spans = split_long(sp.split_spans(text))
+        spans = with_terms(split_long(sp.split_spans(text)), text)
         previous: set[str] = set()
         for index, span in enumerate(spans):
             terms = set(sp.content_terms(span.text))
@@ -349,6 +356,26 @@ def _candidates(sources: Sequence[Any]) -> list[_Candidate]:
             )
             previous = terms
     return out
+
+
+def with_terms(spans: list[sp.Span], text: str) -> list[sp.Span]:
+    """A definition list's entries whole: a term on its own line ("nocheck", "-p", "‘uninstall’") joined to the
+    sentence that describes it, which alone would not say what it describes."""
+    out: list[sp.Span] = []
+    for s in spans:
+        prev = out[-1] if out else None
+        if prev is not None and _is_term(prev.text) and s.text[:1].isupper() and text[prev.end : s.start].count("\n") <= 1:
+            out[-1] = sp.Span(prev.start, s.end, text[prev.start : s.end])
+        else:
+            out.append(s)
+    return out
+
+
+def _is_term(line: str) -> bool:
+    line = line.strip()
+    if "\n" in line or len(line.split()) > 3 or line[-1:] in ".:;!?,":
+        return False
+    return line[:1] in "-‘'\"`" or line[:1].islower() or sp.has_identifier(line)
 
 
 def split_long(spans: list[sp.Span]) -> list[sp.Span]:
@@ -387,14 +414,16 @@ def _term_weights(q_terms: list[str], candidates: list[_Candidate]) -> dict[str,
     return {t: math.log(1.0 + (n + 1) / (df[t] + 0.5)) for t in set(q_terms)}
 
 
-def _score(c: _Candidate, kind: str) -> None:
+def _score(c: _Candidate, kind: str, asked: frozenset[str] = frozenset()) -> None:
+    """``asked``: the identifiers and numbers of the question (lower case); the kind bonus is for a sentence that
+    holds one the question did not name — the answer, not the question's own words."""
     f = c.features
     f.setdefault("semantic", 0.0)
     f["kind"] = 0.0
     text = c.span.text
-    if kind == "identifier" and sp.has_identifier(text):
+    if kind == "identifier" and (_new(sp.identifiers(text), asked) or _defined_term(text)):
         f["kind"] = KIND_BONUS
-    elif kind == "number" and sp.numbers(text):
+    elif kind == "number" and _new(sp.numbers(text), asked):
         f["kind"] = KIND_BONUS
     penalty = 0.0
     if c.heading:
@@ -407,6 +436,20 @@ def _score(c: _Candidate, kind: str) -> None:
     c.score = (
         W_SEMANTIC * f["semantic"] + W_LEXICAL * f["lexical"] + W_PASSAGE * f["passage"] + f["kind"] - penalty
     )
+
+
+def _new(found: list[str], asked: frozenset[str]) -> bool:
+    return any(x.lower() not in asked for x in found)
+
+
+def _defined_term(text: str) -> bool:
+    """Whether ``text`` is a definition list's entry (a term line, then what it means)."""
+    lines = text.splitlines()
+    return len(lines) > 1 and _is_term(lines[0])
+
+
+def asked_for(question: str) -> frozenset[str]:
+    return frozenset(x.lower() for x in sp.identifiers(question) + sp.numbers(question))
 
 
 def _carry_context(scored: list[_Candidate]) -> None:
@@ -446,7 +489,10 @@ def _span(c: _Candidate) -> EvidenceSpan:
     start = int(getattr(src, "char_start", 0) or 0)
     end = int(getattr(src, "char_end", 0) or 0)
     text = str(getattr(src, "text", "") or "")
-    exact = end - start >= len(text)  # a passage cut to its leading sentences starts where it did
+    # A whole passage (``pages.WholePassage``) carries ``before``/``after`` characters from the pages around.
+    before, after = int(getattr(src, "before", 0)), int(getattr(src, "after", 0))
+    exact = end - start >= len(text) - before - after  # a passage cut to its leading sentences starts where it did
+    base = start - before
     return EvidenceSpan(
         text=c.span.text,
         number=c.number,
@@ -454,8 +500,8 @@ def _span(c: _Candidate) -> EvidenceSpan:
         title=str(getattr(src, "title", "") or ""),
         path=str(getattr(src, "path", "") or ""),
         page_number=int(getattr(src, "page_number", 1) or 1),
-        char_start=start + c.span.start if exact else -1,
-        char_end=start + c.span.end if exact else -1,
+        char_start=min(max(base + c.span.start, start), end) if exact else -1,
+        char_end=min(max(base + c.span.end, start), end) if exact else -1,
         score=c.score,
         features=dict(c.features),
     )

@@ -73,12 +73,13 @@ def split_spans(text: str) -> list[Span]:
     lines = [m for m in _LINE.finditer(text) if m.group(0)]
     longest = max((len(m.group(0).rstrip()) for m in lines), default=0)
     cuts = {m.end() for m in _END.finditer(text) if not _abbreviation(text, m.start())}
-    for m in lines:
+    for i, m in enumerate(lines):
         line = m.group(0).rstrip()
         stripped = line.strip()
         if not stripped or not m.group(0).endswith("\n"):
             continue
-        short = len(line) < SHORT_LINE * longest
+        following = lines[i + 1].group(0).strip() if i + 1 < len(lines) else ""
+        short = len(line) < SHORT_LINE * longest and not _goes_on(stripped, following)
         if short and not stripped.endswith(("-", ",")) or stripped.endswith(":") or is_code_line(stripped):
             cuts.add(m.end())
     spans = []
@@ -89,6 +90,25 @@ def split_spans(text: str) -> list[Span]:
         spans.extend(trimmed(text, start, cut))
         start = cut
     return spans
+
+
+# A line that ends with one of these words goes on in the next, however short it is.
+_DANGLING = frozenset(
+    """a an the of to in on at by for with from into onto than as is are was were be been being and or but nor
+    that which whose whom if when where while because although since unless whether its their his her our your
+    this these those such each every any some can could may might must shall should will would do does has have
+    had very more most less per via""".split()
+)
+
+
+def _goes_on(line: str, following: str) -> bool:
+    """Whether a short line's sentence goes on in the next line: it ends with a word that cannot end one, or
+    it is a line of prose (a capital, six words or more, no code) and the next begins in lower case."""
+    last = line.rsplit(None, 1)[-1] if line else ""
+    if last in _DANGLING:
+        return True
+    prose = line[:1].isupper() and len(line.split()) >= 6 and not re.search(r"[{}<>;=]", line)
+    return prose and following[:1].islower()
 
 
 _ABBREVIATIONS = frozenset(
