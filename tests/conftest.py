@@ -49,8 +49,8 @@ def clean_db(library):
     """An empty document store and chat history (the schema and registered models stay)."""
     with library.connect() as conn:
         conn.execute(
-            "TRUNCATE documents, document_chunks, chunk_embeddings, bm25_postings, bm25_terms, chats, messages, "
-            "watched_folders RESTART IDENTITY CASCADE"
+            "TRUNCATE documents, document_chunks, chunk_embeddings, bm25_postings, bm25_terms, chats, "
+            "messages, watched_folders RESTART IDENTITY CASCADE"
         )
         conn.execute("UPDATE bm25_stats SET n_chunks = 0, total_len = 0")
         conn.commit()

@@ -1,4 +1,5 @@
-"""The local LLM: the fast copy, the chat template, streaming in order, cancel, KV prefix reuse, load failure."""
+"""The local LLM: the fast copy, the chat template, streaming in order, cancel, KV prefix reuse, load
+failure."""
 
 from __future__ import annotations
 
@@ -30,8 +31,8 @@ def test_bundled_model_loads_from_its_fast_copy(llm):
 
 
 def test_extra_buffers_are_on_where_this_build_runs_them_and_change_no_answer(llm):
-    """The packaged build runs llama.cpp's AMX/repacked kernels (checked in a child process at first load), and
-    they give the same greedy answer as the plain kernels."""
+    """The packaged build runs llama.cpp's AMX/repacked kernels (checked in a child process at first load),
+    and they give the same greedy answer as the plain kernels."""
     assert llm.extra_bufts is True
     plain = LocalLLM(llm.path, n_ctx=2048, extra_bufts=False)
     prompt = llm.render([{"role": "user", "content": "Name three colours of the rainbow."}])
@@ -41,8 +42,8 @@ def test_extra_buffers_are_on_where_this_build_runs_them_and_change_no_answer(ll
 
 
 def test_a_build_whose_extra_buffers_crash_loads_without_them(home, tmp_path, monkeypatch):
-    """Fault injected: the check's child process dies by SIGSEGV, as with a miscompiled AMX kernel. The answer is
-    remembered, and the model loads and answers without the extra buffers."""
+    """Fault injected: the check's child process dies by SIGSEGV, as with a miscompiled AMX kernel. The answer
+    is remembered, and the model loads and answers without the extra buffers."""
     import signal
     import sys
 
@@ -151,8 +152,8 @@ def test_the_shared_prefix_is_evaluated_once(llm):
 
 
 def test_an_answer_continued_from_the_cache_is_the_answer_from_scratch(llm):
-    """A prompt evaluated after a cached prefix (and, past it, from the next aligned position on) gives the same
-    greedy answer as the whole prompt evaluated afresh."""
+    """A prompt evaluated after a cached prefix (and, past it, from the next aligned position on) gives the
+    same greedy answer as the whole prompt evaluated afresh."""
     from localrag.core.chat import llm as llm_mod
 
     system = {"role": "system", "content": "You answer questions about the night train. " * 8}
@@ -170,7 +171,8 @@ def test_an_answer_continued_from_the_cache_is_the_answer_from_scratch(llm):
     continued = "".join(llm.stream(prompt, max_tokens=12, temperature=0.0))
     assert llm.last_stats.cached_tokens >= len(prefix) - 4
     assert continued and continued == fresh
-    # Prepared whole while the question was typed: the answer starts from the evaluated prompt, and is the same.
+    # Prepared whole while the question was typed: the answer starts from the evaluated prompt, and is the
+    # same.
     llm.prime(prompt)
     prepared = "".join(llm.stream(prompt, max_tokens=12, temperature=0.0))
     assert llm.last_stats.cached_tokens >= len(prompt) - 1
@@ -180,7 +182,7 @@ def test_an_answer_continued_from_the_cache_is_the_answer_from_scratch(llm):
 def test_a_garbage_file_fails_to_load_with_a_clear_message(tmp_path):
     bad = tmp_path / "broken.gguf"
     bad.write_bytes(b"not a model at all" * 100)
-    with pytest.raises(ModelMissing, match="broken.gguf"):
+    with pytest.raises(ModelMissing, match=r"broken\.gguf"):
         load_llm(Settings(gguf_path=str(bad), n_ctx=256))
     with pytest.raises(ModelMissing, match="does not exist"):
         load_llm(Settings(gguf_path=str(tmp_path / "missing.gguf")))

@@ -3,6 +3,7 @@ should."""
 
 from __future__ import annotations
 
+import itertools
 import random
 import time
 
@@ -38,7 +39,9 @@ def check_invariants(pages: list[Page], chunks: list[Chunk], embedder: OnnxEmbed
     assert [order.index(c.page_number) for c in chunks] == sorted(order.index(c.page_number) for c in chunks)
     for page in pages:
         own = [c for c in chunks if c.page_number == page.number]
-        assert all(a.char_start < b.char_start and a.char_end < b.char_end for a, b in zip(own, own[1:]))
+        assert all(
+            a.char_start < b.char_start and a.char_end < b.char_end for a, b in itertools.pairwise(own)
+        )
         cursor = 0
         for chunk in own:
             if chunk.char_start > cursor:
@@ -124,7 +127,7 @@ def test_overlap_is_whole_sentences_of_about_the_asked_size(embedder: OnnxEmbedd
     text = " ".join(sentence(rng, 7) for _ in range(200))  # 8-token sentences
     chunks = chunk_pages([Page(1, text)], embedder, max_tokens=200, overlap_tokens=32)
     overlaps = []
-    for a, b in zip(chunks, chunks[1:]):
+    for a, b in itertools.pairwise(chunks):
         assert b.char_start < a.char_end
         assert b.text[0].isupper() and text[b.char_start - 2 : b.char_start] == ". "
         overlaps.append(embedder.count_tokens(text[b.char_start : a.char_end]) - 2)
@@ -192,7 +195,7 @@ into some could them than then its also time only new these two may first any li
 even most made after should well system data index search query page document model answer vector
 chapter section install server database table file user network memory process thread value result
 method function error report measure number large small between under during before through against
-without within around among because where while those every each""".split()  # noqa: SIM905
+without within around among because where while those every each""".split()
 
 
 def test_book_of_2400_pages_chunks_in_seconds(embedder: OnnxEmbedder) -> None:

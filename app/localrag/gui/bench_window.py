@@ -1,14 +1,14 @@
 """``local-rag bench window DIR``: the real window indexing a dropped folder, and how responsive it stays.
 
-A ``MainWindow`` on a throw-away data folder (its own embedded PostgreSQL; removed at the end) is shown, offscreen
-unless ``QT_QPA_PLATFORM`` says otherwise, and left to warm up its models. Then DIR is dropped onto it as a file
-manager drops it, and the Qt event loop runs until every file is ready, failed or skipped. Meanwhile a timer ticks
-every 10 ms: a stall is the gap between two ticks minus the interval. Each gap over 100 ms is explained as far as
-it can be: where a watcher thread found the window thread's Python stack, and the full garbage collections (which
-hold the interpreter lock, whichever thread runs them) that overlapped it.
+A ``MainWindow`` on a throw-away data folder (its own embedded PostgreSQL; removed at the end) is shown,
+offscreen unless ``QT_QPA_PLATFORM`` says otherwise, and left to warm up its models. Then DIR is dropped onto
+it as a file manager drops it, and the Qt event loop runs until every file is ready, failed or skipped.
+Meanwhile a timer ticks every 10 ms: a stall is the gap between two ticks minus the interval. Each gap over
+100 ms is explained as far as it can be: where a watcher thread found the window thread's Python stack, and
+the full garbage collections (which hold the interpreter lock, whichever thread runs them) that overlapped it.
 
-``--make-corpus N`` first writes N small generated text and Markdown files into DIR (the same N always gives the
-same files), so anyone can reproduce a figure.
+``--make-corpus N`` first writes N small generated text and Markdown files into DIR (the same N always gives
+the same files), so anyone can reproduce a figure.
 
 Qt is imported only when the bench runs: listing the benchmarks does not load the GUI.
 """
@@ -124,12 +124,12 @@ def _interrupt_on_signals(interrupt: Callable[[], None]) -> Iterator[None]:
             signal.signal(s, h)
 
 
-# -- the measurement -------------------------------------------------------------------------------------------
+# -- the measurement -----------------------------------------------------------------------------------------
 
 
 class WindowBench:
-    """One run: a window is started, ``folder`` is dropped on it, and the event loop is watched until every file
-    is settled.
+    """One run: a window is started, ``folder`` is dropped on it, and the event loop is watched until every
+    file is settled.
 
     Args:
         library: the window's library, not yet open (the window opens it, and closes it at the end).
@@ -265,7 +265,8 @@ class WindowBench:
 
 
 def drop_paths(target: Any, paths: list[Path]) -> float:
-    """Drag ``paths`` over ``target`` and drop them, as a file manager does; return the seconds the drop took."""
+    """Drag ``paths`` over ``target`` and drop them, as a file manager does; return the seconds the drop
+    took."""
     from localrag.gui.qt import QtCore, QtGui, QtWidgets
 
     mime = QtCore.QMimeData()
@@ -307,11 +308,11 @@ def _wait_until(done: Callable[[], bool], timeout_s: float) -> None:
 class EventLoopWatch:
     """Ticks on the window thread every ``tick_ms`` and explains the gaps longer than ``stall_ms``.
 
-    For each such gap it gives the full garbage collections that overlapped it (a collection on any thread holds
-    the interpreter lock, so the window thread waits for it) and where a watcher thread found the window thread's
-    Python stack. The watcher needs the interpreter lock too: a gap with no sample is one where another thread held
-    it, or where the window thread was inside a Qt call that keeps it. Create and start the watch on the window
-    thread.
+    For each such gap it gives the full garbage collections that overlapped it (a collection on any thread
+    holds the interpreter lock, so the window thread waits for it) and where a watcher thread found the window
+    thread's Python stack. The watcher needs the interpreter lock too: a gap with no sample is one where
+    another thread held it, or where the window thread was inside a Qt call that keeps it. Create and start
+    the watch on the window thread.
     """
 
     def __init__(self, tick_ms: int = TICK_MS, stall_ms: int = STALL_MS) -> None:
@@ -432,7 +433,7 @@ def print_report(report: dict[str, Any]) -> None:
             print(f"    window thread at {where}")
 
 
-# -- a corpus anyone can regenerate ----------------------------------------------------------------------------
+# -- a corpus anyone can regenerate --------------------------------------------------------------------------
 
 _TOPICS: dict[str, tuple[list[str], list[str], list[str], list[str]]] = {
     # topic: (titles, subjects, predicates, details)
@@ -716,8 +717,8 @@ _OPENERS = [
 
 
 def make_corpus(folder: Path, n: int) -> int:
-    """Write ``n`` small files of prose (two thirds text, one third Markdown) under ``folder``, in one folder per
-    topic with a year folder inside some. File ``i`` is the same whatever ``n`` is. Returns ``n``."""
+    """Write ``n`` small files of prose (two thirds text, one third Markdown) under ``folder``, in one folder
+    per topic with a year folder inside some. File ``i`` is the same whatever ``n`` is. Returns ``n``."""
     if folder.exists() and any(folder.iterdir()):
         raise KnownError(f"{folder} is not empty: the corpus goes into an empty or new folder.")
     for i in range(n):

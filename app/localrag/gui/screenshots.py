@@ -100,7 +100,7 @@ def _pdf(path: Path, pages: list[list[str]], title: str, password: str | None = 
     writer = PdfWriter()
     font = writer._add_object(
         DictionaryObject(
-            {  # noqa: SLF001 - pypdf has no public call for a bare font
+            {
                 NameObject("/Type"): NameObject("/Font"),
                 NameObject("/Subtype"): NameObject("/Type1"),
                 NameObject("/BaseFont"): NameObject("/Helvetica"),
@@ -117,7 +117,7 @@ def _pdf(path: Path, pages: list[list[str]], title: str, password: str | None = 
         ops = ["BT /F1 11 Tf 15 TL 72 730 Td"] + [f"({ln}) Tj T*" for ln in escaped] + ["ET"]
         stream = DecodedStreamObject()
         stream.set_data("\n".join(ops).encode("cp1252", "replace"))
-        page[NameObject("/Contents")] = writer._add_object(stream)  # noqa: SLF001
+        page[NameObject("/Contents")] = writer._add_object(stream)
     writer.add_metadata({"/Title": title})
     if password:
         writer.encrypt(user_password=password, algorithm="RC4-128")
@@ -129,7 +129,7 @@ def _pdf(path: Path, pages: list[list[str]], title: str, password: str | None = 
 def _wrap(text: str, width: int = 88) -> list[str]:
     lines: list[str] = []
     for para in textwrap.dedent(text).split("\n\n"):
-        lines += textwrap.wrap(" ".join(para.split()), width) + [""]
+        lines += [*textwrap.wrap(" ".join(para.split()), width), ""]
     return lines
 
 
@@ -141,7 +141,7 @@ def _stdlib_pages() -> list[list[str]]:
     for name in ("json", "pathlib", "sqlite3", "argparse", "csv", "datetime"):
         doc = pydoc.plaintext.document(__import__(name))  # type: ignore[attr-defined]
         text = doc.encode("ascii", "ignore").decode()
-        lines += [f"Module {name}", ""] + [ln[:95] for ln in text.splitlines() if ln.strip()][:600]
+        lines += [f"Module {name}", "", *[ln[:95] for ln in text.splitlines() if ln.strip()][:600]]
     return [lines[i : i + 46] for i in range(0, min(len(lines), 46 * 60), 46)]
 
 
@@ -150,7 +150,7 @@ def write_library(folder: Path, repo: Path | None) -> tuple[list[Path], Path]:
     from docx import Document
 
     folder.mkdir(parents=True, exist_ok=True)
-    guide_pages = [[title, ""] + _wrap(body) for title, body in FIELD_GUIDE.items()]
+    guide_pages = [[title, "", *_wrap(body)] for title, body in FIELD_GUIDE.items()]
     docs = [_pdf(folder / "Night birds field guide.pdf", guide_pages, "Night birds: a field guide")]
     (folder / "Tides and the Moon.md").write_text(TIDES_MD, encoding="utf-8")
     docs.append(folder / "Tides and the Moon.md")

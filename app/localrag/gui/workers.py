@@ -34,7 +34,8 @@ log = logging.getLogger("localrag.gui.workers")
 
 
 class _OpSignals(QObject):
-    """Signals: ``done(object)`` with the result, ``failed(str, bool)`` with a message and whether it is known."""
+    """Signals: ``done(object)`` with the result, ``failed(str, bool)`` with a message and whether it is
+    known."""
 
     done = Signal(object)
     failed = Signal(str, bool)
@@ -68,7 +69,8 @@ def run_op(
     on_failed: Callable[[str, bool], None] | None = None,
     parent: QObject | None = None,
 ) -> None:
-    """Run ``fn`` off the UI thread; call ``on_done(result)`` or ``on_failed(message, known)`` on the UI thread."""
+    """Run ``fn`` off the UI thread; call ``on_done(result)`` or ``on_failed(message, known)`` on the UI
+    thread."""
     signals = _OpSignals(parent)
     _live.add(signals)
 
@@ -205,9 +207,9 @@ class EmbeddingWorker(QObject):
     def stop(self, retired_timeout_ms: int = 30000) -> bool:
         """Stop the service and wait for its thread (it ends after the request in hand).
 
-        Threads of services replaced after a hang get ``retired_timeout_ms`` each; one still stuck then is kept
-        referenced for the life of the process (destroying a running QThread would abort it). Returns whether
-        every thread ended.
+        Threads of services replaced after a hang get ``retired_timeout_ms`` each; one still stuck then is
+        kept referenced for the life of the process (destroying a running QThread would abort it). Returns
+        whether every thread ended.
         """
         self._stopping = True
         self.watchdog.stop()

@@ -2,11 +2,11 @@
 
 llama.cpp's threads meet at a barrier after every operation of the model. A waiting thread first spins for a
 while (``GOMP_SPINCOUNT``), then sleeps. Spinning makes the model fast on an idle machine (measured here: the
-first token of a 1,200-token prompt 2.2 → 1.9 s, generation 19 → 67 tokens/s) and slow when another program keeps
-a core busy, because a spinning thread waits for one the OS has descheduled (first token 3.3 → 4.8 s). So before
-each answer ``CoreWatch`` looks at how busy the machine was since the model last ran (the whole system's CPU time,
-from psutil): with a core's worth of other work, the model runs one thread fewer, and a single thread never waits
-at a barrier.
+first token of a 1,200-token prompt 2.2 → 1.9 s, generation 19 → 67 tokens/s) and slow when another program
+keeps a core busy, because a spinning thread waits for one the OS has descheduled (first token 3.3 → 4.8 s).
+So before each answer ``CoreWatch`` looks at how busy the machine was since the model last ran (the whole
+system's CPU time, from psutil): with a core's worth of other work, the model runs one thread fewer, and a
+single thread never waits at a barrier.
 """
 
 from __future__ import annotations

@@ -372,7 +372,7 @@ def answer(library: Any, question: str, intent: Intent, doc_ids: list[int] | Non
         else:
             chosen = _about(intent.subject, docs, selected)
         outlines = [(d, s) for d in chosen if (s := _sections(conn, d, lambda: library.embedder.name))]
-        if not outlines or intent.kind == COMPARE and len(outlines) < 2:
+        if not outlines or (intent.kind == COMPARE and len(outlines) < 2):
             return None
         return _render(intent.kind, outlines)
 
@@ -411,7 +411,7 @@ def _subject_terms(subject: str) -> set[str]:
 
 
 def _same(a: str, b: str) -> bool:
-    return a == b or min(len(a), len(b)) >= 4 and (a.startswith(b) or b.startswith(a))
+    return a == b or (min(len(a), len(b)) >= 4 and (a.startswith(b) or b.startswith(a)))
 
 
 def _match(terms: set[str], doc: _Doc) -> tuple[float, float] | None:

@@ -2,16 +2,18 @@
 
 A document moves ``queued → extracting → embedding → ready`` (or ``failed``/``cancelled``):
 
-1. ``enqueue`` hashes each file and records a ``queued`` row at once, so the panel shows it immediately. The same
-   content again is a no-op ("already indexed"); a changed file gets a new row that replaces the old one when
-   ready, so the old version keeps answering until then.
-2. Extraction and chunking write all chunks in one transaction (COPY) together with the switch to ``embedding``.
+1. ``enqueue`` hashes each file and records a ``queued`` row at once, so the panel shows it immediately. The
+   same content again is a no-op ("already indexed"); a changed file gets a new row that replaces the old one
+   when ready, so the old version keeps answering until then.
+2. Extraction and chunking write all chunks in one transaction (COPY) together with the switch to
+   ``embedding``.
 3. Vectors are written in committed batches (COPY). Chunks whose text an indexed chunk already has reuse its
    vector. After a kill, the next run embeds only the chunks that still lack a vector.
-4. One transaction adds the BM25 postings and the document's sections (``chat/overview.py``), marks the document
-   ``ready`` and drops the older versions of its file.
-   Retrieval only sees ``ready`` documents, so nothing is ever half-visible. A version overtaken by a newer one
-   (the file was edited again before it finished) is dropped instead of finishing: the newest version wins.
+4. One transaction adds the BM25 postings and the document's sections (``chat/overview.py``), marks the
+   document ``ready`` and drops the older versions of its file.
+   Retrieval only sees ``ready`` documents, so nothing is ever half-visible. A version overtaken by a newer
+   one (the file was edited again before it finished) is dropped instead of finishing: the newest version
+   wins.
 
 A per-document advisory lock lets several ingestors (the window and a terminal) share one database safely.
 One bad file fails alone with its reason; the others still go in.
@@ -19,6 +21,7 @@ One bad file fails alone with its reason; the others still go in.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import os
@@ -188,7 +191,8 @@ class Ingestor:
                 None, path_to_db(path)[0], name, "", "skipped", message="a language model, not a document"
             )
         try:
-            # The checks that need no parsing (missing, empty, too large, wrong type) fail fast, before hashing.
+            # The checks that need no parsing (missing, empty, too large, wrong type) fail fast, before
+            # hashing.
             loaders.check_file(path, self.max_bytes)
             sha = file_sha256(path)
             mtime = path.stat().st_mtime
@@ -224,8 +228,8 @@ class Ingestor:
                 (db_path, db_raw),
             ).fetchone()
             doc_id = conn.execute(
-                "INSERT INTO documents (path, path_bytes, title, doc_type, sha256, bytes, status, replaces_id, "
-                "source_mtime) VALUES (%s, %s, %s, %s, %s, %s, 'queued', %s, %s) RETURNING id",
+                "INSERT INTO documents (path, path_bytes, title, doc_type, sha256, bytes, status, "
+                "replaces_id, source_mtime) VALUES (%s, %s, %s, %s, %s, %s, 'queued', %s, %s) RETURNING id",
                 (db_path, db_raw, name, doc_type, sha, path.stat().st_size, old[0] if old else None, mtime),
             ).fetchone()[0]
         message = "changed: re-indexing" if old else "queued"
@@ -250,8 +254,9 @@ class Ingestor:
             except OSError:
                 size, mtime = 0, None
             doc_id = conn.execute(
-                "INSERT INTO documents (path, path_bytes, title, doc_type, sha256, bytes, status, error_code, "
-                "error, source_mtime) VALUES (%s, %s, %s, %s, '', %s, 'failed', %s, %s, %s) RETURNING id",
+                "INSERT INTO documents (path, path_bytes, title, doc_type, sha256, bytes, status, "
+                "error_code, error, source_mtime) VALUES (%s, %s, %s, %s, '', %s, 'failed', %s, %s, %s) "
+                "RETURNING id",
                 (
                     db_path,
                     db_raw,
@@ -275,8 +280,9 @@ class Ingestor:
             self._cancel_docs.add(doc_id)
 
     def pause(self) -> None:
-        """Stop ``run`` between steps without cancelling anything (thread-safe): the document in hand keeps its
-        committed work and its status, and the next ``run`` (or the next start of the app) carries on with it."""
+        """Stop ``run`` between steps without cancelling anything (thread-safe): the document in hand keeps
+        its committed work and its status, and the next ``run`` (or the next start of the app) carries on with
+        it."""
         self._paused.set()
 
     def unpause(self) -> None:
@@ -306,8 +312,8 @@ class Ingestor:
     def reembed(self, cancel: CancelToken | None = None) -> IngestSummary:
         """Give every ready document a vector from the active model for each chunk that lacks one.
 
-        Used after switching embedding models. Batches are committed as they go (a kill loses at most one), the
-        documents stay ready throughout, and vectors of the previous model are kept.
+        Used after switching embedding models. Batches are committed as they go (a kill loses at most one),
+        the documents stay ready throughout, and vectors of the previous model are kept.
         """
         summary = IngestSummary()
         started = time.monotonic()
@@ -395,10 +401,8 @@ class Ingestor:
 
     def _drop_connection(self) -> None:
         if self._conn is not None:
-            try:
+            with contextlib.suppress(psycopg.Error):
                 self._conn.close()
-            except psycopg.Error:
-                pass
             self._conn = None
 
     def _claim_next(self) -> int | None:
@@ -592,8 +596,8 @@ class Ingestor:
                 for r in rows:
                     copy.write_row(r)
             conn.execute(
-                "UPDATE documents SET status = 'embedding', title = %s, doc_type = %s, mime = %s, pages = %s, "
-                "pages_done = %s, chunks_total = %s, warnings = %s, updated_at = now() WHERE id = %s",
+                "UPDATE documents SET status = 'embedding', title = %s, doc_type = %s, mime = %s, pages = "
+                "%s, pages_done = %s, chunks_total = %s, warnings = %s, updated_at = now() WHERE id = %s",
                 (title, doc_type, stream.mime, pages, pages, len(rows), Jsonb(stream.warnings), doc_id),
             )
         summary.stage_seconds["write"] += time.monotonic() - tw
@@ -689,7 +693,7 @@ class Ingestor:
             with conn.cursor().copy(
                 "COPY chunk_embeddings (chunk_id, embedding_model, embedding) FROM STDIN"
             ) as copy:
-                for (chunk_id, _text, _n), vec in zip(batch, vectors):
+                for (chunk_id, _text, _n), vec in zip(batch, vectors, strict=True):
                     copy.write_row((chunk_id, model, "[" + ",".join(f"{x:.7g}" for x in vec) + "]"))
             conn.execute(
                 "UPDATE documents SET chunks_embedded = (SELECT count(*) FROM chunk_embeddings e JOIN "
@@ -721,9 +725,9 @@ class Ingestor:
         )
 
     def _mark_ready(self, doc_id: int) -> tuple[int, int]:
-        """Add the BM25 postings and the sections, mark the document ready and drop the older versions of its file
-        (the one this row was queued to replace among them; unfinished ones drop themselves when their turn
-        comes). Call inside a transaction. Returns (pages, chunks)."""
+        """Add the BM25 postings and the sections, mark the document ready and drop the older versions of its
+        file (the one this row was queued to replace among them; unfinished ones drop themselves when their
+        turn comes). Call inside a transaction. Returns (pages, chunks)."""
         conn = self.conn
         bm25.index_document(conn, doc_id)
         pages, chunks = conn.execute(
@@ -745,8 +749,9 @@ class Ingestor:
         return pages, chunks
 
     def _store_sections(self, doc_id: int) -> None:
-        """Store the document's top-level sections and their central chunks (core/chat/overview.py). A failure is
-        logged and undone (a savepoint) and the document still becomes ready: the chat computes them later."""
+        """Store the document's top-level sections and their central chunks (core/chat/overview.py). A failure
+        is logged and undone (a savepoint) and the document still becomes ready: the chat computes them
+        later."""
         try:
             overview.compute_sections(self.conn, doc_id, self.library.embedder.name)
         except Exception:
@@ -757,8 +762,8 @@ class Ingestor:
         transaction). Returns whether it did."""
         return (
             self.conn.execute(
-                "DELETE FROM documents d WHERE d.id = %s AND EXISTS (SELECT 1 FROM documents n WHERE n.id > d.id "
-                "AND n.path = d.path AND n.path_bytes IS NOT DISTINCT FROM d.path_bytes "
+                "DELETE FROM documents d WHERE d.id = %s AND EXISTS (SELECT 1 FROM documents n WHERE n.id > "
+                "d.id AND n.path = d.path AND n.path_bytes IS NOT DISTINCT FROM d.path_bytes "
                 "AND n.status IN ('queued', 'extracting', 'embedding', 'ready')) RETURNING d.id",
                 (doc_id,),
             ).fetchone()

@@ -1,9 +1,10 @@
 """Context packing: the retrieved passages as numbered sources that fit a token budget.
 
 Each source is a block ``[i] Title, p. 3 — Heading`` followed by its passage. Passages are taken whole in rank
-order while they fit (a contiguous span is worth more than pieces). Then a passage that did not fit whole is cut
-to its leading whole sentences if a useful part still fits. The rest is reported as dropped. Sources keep their
-rank order, so citation ``[i]`` is ``sources[i - 1]``. The count of the final text never exceeds the budget.
+order while they fit (a contiguous span is worth more than pieces). Then a passage that did not fit whole is
+cut to its leading whole sentences if a useful part still fits. The rest is reported as dropped. Sources keep
+their rank order, so citation ``[i]`` is ``sources[i - 1]``. The count of the final text never exceeds the
+budget.
 """
 
 from __future__ import annotations

@@ -263,7 +263,7 @@ def _fetch(
         )
         params.update(q=np.asarray(qvec, dtype=np.float32), model=model, sim_ids=similarity_for)
     rows = conn.execute(
-        "SELECT c.id, c.doc_id, d.doc_type, d.title, d.path, c.page_number, c.chunk_index, c.heading_path,"  # noqa: S608
+        "SELECT c.id, c.doc_id, d.doc_type, d.title, d.path, c.page_number, c.chunk_index, c.heading_path,"
         f" c.text, c.char_start, c.char_end, c.text_hash, {sim} FROM document_chunks c"
         " JOIN documents d ON d.id = c.doc_id"
         " WHERE c.id = ANY(%(ids)s) AND d.status = 'ready'",

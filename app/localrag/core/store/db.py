@@ -73,10 +73,10 @@ def server_versions(conn: psycopg.Connection[Any]) -> dict[str, str]:
 class ConnectionPool:
     """Idle connections kept for reuse, so that a retrieval does not open one (a few ms) each time.
 
-    A connection is lent to one thread at a time and comes back rolled back to idle; one that raised, closed or
-    broke while lent is closed instead. An idle connection is checked with one round trip before it is lent, so
-    that one the server dropped (a restart) is replaced rather than failing its next query. ``clear`` closes the
-    idle ones.
+    A connection is lent to one thread at a time and comes back rolled back to idle; one that raised, closed
+    or broke while lent is closed instead. An idle connection is checked with one round trip before it is
+    lent, so that one the server dropped (a restart) is replaced rather than failing its next query. ``clear``
+    closes the idle ones.
     """
 
     def __init__(self, connect: Callable[[], psycopg.Connection[Any]], keep: int = 4) -> None:

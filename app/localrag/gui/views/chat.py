@@ -11,6 +11,7 @@ when it is done the turn is rendered again from its checked sentences. Clicking 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from typing import Any
 
@@ -174,7 +175,8 @@ class ChatPanel(QtWidgets.QWidget):
         self.question.setTabChangesFocus(True)
         self.question.setFixedHeight(78)
         self.question.installEventFilter(self)
-        # While the question is typed, a pause lets the model read its sources already (see ``_prepare_draft``).
+        # While the question is typed, a pause lets the model read its sources already (see
+        # ``_prepare_draft``).
         self._draft_timer = QtCore.QTimer(self)
         self._draft_timer.setSingleShot(True)
         self._draft_timer.setInterval(DRAFT_PAUSE_MS)
@@ -350,8 +352,9 @@ class ChatPanel(QtWidgets.QWidget):
             self._draft_timer.start()
 
     def _prepare_draft(self) -> None:
-        """The typing paused: have the model read the prompt of the question as typed so far, so that the answer
-        starts at once if it is sent as it is (retrieval runs again then; whatever it finds the same is reused)."""
+        """The typing paused: have the model read the prompt of the question as typed so far, so that the
+        answer starts at once if it is sent as it is (retrieval runs again then; whatever it finds the same is
+        reused)."""
         text = self.question.toPlainText().strip()
         if not self.library.settings.prepare_while_typing:
             return
@@ -620,10 +623,8 @@ class ChatPanel(QtWidgets.QWidget):
         }.get(kind)
         turn_index, _, number = rest.partition(":")
         if opener is not None:
-            try:
+            with contextlib.suppress(ValueError):
                 opener(int(turn_index), int(number))
-            except ValueError:
-                pass
 
     def open_source(self, turn_index: int, number: int) -> SourceViewer | None:
         """Open the viewer on source ``number`` (1-based) of turn ``turn_index``; None if there is no such."""

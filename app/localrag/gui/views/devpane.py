@@ -79,8 +79,8 @@ class DevPane(QtWidgets.QWidget):
     Public:
         show_retrieval(event): an object with ``query``, ``response`` (a ``RetrievalResponse``) and optionally
             ``packed`` (a ``PackedContext``); the engine's ``Retrieved`` event qualifies.
-        show_prompt(view): the exact prompt (the worker's ``PromptView``, an engine ``Prompt`` or a string) with
-            its token counts and what the budget dropped.
+        show_prompt(view): the exact prompt (the worker's ``PromptView``, an engine ``Prompt`` or a string)
+            with its token counts and what the budget dropped.
         show_evidence(event): the evidence candidates of the engine's ``EvidenceReady`` event.
         show_done(event): the answer's timings (first token, prompt processing, tokens/s) from ``Done``, its
             evidence candidates and each generated sentence as checked.
@@ -398,7 +398,8 @@ class DevPane(QtWidgets.QWidget):
     def show_prompt(self, view: Any) -> None:
         """Show the exact prompt sent to the model and its token accounting.
 
-        ``view`` is the worker's ``PromptView`` (``prompt`` and ``rendered``), an engine ``Prompt``, or a string.
+        ``view`` is the worker's ``PromptView`` (``prompt`` and ``rendered``), an engine ``Prompt``, or a
+        string.
         """
         if isinstance(view, str):
             self.prompt_view.setPlainText(view)
@@ -451,7 +452,8 @@ class DevPane(QtWidgets.QWidget):
         self.prompt_info.setText("<br>".join(lines))
 
     def show_done(self, event: Any) -> None:
-        """Add the answer's timings (time to first token, prompt processing, tokens per second) from ``Done``."""
+        """Add the answer's timings (time to first token, prompt processing, tokens per second) from
+        ``Done``."""
         timings = dict(_get(event, "timings") or {})
         names = {
             "retrieval_s": "retrieval",

@@ -261,7 +261,8 @@ class EvidencePage(_Page):
         features = field_of(span, "features") or {}
         where = (
             f"[{field_of(span, 'number')}] {field_of(span, 'title') or field_of(span, 'path')} · page "
-            f"{field_of(span, 'page_number')} · chars {field_of(span, 'char_start')}–{field_of(span, 'char_end')}"
+            f"{field_of(span, 'page_number')} · chars "
+            f"{field_of(span, 'char_start')}–{field_of(span, 'char_end')}"
         )
         parts = " · ".join(f"{k} {fmt(v)}" for k, v in features.items())
         scores = f"score {fmt(field_of(span, 'score'))}: {parts}"
@@ -322,4 +323,5 @@ class CheckedPage(_Page):
                 f"Matched in source [{field_of(g, 'number')}], page {field_of(g, 'page_number')}, chars "
                 f"{field_of(g, 'char_start')}–{field_of(g, 'char_end')}:"
             )
-        return f"{head}\n\nGenerated:\n{field_of(g, 'text') or ''}\n\n{where}\n{field_of(g, 'source_text') or ''}"
+        generated, source = field_of(g, "text") or "", field_of(g, "source_text") or ""
+        return f"{head}\n\nGenerated:\n{generated}\n\n{where}\n{source}"

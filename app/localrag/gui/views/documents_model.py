@@ -147,10 +147,10 @@ class DocumentsModel(QtCore.QAbstractTableModel):
     def columnCount(self, parent: QtCore.QModelIndex = QtCore.QModelIndex()) -> int:  # noqa: N802, B008
         return 0 if parent.isValid() else len(self.COLUMNS)
 
-    def headerData(
+    def headerData(  # noqa: N802
         self,
         section: int,
-        orientation: QtCore.Qt.Orientation,  # noqa: N802
+        orientation: QtCore.Qt.Orientation,
         role: int = QtCore.Qt.ItemDataRole.DisplayRole,
     ) -> Any:
         if orientation == QtCore.Qt.Orientation.Horizontal and role == QtCore.Qt.ItemDataRole.DisplayRole:
@@ -203,7 +203,7 @@ class DocumentsModel(QtCore.QAbstractTableModel):
         """Replace the listing; rows still being added (no id yet) stay on top."""
         pending = [r for r in self.rows if r.doc_id is None and r.status == "adding"]
         self.beginResetModel()
-        self.rows = pending + [r for r in rows]
+        self.rows = pending + list(rows)
         self._reindex()
         self.endResetModel()
 
@@ -213,7 +213,8 @@ class DocumentsModel(QtCore.QAbstractTableModel):
 
     def upsert_many(self, rows: list[DocumentRow], replaces_path: bool = True) -> None:
         """``upsert`` each of ``rows`` in turn. Rows already shown change in place; new ones go on top in one
-        insertion, so a repaint that brings thousands of rows costs one pass over the table, not one per row."""
+        insertion, so a repaint that brings thousands of rows costs one pass over the table, not one per
+        row."""
         new: dict[str, DocumentRow] = {}
         for row in rows:
             i = self._index.get(row.key)
@@ -235,7 +236,8 @@ class DocumentsModel(QtCore.QAbstractTableModel):
         self.remove_keys([key])
 
     def remove_keys(self, keys: Iterable[str]) -> None:
-        """Remove the rows with these keys (unknown keys are ignored), one block of adjacent rows at a time."""
+        """Remove the rows with these keys (unknown keys are ignored), one block of adjacent rows at a
+        time."""
         found = sorted({i for key in keys if (i := self._index.get(key)) is not None})
         while found:
             first = last = found.pop()

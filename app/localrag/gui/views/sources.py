@@ -1,9 +1,10 @@
 """The source viewer: the cited page rendered with the passage highlighted, and the passage in its context.
 
 A citation points at a span of one page's text (``char_start``..``char_end`` of the page text the loader
-extracted). For a PDF the page is rendered with pypdfium2 and the span's characters are outlined on it; for every
-format the dialog shows the indexed text around the span with the span highlighted, read back from the store.
-The file work and the database query run off the UI thread (``load_source_view``); the dialog only paints.
+extracted). For a PDF the page is rendered with pypdfium2 and the span's characters are outlined on it; for
+every format the dialog shows the indexed text around the span with the span highlighted, read back from the
+store. The file work and the database query run off the UI thread (``load_source_view``); the dialog only
+paints.
 """
 
 from __future__ import annotations
