@@ -110,7 +110,7 @@ class Statuses:
 
     def __init__(self, worker) -> None:
         self.by_name: dict[str, object] = {}
-        worker.event.connect(self._on)
+        worker.ingest_event.connect(self._on)
 
     def _on(self, event) -> None:
         if event.path:
@@ -218,7 +218,7 @@ def test_documents_can_be_scoped_searched_removed_and_reindexed(qtbot, window, t
     # Re-index: a fresh row for the same file becomes ready again.
     panel.select_documents([glaciers])
     with qtbot.waitSignal(
-        window.ingest_worker.event,
+        window.ingest_worker.ingest_event,
         timeout=60000,
         check_params_cb=lambda e: e.status == "ready" and e.path.endswith("glaciers.txt"),
     ):
@@ -228,7 +228,7 @@ def test_documents_can_be_scoped_searched_removed_and_reindexed(qtbot, window, t
     new_id = statuses.by_name["glaciers.txt"].doc_id
     panel.select_documents([new_id])
     with qtbot.waitSignal(
-        window.ingest_worker.event,
+        window.ingest_worker.ingest_event,
         timeout=30000,
         check_params_cb=lambda e: e.status == "removed" and e.doc_id == new_id,
     ):
@@ -247,7 +247,7 @@ def test_a_document_can_be_cancelled_and_the_rest_still_goes_in(qtbot, window, t
     panel = window.documents_panel
     # The worker takes the files in order; cancel the second while it waits its turn.
     with qtbot.waitSignal(
-        window.ingest_worker.event,
+        window.ingest_worker.ingest_event,
         timeout=30000,
         check_params_cb=lambda e: e.status == "queued" and e.path.endswith("big.txt"),
     ) as queued:
@@ -284,7 +284,7 @@ def test_cancel_all_stops_the_document_in_hand_and_the_queue(qtbot, window, tmp_
     panel = window.documents_panel
     # While the first embedding batch of the second file is in hand.
     with qtbot.waitSignal(
-        window.ingest_worker.event,
+        window.ingest_worker.ingest_event,
         timeout=60000,
         check_params_cb=lambda e: e.path.endswith("big.md") and e.status == "embedding",
     ):
@@ -588,7 +588,7 @@ def test_closing_mid_document_pauses_it_and_the_next_start_finishes_it(
     window = open_window(qtbot, tmp_path / "window.ini")
     qtbot.waitUntil(lambda: window.chat_panel.worker.model_state != "loading", timeout=120000)
     with qtbot.waitSignal(
-        window.ingest_worker.event,
+        window.ingest_worker.ingest_event,
         timeout=60000,
         check_params_cb=lambda e: e.status == "embedding" and e.path.endswith("long.md"),
     ) as got:
@@ -664,7 +664,7 @@ def test_a_watched_folder_is_picked_up_and_follows_deletions(qtbot, window, tmp_
     dialog.changed.connect(window._scan_watched)  # as File → Watched folders… wires it
     qtbot.addWidget(dialog)
     with qtbot.waitSignal(
-        window.ingest_worker.event,
+        window.ingest_worker.ingest_event,
         timeout=60000,
         check_params_cb=lambda e: e.status == "ready" and e.path.endswith("tides.txt"),
     ) as got:
@@ -675,7 +675,7 @@ def test_a_watched_folder_is_picked_up_and_follows_deletions(qtbot, window, tmp_
 
     (folder / "tides.txt").unlink()
     with qtbot.waitSignal(
-        window.ingest_worker.event,
+        window.ingest_worker.ingest_event,
         timeout=30000,
         check_params_cb=lambda e: e.status == "removed" and e.doc_id == doc_id,
     ):

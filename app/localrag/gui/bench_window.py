@@ -197,7 +197,7 @@ class WindowBench:
 
     def _ingest(self, window: Any) -> dict[str, Any]:
         worker = window.ingest_worker
-        worker.event.connect(self._on_event)
+        worker.ingest_event.connect(self._on_event)
         worker.enqueued.connect(self._on_enqueued)
         watch = EventLoopWatch(TICK_MS, STALL_MS)
         watch.start()
@@ -207,7 +207,7 @@ class WindowBench:
         ended = self.settled_at or time.monotonic()
         window.documents_panel.flush()  # the last coalesced repaint, inside the watch
         watch.stop()
-        worker.event.disconnect(self._on_event)
+        worker.ingest_event.disconnect(self._on_event)
         worker.enqueued.disconnect(self._on_enqueued)
 
         seconds = ended - started

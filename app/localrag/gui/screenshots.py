@@ -21,6 +21,10 @@ import textwrap
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from localrag.gui.mainwindow import MainWindow
 
 QUESTION = "Why are there two high tides a day?"
 
@@ -212,7 +216,8 @@ def shoot(theme_name: str, out: Path, repo: Path | None) -> None:
             180,
             "the model",
         )
-        window.ingest_worker.event.connect(
+        assert window.ingest_worker is not None  # started with the store
+        window.ingest_worker.ingest_event.connect(
             lambda e: statuses.__setitem__(Path(e.path).name, e.status) if e.path else None
         )
         _wait(
@@ -246,7 +251,7 @@ def shoot(theme_name: str, out: Path, repo: Path | None) -> None:
         _wait(app, lambda: statuses.get(big.name) == "embedding", 300, "the long document to start embedding")
         _wait(
             app,
-            lambda: (window.documents_panel.flush() or True) and _embedded(window, big) > 0,
+            lambda: _flushed(window) and _embedded(window, big) > 0,
             300,
             "a batch",
         )
@@ -288,8 +293,14 @@ def shoot(theme_name: str, out: Path, repo: Path | None) -> None:
         window.close()
 
 
-def _embedded(window: object, path: Path) -> int:
-    for row in window.documents_panel.model.rows:  # type: ignore[attr-defined]
+def _flushed(window: MainWindow) -> bool:
+    """Apply the documents panel's pending updates now (a condition to wait on that is always met)."""
+    window.documents_panel.flush()
+    return True
+
+
+def _embedded(window: MainWindow, path: Path) -> int:
+    for row in window.documents_panel.model.rows:
         if row.path == str(path.absolute()):
             return row.chunks_embedded
     return 0

@@ -35,8 +35,9 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass, field
+from types import EllipsisType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -222,8 +223,8 @@ class ChatEngine:
     def __init__(
         self,
         library: Library,
-        llm: LLMProvider | LocalLLM | None = ...,
-        *,  # type: ignore[assignment]
+        llm: LLMProvider | LocalLLM | EllipsisType | None = ...,
+        *,
         llm_error: str = "",
     ) -> None:
         self.library = library
@@ -232,7 +233,8 @@ class ChatEngine:
         if llm is ...:
             llm = LLMProvider(library.settings)
         if isinstance(llm, LocalLLM):
-            provider = LLMProvider(library.settings, loader=lambda _s, m=llm: m)
+            loaded = llm
+            provider = LLMProvider(library.settings, loader=lambda _s: loaded)
             provider.load()
             llm = provider
         self.provider: LLMProvider | None = llm
@@ -767,7 +769,9 @@ class _Run:
         self.timings["retrieval_s"] = time.monotonic() - t
         return resp, relevant(resp.results, self.strict) if resp.reason is None else []
 
-    def _model(self, resp: RetrievalResponse | None, results: list[Result]) -> Iterator[ChatEvent]:
+    def _model(
+        self, resp: RetrievalResponse | None, results: list[Result]
+    ) -> Generator[ChatEvent, None, LocalLLM | None]:
         """The loaded model, waiting for it if needed (``return``s it through ``yield from``); ``None`` after
         yielding ``Failed`` when there is none."""
         provider = self.engine.provider

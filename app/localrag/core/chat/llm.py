@@ -83,7 +83,7 @@ def _extra_buffer_types(enabled: bool = False) -> Iterator[None]:
     with _params_lock:
         original = llama_cpp.llama_model_default_params
 
-        def params():  # type: ignore[no-untyped-def]
+        def params():
             p = original()
             p.use_extra_bufts = enabled
             return p

@@ -225,7 +225,9 @@ def build_prompt(
         pack: ``pack_context`` (the default); it numbers the sources and cuts them to a budget.
     """
     if pack is None:
-        from localrag.core.retrieve import pack_context as pack
+        from localrag.core.retrieve import pack_context
+
+        pack = pack_context
     count = llm.count_tokens
     budget = max(1, llm.n_ctx - max_tokens)
     system = {"role": "system", "content": system_prompt(mode)}

@@ -291,7 +291,7 @@ class StoreHandle:
 
 def bulk_load(
     conn: psycopg.Connection[Any],
-    docs: Sequence[tuple[str, str, str]],
+    docs: Sequence[tuple[str, str, str, str]],
     chunks: Sequence[ChunkRow],
     vectors: np.ndarray,
     model: str,
@@ -436,7 +436,7 @@ class EvalSession:
         latency = []
         for qid, text in self.dataset.queries.items():
             t = time.perf_counter()
-            resp = retrieve(self.handle, text, k=k, mode=mode, conn=self.conn, tuning=tuning)  # type: ignore[arg-type]
+            resp = retrieve(self.handle, text, k=k, mode=mode, conn=self.conn, tuning=tuning)
             latency.append((time.perf_counter() - t) * 1000)
             if resp.reason:
                 raise KnownError(f"retrieval failed during evaluation: {resp.error or resp.reason}")

@@ -36,7 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -369,15 +369,15 @@ def sweep_configs() -> list[BenchConfig]:
     """The app's configuration, then one change at a time from it (Q8_0 with the AMX/repacked kernels, which
     the app turns on where they run; each configuration runs in a process of its own, so a crash stays
     there)."""
-    app = {"weights": "q8_0", "extra_bufts": True}
+    app = BenchConfig(weights="q8_0", extra_bufts=True)
     configs = [BenchConfig(label="app defaults")]
     configs += [BenchConfig(weights=w) for w in ("original", "bf16", "f16", "q8_0")]  # weight types, no AMX
-    configs.append(BenchConfig(**app, flash_attn=not llm_mod.FLASH_ATTN))
-    configs += [BenchConfig(**app, n_ubatch=ub) for ub in (128, 256) if ub != llm_mod.N_UBATCH]
+    configs.append(replace(app, flash_attn=not llm_mod.FLASH_ATTN))
+    configs += [replace(app, n_ubatch=ub) for ub in (128, 256) if ub != llm_mod.N_UBATCH]
     configs += [
-        BenchConfig(**app, threads=1),
-        BenchConfig(**app, threads=1, threads_batch=2),
-        BenchConfig(**app, omp_wait_policy="ACTIVE"),
+        replace(app, threads=1),
+        replace(app, threads=1, threads_batch=2),
+        replace(app, omp_wait_policy="ACTIVE"),
         BenchConfig(weights="bf16", extra_bufts=True),
     ]
     return configs

@@ -286,10 +286,12 @@ def bench(
             if store:
                 conn.execute("CREATE TABLE bench_spec (spec jsonb)")
                 conn.execute("INSERT INTO bench_spec VALUES (%s)", (json.dumps(spec),))
-        sizes = conn.execute(
-            "SELECT pg_size_pretty(pg_database_size(current_database())), "
-            "pg_size_pretty(pg_total_relation_size('bm25_postings'))"
-        ).fetchone()
+        sizes = db.one(
+            conn.execute(
+                "SELECT pg_size_pretty(pg_database_size(current_database())), "
+                "pg_size_pretty(pg_total_relation_size('bm25_postings'))"
+            )
+        )
         report["database_size"], report["postings_size"] = sizes
         conn.commit()
 

@@ -46,6 +46,7 @@ from localrag.core.ingest.documents import UNFINISHED_STATUSES, remove_document
 from localrag.core.ingest.loaders._common import display_name
 from localrag.core.progress import Cancelled, CancelToken
 from localrag.core.retrieve import bm25
+from localrag.core.store.db import one
 
 log = logging.getLogger("localrag.ingest")
 
@@ -227,11 +228,23 @@ class Ingestor:
                 "AND status = 'ready' ORDER BY id DESC LIMIT 1",
                 (db_path, db_raw),
             ).fetchone()
-            doc_id = conn.execute(
-                "INSERT INTO documents (path, path_bytes, title, doc_type, sha256, bytes, status, "
-                "replaces_id, source_mtime) VALUES (%s, %s, %s, %s, %s, %s, 'queued', %s, %s) RETURNING id",
-                (db_path, db_raw, name, doc_type, sha, path.stat().st_size, old[0] if old else None, mtime),
-            ).fetchone()[0]
+            doc_id = one(
+                conn.execute(
+                    "INSERT INTO documents (path, path_bytes, title, doc_type, sha256, bytes, status, "
+                    "replaces_id, source_mtime) VALUES (%s, %s, %s, %s, %s, %s, 'queued', %s, %s) RETURNING "
+                    "id",
+                    (
+                        db_path,
+                        db_raw,
+                        name,
+                        doc_type,
+                        sha,
+                        path.stat().st_size,
+                        old[0] if old else None,
+                        mtime,
+                    ),
+                )
+            )[0]
         message = "changed: re-indexing" if old else "queued"
         return IngestEvent(doc_id, db_path, name, doc_type or "", "queued", message=message)
 
@@ -253,21 +266,23 @@ class Ingestor:
                 size, mtime = path.stat().st_size, path.stat().st_mtime
             except OSError:
                 size, mtime = 0, None
-            doc_id = conn.execute(
-                "INSERT INTO documents (path, path_bytes, title, doc_type, sha256, bytes, status, "
-                "error_code, error, source_mtime) VALUES (%s, %s, %s, %s, '', %s, 'failed', %s, %s, %s) "
-                "RETURNING id",
-                (
-                    db_path,
-                    db_raw,
-                    display_name(path),
-                    doc_type or "unknown",
-                    size,
-                    exc.code,
-                    exc.message,
-                    mtime,
-                ),
-            ).fetchone()[0]
+            doc_id = one(
+                conn.execute(
+                    "INSERT INTO documents (path, path_bytes, title, doc_type, sha256, bytes, status, "
+                    "error_code, error, source_mtime) VALUES (%s, %s, %s, %s, '', %s, 'failed', %s, %s, %s) "
+                    "RETURNING id",
+                    (
+                        db_path,
+                        db_raw,
+                        display_name(path),
+                        doc_type or "unknown",
+                        size,
+                        exc.code,
+                        exc.message,
+                        mtime,
+                    ),
+                )
+            )[0]
         return IngestEvent(
             doc_id, db_path, display_name(path), doc_type, "failed", error_code=exc.code, message=exc.message
         )
@@ -326,9 +341,9 @@ class Ingestor:
         ).fetchall()
         self.conn.commit()
         for doc_id, path, title, doc_type in rows:
-            got = self.conn.execute(
-                "SELECT pg_try_advisory_lock(%s::int, %s::int)", (_ADVISORY_NS, doc_id)
-            ).fetchone()[0]
+            got = one(
+                self.conn.execute("SELECT pg_try_advisory_lock(%s::int, %s::int)", (_ADVISORY_NS, doc_id))
+            )[0]
             self.conn.commit()
             if not got:
                 continue
@@ -413,9 +428,9 @@ class Ingestor:
         ).fetchall()
         conn.commit()
         for (doc_id,) in rows:
-            got = conn.execute(
-                "SELECT pg_try_advisory_lock(%s::int, %s::int)", (_ADVISORY_NS, doc_id)
-            ).fetchone()[0]
+            got = one(conn.execute("SELECT pg_try_advisory_lock(%s::int, %s::int)", (_ADVISORY_NS, doc_id)))[
+                0
+            ]
             conn.commit()
             if got:
                 status = conn.execute("SELECT status FROM documents WHERE id = %s", (doc_id,)).fetchone()
@@ -456,6 +471,8 @@ class Ingestor:
             "SELECT path, path_bytes, title, doc_type, status FROM documents WHERE id = %s", (doc_id,)
         ).fetchone()
         self.conn.commit()
+        if row is None:  # removed since it was claimed
+            return None
         path, raw, title, doc_type, status = row
         fs_path = path_from_db(path, raw)
         doc_cancel = _DocCancel(self, doc_id, cancel)
@@ -641,13 +658,11 @@ class Ingestor:
             "ORDER BY c.chunk_index",
             (doc_id, model),
         ).fetchall()
-        total = conn.execute("SELECT count(*) FROM document_chunks WHERE doc_id = %s", (doc_id,)).fetchone()[
-            0
-        ]
+        total = one(conn.execute("SELECT count(*) FROM document_chunks WHERE doc_id = %s", (doc_id,)))[0]
         conn.commit()
         summary.stage_seconds["write"] += time.monotonic() - tw
         done = total - len(todo)
-        pages = conn.execute("SELECT pages FROM documents WHERE id = %s", (doc_id,)).fetchone()[0]
+        pages = one(conn.execute("SELECT pages FROM documents WHERE id = %s", (doc_id,)))[0]
         conn.commit()
         started, first_done = time.monotonic(), done
         batches = [todo[i : i + EMBED_BATCH] for i in range(0, len(todo), EMBED_BATCH)]
@@ -730,11 +745,13 @@ class Ingestor:
         turn comes). Call inside a transaction. Returns (pages, chunks)."""
         conn = self.conn
         bm25.index_document(conn, doc_id)
-        pages, chunks = conn.execute(
-            "UPDATE documents SET status = 'ready', chunks_embedded = chunks_total, indexed_at = now(), "
-            "updated_at = now() WHERE id = %s RETURNING pages, chunks_total",
-            (doc_id,),
-        ).fetchone()
+        pages, chunks = one(
+            conn.execute(
+                "UPDATE documents SET status = 'ready', chunks_embedded = chunks_total, indexed_at = now(), "
+                "updated_at = now() WHERE id = %s RETURNING pages, chunks_total",
+                (doc_id,),
+            )
+        )
         self._store_sections(doc_id)
         older = conn.execute(
             "SELECT o.id, o.status FROM documents o JOIN documents d ON d.id = %s "
@@ -828,7 +845,7 @@ class _Bridge(CancelToken):
         self._owner = owner
 
     @property
-    def cancelled(self) -> bool:  # type: ignore[override]
+    def cancelled(self) -> bool:
         return self._owner.cancelled
 
     def raise_if_cancelled(self) -> None:

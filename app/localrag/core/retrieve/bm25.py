@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Iterable, Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
 import psycopg
@@ -111,7 +112,7 @@ def unindex_documents(conn: psycopg.Connection[Any], doc_ids: Iterable[int]) -> 
             _unindex(conn, ids)
 
 
-def _atomic(conn: psycopg.Connection[Any]) -> psycopg.Transaction:
+def _atomic(conn: psycopg.Connection[Any]) -> AbstractContextManager[psycopg.Transaction]:
     """A savepoint in the caller's transaction, which the caller commits or rolls back.
 
     On an idle connection that is not in autocommit mode, psycopg's ``transaction()`` would begin and commit a

@@ -10,6 +10,7 @@ budget.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import re
 from collections.abc import Callable, Sequence
@@ -106,7 +107,7 @@ def pack_context(
             continue
         room = budget - used - (sep_cost if chosen else 0)
         part = _leading_sentences(
-            r.text, lambda p, i=i: block_cost(i, p), room, min(MIN_PART_TOKENS, budget // 4)
+            r.text, functools.partial(block_cost, i), room, min(MIN_PART_TOKENS, budget // 4)
         )
         if part is not None:
             chosen[i] = part

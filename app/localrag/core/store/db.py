@@ -44,6 +44,14 @@ def connect(conninfo: str, *, autocommit: bool = False, timeout: int = 10) -> ps
     return conn
 
 
+def one(cursor: psycopg.Cursor[Any]) -> Any:
+    """The row of a query that always returns one (an aggregate, ``INSERT … RETURNING``); none is a bug."""
+    row = cursor.fetchone()
+    if row is None:
+        raise LookupError("the query returned no row")
+    return row
+
+
 def ensure_pgvector(conn: psycopg.Connection[Any]) -> None:
     """Create the extensions the schema needs, with a one-line error if the server lacks pgvector."""
     try:

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from localrag.gui import theme
 from localrag.gui.qt import QtCore, QtGui
+
+# What Qt passes as a model index to the overrides below.
+ModelIndex = QtCore.QModelIndex | QtCore.QPersistentModelIndex
 
 TYPE_LABELS = {
     "pdf": "PDF",
@@ -141,10 +144,10 @@ class DocumentsModel(QtCore.QAbstractTableModel):
 
     # -- Qt model -----------------------------------------------------------------------------------------
 
-    def rowCount(self, parent: QtCore.QModelIndex = QtCore.QModelIndex()) -> int:  # noqa: N802, B008
+    def rowCount(self, parent: ModelIndex = QtCore.QModelIndex()) -> int:  # noqa: N802, B008
         return 0 if parent.isValid() else len(self.rows)
 
-    def columnCount(self, parent: QtCore.QModelIndex = QtCore.QModelIndex()) -> int:  # noqa: N802, B008
+    def columnCount(self, parent: ModelIndex = QtCore.QModelIndex()) -> int:  # noqa: N802, B008
         return 0 if parent.isValid() else len(self.COLUMNS)
 
     def headerData(  # noqa: N802
@@ -159,7 +162,7 @@ class DocumentsModel(QtCore.QAbstractTableModel):
             return int(QtCore.Qt.AlignmentFlag.AlignRight | QtCore.Qt.AlignmentFlag.AlignVCenter)
         return None
 
-    def data(self, index: QtCore.QModelIndex, role: int = QtCore.Qt.ItemDataRole.DisplayRole) -> Any:
+    def data(self, index: ModelIndex, role: int = QtCore.Qt.ItemDataRole.DisplayRole) -> Any:
         if not index.isValid():
             return None
         row = self.rows[index.row()]
@@ -276,8 +279,8 @@ class DocumentsFilter(QtCore.QSortFilterProxyModel):
             self.search, self.doc_type = search.strip().lower(), doc_type
             self.invalidateRowsFilter()
 
-    def filterAcceptsRow(self, source_row: int, source_parent: QtCore.QModelIndex) -> bool:  # noqa: N802
-        row: DocumentRow = self.sourceModel().rows[source_row]
+    def filterAcceptsRow(self, source_row: int, source_parent: ModelIndex) -> bool:  # noqa: N802
+        row = cast(DocumentsModel, self.sourceModel()).rows[source_row]
         if self.doc_type and row.doc_type != self.doc_type:
             return False
         if self.search:
