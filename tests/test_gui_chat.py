@@ -288,17 +288,16 @@ def test_a_pause_in_typing_prepares_the_question_so_its_answer_starts_from_the_c
 
 def test_reading_ahead_waits_for_a_pause_and_can_be_turned_off(qtbot, panel, worker, monkeypatch):
     """Only a pause in typing (not each key) asks for a draft, and the setting turns it off."""
-    from localrag.gui.views.chat import DRAFT_PAUSE_MS
-
     drafts: list = []
     monkeypatch.setattr(worker, "prepare", lambda request: drafts.append(request.question) or True)
     panel.question.setFocus()
-    qtbot.keyClicks(panel.question, "How long do the loaves bake")
-    qtbot.wait(DRAFT_PAUSE_MS + 300)
+    pause = panel._draft_timer  # the pause in typing that asks for a draft; its slot runs before the test's
+    with qtbot.waitSignal(pause.timeout, timeout=10000):
+        qtbot.keyClicks(panel.question, "How long do the loaves bake")
     assert drafts == ["How long do the loaves bake"]
     monkeypatch.setattr(panel.library.settings, "prepare_while_typing", False)
-    qtbot.keyClicks(panel.question, " at 230 degrees?")
-    qtbot.wait(DRAFT_PAUSE_MS + 300)
+    with qtbot.waitSignal(pause.timeout, timeout=10000):
+        qtbot.keyClicks(panel.question, " at 230 degrees?")
     assert drafts == ["How long do the loaves bake"]
     panel.question.clear()
 
