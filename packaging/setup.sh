@@ -57,6 +57,8 @@ case "$command" in
         ruff format --check app tests
         mypy
         export QT_QPA_PLATFORM="${QT_QPA_PLATFORM:-offscreen}"
+        # As root (containers, CI) the tests' servers run as a system account the store may create.
+        export LOCALRAG_ALLOW_ROOT="${LOCALRAG_ALLOW_ROOT:-1}"
         exec python -m pytest -q "$@"
         ;;
     *)

@@ -5,6 +5,11 @@ and requires a password that is generated at initdb and kept in a 0600 file. One
 data folder (an inter-process lock): the owner starts the server if needed and stops it on exit; any other
 process attaches as a guest and never stops it. A crash leaves a stale ``postmaster.pid``; the next start
 clears it.
+
+PostgreSQL refuses to run as root. Run as root, the store starts only when ``LOCALRAG_ALLOW_ROOT=1`` asks it
+to (meant for containers and CI): it then runs the server as a system account, ``localrag-pg``, which it
+creates if needed, and lets that account traverse the parents of the data folder; each change to the system is
+logged and kept in ``EmbeddedServer.system_changes``. Without the variable it refuses to start and says why.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ DB_NAME = "localrag"
 DB_USER = "localrag"
 PORT = 5432  # with a Unix socket the port only names the socket file
 SERVICE_USER = "localrag-pg"  # the account the server runs as when the app runs as root
+ALLOW_ROOT_ENV = "LOCALRAG_ALLOW_ROOT"  # "1": run as root, changing the system as described above
 _SOCKET_PATH_MAX = 100  # sun_path holds 108 bytes on Linux, 104 on macOS
 
 
@@ -52,6 +58,10 @@ def _exe(name: str) -> str:
 
 def _running_as_root() -> bool:
     return sys.platform != "win32" and os.geteuid() == 0
+
+
+def _root_allowed() -> bool:
+    return os.environ.get(ALLOW_ROOT_ENV, "") == "1"
 
 
 def memory_options(total: int | None = None) -> str:
@@ -91,6 +101,7 @@ class EmbeddedServer:
         self._started_here = False
         self._bin = postgres_bin_dir()
         self._run_as = SERVICE_USER if _running_as_root() else None
+        self.system_changes: list[str] = []  # what this process changed outside the data folder, as root
 
     # -- lifecycle -------------------------------------------------------------------------------------------
 
@@ -110,6 +121,12 @@ class EmbeddedServer:
             if not self._locked:
                 self._wait_until_running(timeout)
             else:
+                if self._run_as and not _root_allowed():
+                    raise StoreUnavailable(
+                        f"Local RAG does not run as root: PostgreSQL would run as a system account that it "
+                        f"creates, with changed folder permissions; set {ALLOW_ROOT_ENV}=1 to allow that "
+                        f"(containers, CI), or run as a normal user."
+                    )
                 self._init_if_needed()
                 if not self.is_running():
                     self._clear_stale_files()
@@ -334,7 +351,8 @@ class EmbeddedServer:
         log.debug("%s: %s", Path(cmd[0]).name, output.strip())
 
     def _prepare_for_service_user(self, path: Path) -> None:
-        """When running as root, PostgreSQL refuses to start: run it as a dedicated system account instead."""
+        """When running as root (allowed by ``LOCALRAG_ALLOW_ROOT``), PostgreSQL refuses to start: run it as a
+        dedicated system account instead, which owns ``path`` and may traverse its parents."""
         if not self._run_as:
             return
         import pwd
@@ -348,11 +366,19 @@ class EmbeddedServer:
                 capture_output=True,
             )
             entry = pwd.getpwnam(self._run_as)
+            self._changed(f"created the system account {self._run_as} to run PostgreSQL (it refuses root)")
         os.chown(path, entry.pw_uid, entry.pw_gid)
         # The service account must be able to reach the cluster: traverse-only (no listing) on the parents.
         for parent in path.parents:
             mode = parent.stat().st_mode
             if mode & 0o001 == 0:
                 parent.chmod(mode | 0o011)
+                self._changed(
+                    f"let every account traverse (not list) {parent}, for {self._run_as} to reach the data"
+                )
             if parent == parent.parent:
                 break
+
+    def _changed(self, what: str) -> None:
+        self.system_changes.append(what)
+        log.warning("running as root (%s=1): %s", ALLOW_ROOT_ENV, what)
