@@ -10,7 +10,7 @@ pytestmark = pytest.mark.gui
 
 
 def test_a_generated_corpus_is_the_same_every_time(tmp_path):
-    from localrag.gui.bench_window import make_corpus
+    from localrag.core.eval.corpus import make_corpus
 
     make_corpus(tmp_path / "a", 30)
     make_corpus(tmp_path / "b", 30)
@@ -24,8 +24,9 @@ def test_a_generated_corpus_is_the_same_every_time(tmp_path):
 
 def test_a_dropped_folder_is_indexed_by_the_window_and_the_event_loop_is_measured(qtbot, clean_db, tmp_path):
     from localrag.core.config import Settings
+    from localrag.core.eval.corpus import make_corpus
     from localrag.core.library import Library
-    from localrag.gui.bench_window import TICK_MS, WindowBench, make_corpus
+    from localrag.devtools.bench_window import TICK_MS, WindowBench
 
     make_corpus(tmp_path / "docs", 20)
     # A guest: the session's library already owns the embedded server of this data folder.
@@ -56,7 +57,7 @@ def test_a_dropped_folder_is_indexed_by_the_window_and_the_event_loop_is_measure
 def test_a_stall_says_where_the_window_thread_was_and_what_collected(qtbot):
     import gc
 
-    from localrag.gui.bench_window import EventLoopWatch
+    from localrag.devtools.bench_window import EventLoopWatch
     from localrag.gui.qt import QTimer
 
     held: list[int] = []
@@ -115,3 +116,23 @@ def test_thousands_of_queued_documents_reach_the_table_in_one_pass(qtbot):
     )
     panel.flush()
     assert panel.model.rows[-1].status_text == "Ready" and len(panel.model.rows) == 5000  # updated in place
+
+
+def test_the_command_line_loads_the_window_bench_only_when_it_runs():
+    """``local-rag bench window`` lives with the developer tools: building the command line imports neither
+    them nor Qt, and the bench's own options reach it."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from localrag.cli import build_parser\n"
+        "build_parser()\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('localrag.devtools', 'PySide6'))))\n"
+    )
+    listed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert listed.stdout.strip() == "[]", listed.stdout
+    helped = subprocess.run(
+        [sys.executable, "-m", "localrag", "bench", "window", "--help"], capture_output=True, text=True
+    )
+    assert helped.returncode == 0 and "--make-corpus N" in helped.stdout, helped.stderr

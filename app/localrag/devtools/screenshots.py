@@ -1,4 +1,4 @@
-"""Screenshots of the main views, light and dark, for the README: ``python -m localrag.gui.screenshots``.
+"""Screenshots of the main views, light and dark, for the README: ``python -m localrag.devtools.screenshots``.
 
 Each theme runs in a fresh process with its own temporary data folder: a real embedded PostgreSQL, the bundled
 models, and a small library of documents written here (a PDF field guide, Markdown, a Word file, the project's
@@ -308,7 +308,7 @@ def _embedded(window: MainWindow, path: Path) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m localrag.gui.screenshots", description=__doc__.splitlines()[0]
+        prog="python -m localrag.devtools.screenshots", description=__doc__.splitlines()[0]
     )
     parser.add_argument("--out", type=Path, default=Path("docs/screenshots"))
     parser.add_argument("--theme", choices=("light", "dark"))
@@ -337,7 +337,7 @@ def main(argv: list[str] | None = None) -> int:
                 [
                     sys.executable,
                     "-m",
-                    "localrag.gui.screenshots",
+                    "localrag.devtools.screenshots",
                     "--theme",
                     theme_name,
                     "--out",
