@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sets up Local RAG in a virtual environment next to the source (once), then runs it.
 #   packaging/setup.sh app [ARGS]   open the window (or run a CLI command: packaging/setup.sh app doctor)
-#   packaging/setup.sh test [ARGS]  run the test suite (Qt offscreen)
+#   packaging/setup.sh test [ARGS]  check lint, format and types, then run the test suite (Qt offscreen)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv="${LOCALRAG_VENV:-.venv}"
@@ -52,7 +52,13 @@ case "$command" in
         exec local-rag "$@"
         ;;
     test)
+        # The contract first: lint, formatting and types (config in pyproject.toml), then the tests.
+        ruff check app tests
+        ruff format --check app tests
+        mypy
         export QT_QPA_PLATFORM="${QT_QPA_PLATFORM:-offscreen}"
+        # As root (containers, CI) the tests' servers run as a system account the store may create.
+        export LOCALRAG_ALLOW_ROOT="${LOCALRAG_ALLOW_ROOT:-1}"
         exec python -m pytest -q "$@"
         ;;
     *)

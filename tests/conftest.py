@@ -15,10 +15,12 @@ import pytest
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 _HOME = Path(tempfile.mkdtemp(prefix="lrag-test-"))
 os.environ["LOCALRAG_HOME"] = str(_HOME)
-os.environ["LOCALRAG_CACHE"] = str(
-    _HOME / "cache"
-)  # machine checks (AMX kernels) run afresh in every session
+# Machine checks (AMX kernels) run afresh in every session.
+os.environ["LOCALRAG_CACHE"] = str(_HOME / "cache")
 os.environ.pop("LOCALRAG_DATABASE_URL", None)
+# Run as root (containers, CI), the store may run PostgreSQL as its own system account (core/store/server.py);
+# packaging/setup.sh test says so too.
+os.environ.setdefault("LOCALRAG_ALLOW_ROOT", "1")
 
 
 @pytest.fixture(scope="session")
@@ -49,8 +51,8 @@ def clean_db(library):
     """An empty document store and chat history (the schema and registered models stay)."""
     with library.connect() as conn:
         conn.execute(
-            "TRUNCATE documents, document_chunks, chunk_embeddings, bm25_postings, bm25_terms, chats, messages, "
-            "watched_folders RESTART IDENTITY CASCADE"
+            "TRUNCATE documents, document_chunks, chunk_embeddings, bm25_postings, bm25_terms, chats, "
+            "messages, watched_folders RESTART IDENTITY CASCADE"
         )
         conn.execute("UPDATE bm25_stats SET n_chunks = 0, total_len = 0")
         conn.commit()

@@ -1,4 +1,5 @@
-"""BM25 inside PostgreSQL: postings and statistics follow documents in and out, and scores are Lucene's BM25."""
+"""BM25 inside PostgreSQL: postings and statistics follow documents in and out, and scores are Lucene's
+BM25."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from localrag.core.retrieve import bm25
 
 def _add_doc(conn, texts: list[str], *, status: str = "ready", headings: list[str] | None = None) -> int:
     doc = conn.execute(
-        "INSERT INTO documents (path, title, doc_type, sha256, status) VALUES (%s, %s, 'text', %s, %s) RETURNING id",
+        "INSERT INTO documents (path, title, doc_type, sha256, status) VALUES (%s, %s, 'text', %s, %s) "
+        "RETURNING id",
         (
             f"/t/{texts[0][:20]}.txt",
             texts[0][:20],
@@ -54,12 +56,13 @@ def test_index_document_writes_postings_lengths_and_statistics(clean_db):
         doc = _add_doc(conn, ["Cats chase cats and dogs.", "Dogs sleep.", "the of and"])
         bm25.index_document(conn, doc)
         conn.commit()
-        postings = dict(
-            ((t, i), tf)
+        postings = {
+            (t, i): tf
             for t, i, tf in conn.execute(
-                "SELECT p.term, c.chunk_index, p.tf FROM bm25_postings p JOIN document_chunks c ON c.id = p.chunk_id"
+                "SELECT p.term, c.chunk_index, p.tf FROM bm25_postings p JOIN document_chunks c ON c.id = "
+                "p.chunk_id"
             )
-        )
+        }
         assert postings == {("cat", 0): 2, ("chase", 0): 1, ("dog", 0): 1, ("dog", 1): 1, ("sleep", 1): 1}
         lengths = [
             r[0] for r in conn.execute("SELECT lexeme_count FROM document_chunks ORDER BY chunk_index")
@@ -121,7 +124,7 @@ def test_scores_are_lucene_bm25(clean_db):
     with clean_db.connect() as conn:
         doc = _add_doc(conn, texts)
         bm25.index_document(conn, doc)
-        got = {cid: s for cid, s in bm25.search(conn, "apple cherry", n=10, k1=1.2, b=0.75)}
+        got = dict(bm25.search(conn, "apple cherry", n=10, k1=1.2, b=0.75))
         ids = [r[0] for r in conn.execute("SELECT id FROM document_chunks ORDER BY chunk_index")]
     docs = [t.split() for t in texts]
     n, avgdl = len(docs), sum(map(len, docs)) / len(docs)
@@ -130,7 +133,7 @@ def test_scores_are_lucene_bm25(clean_db):
         df = sum(term in d for d in docs)
         return math.log(1 + (n - df + 0.5) / (df + 0.5))
 
-    for cid, words in zip(ids, docs):
+    for cid, words in zip(ids, docs, strict=True):
         want = sum(
             idf(t) * words.count(t) * 2.2 / (words.count(t) + 1.2 * (0.25 + 0.75 * len(words) / avgdl))
             for t in ("apple", "cherry")
@@ -167,7 +170,7 @@ def test_concurrent_indexing_does_not_deadlock_and_counts_right(clean_db):
             with clean_db.connect() as c:
                 bm25.index_document(c, doc_id)
                 c.commit()
-        except BaseException as exc:  # noqa: BLE001 - reported below
+        except BaseException as exc:  # reported below
             errors.append(exc)
 
     threads = [threading.Thread(target=work, args=(d,)) for d in docs]
@@ -195,7 +198,7 @@ def _unindex(library, doc_id: int, errors: list) -> None:
         with library.connect() as c:
             bm25.unindex_document(c, doc_id)
             c.commit()
-    except BaseException as exc:  # noqa: BLE001
+    except BaseException as exc:
         errors.append(exc)
 
 
@@ -211,7 +214,8 @@ def test_rebuild_repairs_statistics(clean_db):
 
 
 def test_frequent_terms_read_best_first_keep_the_top_n_and_exact_scores(clean_db, monkeypatch):
-    """Reading only a frequent term's best postings finds (nearly) the exact top n, each with its exact score."""
+    """Reading only a frequent term's best postings finds (nearly) the exact top n, each with its exact
+    score."""
     import numpy as np
 
     rng = np.random.default_rng(3)
@@ -232,7 +236,7 @@ def test_frequent_terms_read_best_first_keep_the_top_n_and_exact_scores(clean_db
             bm25, "_impact_order_pays", lambda dfs: True
         )  # a small store, read as a large one
         overlap = []
-        for q, want in zip(queries, exact):
+        for q, want in zip(queries, exact, strict=True):
             got = bm25.search(conn, q, n=10)
             assert len(got) == 10
             for cid, score in got:  # every score is the chunk's true BM25 score
@@ -241,7 +245,8 @@ def test_frequent_terms_read_best_first_keep_the_top_n_and_exact_scores(clean_db
             best = sorted(want, key=lambda c: (-want[c], c))[:10]
             overlap.append(len({c for c, _ in got} & set(best)) / 10)
         assert np.mean(overlap) >= 0.9, overlap
-        # Filtered: only allowed chunks, exact scores; a filter that leaves too few falls back to every posting.
+        # Filtered: only allowed chunks, exact scores; a filter that leaves too few falls back to every
+        # posting.
         from localrag.core.retrieve.filters import Filters
 
         for allowed in (docs[:6], docs[:1]):
@@ -258,8 +263,8 @@ def test_frequent_terms_read_best_first_keep_the_top_n_and_exact_scores(clean_db
                     assert score == pytest.approx(want[cid], rel=1e-9)
                 if len(allowed) == 1:
                     assert [c for c, _ in got] == sorted(want, key=lambda c: (-want[c], c))[:10]
-        # The frequent terms' best postings can be read in order from the impact index (the planner prefers that
-        # on a large store; this one is small, so the alternatives are switched off to see that it can).
+        # The frequent terms' best postings can be read in order from the impact index (the planner prefers
+        # that on a large store; this one is small, so the alternatives are switched off to see that it can).
         conn.execute("SET enable_bitmapscan = off")
         conn.execute("SET enable_sort = off")
         plan = "\n".join(

@@ -1,4 +1,5 @@
-"""The worked example is never passed off as an answer: copies of its sentences are dropped from the stream."""
+"""The worked example is never passed off as an answer: copies of its sentences are dropped from the
+stream."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The answer taken from the sources: sentences with offsets, the best sentence for a question, and "not found".
+"""The answer taken from the sources: sentences with offsets, the best sentence for a question, and "not
+found".
 
 Real parts: the bundled embedding model scores the sentences (no store needed: the passages are given)."""
 

@@ -1,4 +1,5 @@
-"""Chat history in PostgreSQL: chats listed, renamed, deleted; answers keep their sources; a restart keeps all."""
+"""Chat history in PostgreSQL: chats listed, renamed, deleted; answers keep their sources; a restart keeps
+all."""
 
 from __future__ import annotations
 

@@ -231,7 +231,7 @@ def test_markdown_sections_are_stored_at_ingest_with_central_chunks(corpus):
     starts = [index[s[4]] for s in sections] + [len(chunks)]
     assert starts[0] == 0 and starts == sorted(starts)
     assert sum(s[3] for s in sections) == len(chunks)
-    for s, lo, hi in zip(sections, starts, starts[1:]):
+    for s, lo, hi in zip(sections, starts, starts[1:], strict=False):
         assert s[3] == hi - lo
         members = vectors[lo:hi]
         mean = members.mean(axis=0)
@@ -296,7 +296,9 @@ def test_summary_lists_each_section_with_its_central_sentence(corpus):
     # Each line quotes a full sentence of its section's central chunk, and cites that chunk.
     sections = _sections(corpus, _doc_id(corpus, "gardening-handbook.md"))
     assert [found.sources[s.number - 1].chunk_ids for s in found.spans] == [[s[5]] for s in sections]
-    assert [s.text in pool for s, pool in zip(found.spans, (TOMATOES, BASIL, COMPOST))] == [True] * 3
+    assert [s.text in pool for s, pool in zip(found.spans, (TOMATOES, BASIL, COMPOST), strict=True)] == [
+        True
+    ] * 3
     assert all(f"{s.text} [{s.number}]" in found.text for s in found.spans)
     _check_citations(found)
 
@@ -334,7 +336,7 @@ def test_which_documents_counts_matching_passages_per_document(corpus):
     assert found.documents == order
     lines = found.text.splitlines()
     assert lines[0] == "2 documents mention “zeppelins”:"
-    for line, doc_id, src in zip(lines[1:], order, found.sources):
+    for line, doc_id, src in zip(lines[1:], order, found.sources, strict=True):
         n = expected[doc_id]
         assert line.endswith(f": {n} passage{'s' if n > 1 else ''} [{found.sources.index(src) + 1}]")
         assert src.doc_id == doc_id and "zeppelin" in src.text.lower()

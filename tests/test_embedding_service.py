@@ -14,7 +14,8 @@ from localrag.core.embed.service import BATCH, EmbeddingService
 @pytest.mark.parametrize("query_lane", [True, False], ids=["own-session", "between-slices"])
 def test_a_query_during_a_running_batch_does_not_wait_for_it(embedder, query_lane):
     """With the query lane, a query runs in its own session beside the batch; without it (the lane's session
-    could not open), it is served between two slices of the batch. Either way it does not wait for the batch."""
+    could not open), it is served between two slices of the batch. Either way it does not wait for the
+    batch."""
     service = EmbeddingService(lambda: embedder, query_lane=query_lane)
     thread = threading.Thread(target=service.run, daemon=True)
     thread.start()

@@ -1,4 +1,5 @@
-"""Evaluation on a tiny BEIR folder with known answers, through its own throw-away database; and the metrics."""
+"""Evaluation on a tiny BEIR folder with known answers, through its own throw-away database; and the
+metrics."""
 
 from __future__ import annotations
 

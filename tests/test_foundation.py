@@ -76,8 +76,8 @@ def test_cosine_index_is_used(library, embedder):
         )
         conn.execute(
             "INSERT INTO chunk_embeddings (chunk_id, embedding_model, embedding) "
-            "SELECT c.id, %s, (SELECT array_agg(random() - 0.5)::vector FROM generate_series(1, 384) WHERE c.id > 0) "
-            "FROM document_chunks c WHERE c.doc_id = %s",
+            "SELECT c.id, %s, (SELECT array_agg(random() - 0.5)::vector FROM generate_series(1, 384) WHERE "
+            "c.id > 0) FROM document_chunks c WHERE c.doc_id = %s",
             (embedder.name, doc),
         )
         conn.execute("ANALYZE chunk_embeddings")

@@ -52,14 +52,14 @@ def click_action(window, key: str) -> None:
 
 def test_warming_up_shows_until_the_embedder_is_ready(qtbot, clean_db, tmp_path):
     window = make_window(qtbot, tmp_path)
+    at_store_ready: list[str | None] = []  # read during the signal, before the embedding model can be ready
+    window.store_ready.connect(lambda: at_store_ready.append(window.banners.text("startup")))
     with qtbot.waitSignal(window.store_ready, timeout=60000):
         window.start()
         assert "Starting" in window.banners.text("startup")
-    assert "Warming up" in (window.banners.text("startup") or "") or window.embedding_worker.is_ready
-    if not window.embedding_worker.is_ready:
-        with qtbot.waitSignal(window.embedder_ready, timeout=60000):
-            pass
-    assert window.banners.text("startup") is None
+    assert "Warming up" in (at_store_ready[0] or "")
+    qtbot.waitUntil(lambda: window.banners.text("startup") is None, timeout=60000)
+    assert window.embedding_worker is not None and window.embedding_worker.is_ready
     close(qtbot, window)
 
 

@@ -1,8 +1,8 @@
 """The chat panel, the generation worker and the chats list, with the real model on real indexed documents.
 
-Answers are kept short (``max_tokens``) and the context small so that the whole file runs in well under a minute.
-The only stand-ins are fault injectors: a model loader that fails or waits for a gate, and a store URL that
-points at nothing.
+Answers are kept short (``max_tokens``) and the context small so that the whole file runs in well under a
+minute. The only stand-ins are fault injectors: a model loader that fails or waits for a gate, and a store URL
+that points at nothing.
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ MANUAL = """# Lighthouse keeper's manual
 
 ## Lamp
 
-The lamp is lit thirty minutes before sunset and put out at sunrise. The keeper trims the wick every four hours.
+The lamp is lit thirty minutes before sunset and put out at sunrise. \
+The keeper trims the wick every four hours.
 
 ## Fog signal
 
@@ -25,7 +26,8 @@ In fog the horn sounds two blasts every sixty seconds. The compressor is started
 """
 RECIPES = """# Bakery notes
 
-Rye sourdough needs a starter fed twelve hours before mixing. The loaves bake for fifty minutes at 230 degrees.
+Rye sourdough needs a starter fed twelve hours before mixing. \
+The loaves bake for fifty minutes at 230 degrees.
 """
 
 
@@ -117,13 +119,13 @@ def _ask(qtbot, panel, question, timeout=60000):
     return panel.turns[-1]
 
 
-# -- the worker ------------------------------------------------------------------------------------------------
+# -- the worker ----------------------------------------------------------------------------------------------
 
 
 def test_streaming_delivers_tokens_as_signals_in_order(qtbot, worker, short, monkeypatch):
     """Searching, retrieved, the evidence (before the model runs), the prompt, then the tokens with each
-    sentence checked as it completes, and done. The small model only rewords the quoted evidence: the answer is the
-    evidence, then the reworded sentences the sources support."""
+    sentence checked as it completes, and done. The small model only rewords the quoted evidence: the answer
+    is the evidence, then the reworded sentences the sources support."""
     from localrag.core.chat.engine import REWORD_LABEL
     from localrag.core.chat.support import strip_marks
     from localrag.gui.chat_worker import AskRequest
@@ -188,7 +190,7 @@ def test_shutdown_during_generation_stops_and_waits(qtbot, short, docs):
     assert worker._thread is None and not worker.busy
 
 
-# -- the panel -------------------------------------------------------------------------------------------------
+# -- the panel -----------------------------------------------------------------------------------------------
 
 
 def test_answer_quotes_the_sources_with_linked_citations(qtbot, panel):
@@ -197,11 +199,13 @@ def test_answer_quotes_the_sources_with_linked_citations(qtbot, panel):
 
     tokens: list[str] = []
     panel.token_received.connect(tokens.append)
-    with qtbot.waitSignal(panel.retrieval_done, timeout=60000) as retrieved:
-        with qtbot.waitSignal(panel.generation_finished, timeout=60000):
-            assert panel.ask("How often does the fog horn sound?")
-            assert "Searching your documents" in panel.transcript.toPlainText()
-            assert panel.generating and panel.stop_button.isEnabled() and not panel.send_button.isEnabled()
+    with (
+        qtbot.waitSignal(panel.retrieval_done, timeout=60000) as retrieved,
+        qtbot.waitSignal(panel.generation_finished, timeout=60000),
+    ):
+        assert panel.ask("How often does the fog horn sound?")
+        assert "Searching your documents" in panel.transcript.toPlainText()
+        assert panel.generating and panel.stop_button.isEnabled() and not panel.send_button.isEnabled()
     turn = panel.turns[-1]
     # The quoted sentence is the answer; the model was not needed.
     assert not tokens and turn.evidence is not None and turn.lead == "sources" and not turn.generated
@@ -284,17 +288,16 @@ def test_a_pause_in_typing_prepares_the_question_so_its_answer_starts_from_the_c
 
 def test_reading_ahead_waits_for_a_pause_and_can_be_turned_off(qtbot, panel, worker, monkeypatch):
     """Only a pause in typing (not each key) asks for a draft, and the setting turns it off."""
-    from localrag.gui.views.chat import DRAFT_PAUSE_MS
-
     drafts: list = []
     monkeypatch.setattr(worker, "prepare", lambda request: drafts.append(request.question) or True)
     panel.question.setFocus()
-    qtbot.keyClicks(panel.question, "How long do the loaves bake")
-    qtbot.wait(DRAFT_PAUSE_MS + 300)
+    pause = panel._draft_timer  # the pause in typing that asks for a draft; its slot runs before the test's
+    with qtbot.waitSignal(pause.timeout, timeout=10000):
+        qtbot.keyClicks(panel.question, "How long do the loaves bake")
     assert drafts == ["How long do the loaves bake"]
     monkeypatch.setattr(panel.library.settings, "prepare_while_typing", False)
-    qtbot.keyClicks(panel.question, " at 230 degrees?")
-    qtbot.wait(DRAFT_PAUSE_MS + 300)
+    with qtbot.waitSignal(pause.timeout, timeout=10000):
+        qtbot.keyClicks(panel.question, " at 230 degrees?")
     assert drafts == ["How long do the loaves bake"]
     panel.question.clear()
 
@@ -392,7 +395,7 @@ def test_store_down_answers_ungrounded_and_says_so(qtbot, docs, monkeypatch):
         panel.shutdown(60000)
 
 
-# -- kept chats ------------------------------------------------------------------------------------------------
+# -- kept chats ----------------------------------------------------------------------------------------------
 
 
 def test_chats_are_kept_renamed_reopened_and_deleted(qtbot, panel, short):

@@ -3,7 +3,8 @@ opens the viewer on exactly that sentence, the model's sentences come back check
 same.
 
 Real parts: the embedded PostgreSQL, the bundled embedding model and GGUF, on a PDF and a Markdown file
-indexed by the real pipeline. The transcript's HTML builders are also tested on their own (they take plain data).
+indexed by the real pipeline. The transcript's HTML builders are also tested on their own (they take plain
+data).
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ MANUAL = """# Lighthouse keeper's manual
 
 ## Lamp
 
-The lamp is lit thirty minutes before sunset and put out at sunrise. The keeper trims the wick every four hours.
+The lamp is lit thirty minutes before sunset and put out at sunrise. \
+The keeper trims the wick every four hours.
 
 ## Fog signal
 
@@ -261,7 +263,8 @@ def test_a_span_without_offsets_opens_the_whole_source():
 
 
 def test_a_whole_document_answer_is_its_outline_with_links(qtbot, panel):
-    """ "What are the sections of X" is answered from the document's structure: the text, with its [n] links."""
+    """ "What are the sections of X" is answered from the document's structure: the text, with its [n]
+    links."""
     turn = _ask(qtbot, panel, "What are the sections of the lighthouse manual?")
     assert turn.evidence is not None and turn.evidence.kind == "outline" and turn.lead == "sources"
     assert "\n" in turn.answer.strip() and not turn.generated

@@ -35,7 +35,8 @@ def _ingest(library, paths):
 def _doc_rows(library):
     with library.connect() as conn:
         return conn.execute(
-            "SELECT id, title, doc_type, status, error_code, chunks_total, chunks_embedded FROM documents ORDER BY id"
+            "SELECT id, title, doc_type, status, error_code, chunks_total, chunks_embedded FROM documents "
+            "ORDER BY id"
         ).fetchall()
 
 
@@ -115,7 +116,7 @@ def test_changed_file_reindexes_itself_and_reuses_unchanged_vectors(clean_db, tm
     f.write_text("\n\n".join(paragraphs))
     other = tmp_path / "other.md"
     other.write_text("# Other\n\nUnrelated text about trains and railways.")
-    _, first, _ = _ingest(clean_db, [f, other])
+    _ingest(clean_db, [f, other])
     before = {r[0]: r for r in _doc_rows(clean_db)}
     paragraphs[-1] = "Paragraph 11 was rewritten entirely: volcanoes erupt lava and ash."
     f.write_text("\n\n".join(paragraphs))
@@ -123,7 +124,7 @@ def test_changed_file_reindexes_itself_and_reuses_unchanged_vectors(clean_db, tm
     assert queued[0].status == "queued"
     rows = _doc_rows(clean_db)
     assert len(rows) == 2 and all(r[3] == "ready" for r in rows)
-    other_row = [r for r in rows if r[2] == "markdown"][0]
+    other_row = next(r for r in rows if r[2] == "markdown")
     assert other_row == before[other_row[0]]  # untouched
     assert second.chunks > 0 and second.embedded_chunks < second.chunks / 2  # most vectors reused
     with clean_db.connect() as conn:
@@ -202,7 +203,7 @@ def test_bad_files_fail_alone_with_reasons(clean_db, tmp_path):
     (folder / "data.xyz").write_text("unknown type inside a folder")
     (tmp_path / "dropped.xyz").write_text("explicitly dropped unknown type")
 
-    queued, summary, _ = _ingest(clean_db, [folder, tmp_path / "dropped.xyz"])
+    queued, _, _ = _ingest(clean_db, [folder, tmp_path / "dropped.xyz"])
     with clean_db.connect() as conn:
         by_name = conn.execute("SELECT path, status, error_code FROM documents").fetchall()
     rows = {Path(p).name: (None, None, None, status, code) for p, status, code in by_name}
@@ -285,7 +286,7 @@ def test_killed_ingest_resumes_to_the_same_state(clean_db, tmp_path, embedder):
             time.sleep(0.05)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    assert 0 < embedded
+    assert embedded > 0
     with clean_db.connect() as conn:
         status, done, total = conn.execute(
             "SELECT status, chunks_embedded, chunks_total FROM documents"

@@ -292,9 +292,9 @@ def test_markdown_pathological_input_is_fast(tmp_path: Path) -> None:
     deep = ">" * 20_000 + " # quoted\n" + "  " * 5000 + "- nested\n"
     text = "\n".join(lines) + "\n" + deep + "#" * 200_000 + "\n" + "# " * 100_000 + "\n" + "```\n" * 3
     (tmp_path / "evil.md").write_text(text)
-    started = time.monotonic()
+    started = time.thread_time()  # this thread's CPU time: other programs' load does not count
     doc = load(tmp_path / "evil.md")
-    assert time.monotonic() - started < 5
+    assert time.thread_time() - started < 5
     assert len(doc.pages[0].headings) > 5000
     assert all(h.count(" > ") <= 5 for _, h in doc.pages[0].headings)
 
@@ -352,9 +352,9 @@ def test_html_deep_nesting(tmp_path: Path) -> None:
     (tmp_path / "deep.html").write_text(
         "<div>" * depth + "<h2>Deep</h2><p>bottom text</p>" + "</div>" * depth
     )
-    started = time.monotonic()
+    started = time.thread_time()  # this thread's CPU time: other programs' load does not count
     doc = load(tmp_path / "deep.html")
-    assert time.monotonic() - started < 20
+    assert time.thread_time() - started < 20
     assert "bottom text" in doc.pages[0].text and doc.pages[0].headings[0][1] == "Deep"
 
 
@@ -398,10 +398,10 @@ def test_docx_headings_and_tables(tmp_path: Path) -> None:
 
 
 def test_docx_zip_bomb_refused(tmp_path: Path) -> None:
-    started = time.monotonic()
+    started = time.thread_time()  # this thread's CPU time: other programs' load does not count
     error = bad(fx.write_docx_bomb(tmp_path / "bomb.docx"))
     assert error.code == "too_large"
-    assert time.monotonic() - started < 15
+    assert time.thread_time() - started < 15
 
 
 def test_docx_not_a_zip(tmp_path: Path) -> None:

@@ -1,4 +1,5 @@
-"""Guarantees under faults: kills during ingestion, a dead database, a second instance, hostile input, exposure.
+"""Guarantees under faults: kills during ingestion, a dead database, a second instance, hostile input,
+exposure.
 
 Everything here is real: real `local-rag ingest` processes killed with SIGKILL, a real PostgreSQL postmaster
 killed under the library. No fakes.
@@ -53,11 +54,12 @@ def _ingest_all(library, paths=()):
 
 
 def _visible_state(conn):
-    """What retrieval can see: ready documents with their chunk texts, and whether each chunk has its vector."""
+    """What retrieval can see: ready documents with their chunk texts, and whether each chunk has its
+    vector."""
     rows = conn.execute(
-        "SELECT d.path, c.chunk_index, c.text_hash, (SELECT count(*) FROM chunk_embeddings e WHERE e.chunk_id = c.id)"
-        " FROM documents d JOIN document_chunks c ON c.doc_id = d.id WHERE d.status = 'ready'"
-        " ORDER BY d.path, c.chunk_index"
+        "SELECT d.path, c.chunk_index, c.text_hash, (SELECT count(*) FROM chunk_embeddings e WHERE "
+        "e.chunk_id = c.id) FROM documents d JOIN document_chunks c ON c.doc_id = d.id WHERE d.status = "
+        "'ready' ORDER BY d.path, c.chunk_index"
     ).fetchall()
     return rows
 
@@ -65,8 +67,8 @@ def _visible_state(conn):
 def _assert_nothing_half_visible(conn):
     bad = conn.execute(
         "SELECT d.id, d.chunks_total, (SELECT count(*) FROM document_chunks c WHERE c.doc_id = d.id), "
-        "(SELECT count(*) FROM document_chunks c JOIN chunk_embeddings e ON e.chunk_id = c.id WHERE c.doc_id = d.id),"
-        "(SELECT count(*) FROM document_chunks c WHERE c.doc_id = d.id AND NOT EXISTS "
+        "(SELECT count(*) FROM document_chunks c JOIN chunk_embeddings e ON e.chunk_id = c.id WHERE c.doc_id "
+        "= d.id),(SELECT count(*) FROM document_chunks c WHERE c.doc_id = d.id AND NOT EXISTS "
         "  (SELECT 1 FROM bm25_postings p WHERE p.chunk_id = c.id)) "
         "FROM documents d WHERE d.status = 'ready'"
     ).fetchall()
@@ -77,9 +79,9 @@ def _assert_nothing_half_visible(conn):
 def _run_and_kill(
     folder: Path, conn, kill_after_vectors: int | None, kill_after_s: float
 ) -> tuple[bool, str]:
-    """Start `local-rag ingest FOLDER`; SIGKILL it once it has committed ``kill_after_vectors`` new vectors (or,
-    when that is None, ``kill_after_s`` seconds after it started, which may be while it is still starting up).
-    Returns whether it was killed, and its stderr when it was not."""
+    """Start `local-rag ingest FOLDER`; SIGKILL it once it has committed ``kill_after_vectors`` new vectors
+    (or, when that is None, ``kill_after_s`` seconds after it started, which may be while it is still starting
+    up). Returns whether it was killed, and its stderr when it was not."""
     started = conn.execute("SELECT clock_timestamp()").fetchone()[0]
     conn.commit()
     proc = subprocess.Popen(
@@ -160,9 +162,9 @@ def test_twenty_kills_during_ingestion_lose_nothing(clean_db, tmp_path):
 @pytest.mark.slow
 def test_kills_during_reembedding_lose_nothing(clean_db, tmp_path):
     """After a switch of embedding model, `local-rag reembed` SIGKILLed 20 times after a random number of new
-    vectors, then run to the end: documents stay ready throughout, every committed vector is whole, and in the end
-    every chunk has its vector from the new model. (The "new" model is the bundled one under another name, so
-    each new vector must equal the old one.)"""
+    vectors, then run to the end: documents stay ready throughout, every committed vector is whole, and in the
+    end every chunk has its vector from the new model. (The "new" model is the bundled one under another name,
+    so each new vector must equal the old one.)"""
     import numpy as np
     from pgvector.psycopg import register_vector
 

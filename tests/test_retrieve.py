@@ -1,4 +1,5 @@
-"""Hybrid retrieval against the real store and model: modes, filters, merging, dedupe, mismatch and failure."""
+"""Hybrid retrieval against the real store and model: modes, filters, merging, dedupe, mismatch and
+failure."""
 
 from __future__ import annotations
 
@@ -38,8 +39,8 @@ def add_document(
 ) -> tuple[int, list[int]]:
     """A ready document written straight into the store (chunks, vectors, BM25), as the ingestion leaves it.
 
-    Chunks of one page are laid end to end on that page; ``overlap`` characters of each chunk repeat the end of
-    the one before, the way the chunker overlaps them.
+    Chunks of one page are laid end to end on that page; ``overlap`` characters of each chunk repeat the end
+    of the one before, the way the chunker overlaps them.
     """
     doc = conn.execute(
         "INSERT INTO documents (path, title, doc_type, sha256, status, created_at) "
@@ -55,7 +56,7 @@ def add_document(
     ).fetchone()[0]
     pages = pages or [1] * len(chunks)
     ids, pos, last_page = [], 0, None
-    for i, (text, page) in enumerate(zip(chunks, pages)):
+    for i, (text, page) in enumerate(zip(chunks, pages, strict=True)):
         if page != last_page:
             pos, last_page = 0, page
         start = max(0, pos - overlap) if i and pages[i - 1] == page else pos
@@ -77,7 +78,7 @@ def add_document(
         ids.append(cid)
         pos = start + len(text) + 1
     vectors = embedder.embed(chunks)
-    for cid, vec in zip(ids, vectors):
+    for cid, vec in zip(ids, vectors, strict=True):
         conn.execute(
             "INSERT INTO chunk_embeddings (chunk_id, embedding_model, embedding) VALUES (%s, %s, %s)",
             (cid, model or embedder.name, vec),
@@ -89,7 +90,8 @@ def add_document(
 
 @pytest.fixture()
 def corpus(clean_db, embedder):
-    """A small library: an install guide (PDF), recipes (Markdown), an error list (text), a copied page (HTML)."""
+    """A small library: an install guide (PDF), recipes (Markdown), an error list (text), a copied page
+    (HTML)."""
     old = dt.datetime(2024, 1, 10, tzinfo=dt.timezone.utc)
     new = dt.datetime(2025, 6, 1, tzinfo=dt.timezone.utc)
     docs = {}
@@ -97,7 +99,7 @@ def corpus(clean_db, embedder):
         docs["install"] = add_document(
             conn,
             embedder,
-            INSTALL + ["To remove the program, delete its folder and your data folder."],
+            [*INSTALL, "To remove the program, delete its folder and your data folder."],
             title="Install guide",
             path="/docs/install-guide.pdf",
             doc_type="pdf",
@@ -185,10 +187,13 @@ def test_adjacent_chunks_merge_into_one_passage(corpus, library):
 
 
 def test_merge_removes_the_overlap_between_chunks(clean_db, library, embedder):
-    page = "Solar panels turn light into power. Batteries store that power for the night. Inverters feed it home."
+    page = (
+        "Solar panels turn light into power. Batteries store that power for the night. "
+        "Inverters feed it home."
+    )
     a, b = page[:60], page[45:]
     with clean_db.connect() as conn:
-        doc, ids = add_document(conn, embedder, [a, b], title="Solar", path="/solar.txt")
+        _doc, ids = add_document(conn, embedder, [a, b], title="Solar", path="/solar.txt")
         conn.execute(
             "UPDATE document_chunks SET char_start = 45, char_end = %s WHERE id = %s", (len(page), ids[1])
         )
@@ -271,14 +276,14 @@ def test_filtered_queries_still_return_k(clean_db, library, embedder):
         for d in range(40):
             doc_type = "markdown" if d == 31 else "text"
             doc = conn.execute(
-                "INSERT INTO documents (path, title, doc_type, sha256, status) VALUES (%s, %s, %s, %s, 'ready') "
-                "RETURNING id",
+                "INSERT INTO documents (path, title, doc_type, sha256, status) VALUES (%s, %s, %s, %s, "
+                "'ready') RETURNING id",
                 (f"/f/{d}.{'md' if doc_type == 'markdown' else 'txt'}", f"f{d}", doc_type, f"s{d}"),
             ).fetchone()[0]
             doc_ids.append(doc)
             with conn.cursor().copy(
-                "COPY document_chunks (doc_id, chunk_index, page_number, text, token_count, char_start, char_end, "
-                "text_hash) FROM STDIN"
+                "COPY document_chunks (doc_id, chunk_index, page_number, text, token_count, char_start, "
+                "char_end, text_hash) FROM STDIN"
             ) as copy:
                 for i in range(50):
                     text = " ".join(rng.choice(words, 6)) + f" item{d}x{i}"
@@ -291,7 +296,7 @@ def test_filtered_queries_still_return_k(clean_db, library, embedder):
             "COPY chunk_embeddings (chunk_id, embedding_model, embedding) FROM STDIN WITH (FORMAT BINARY)"
         ) as copy:
             copy.set_types(["int8", "text", "vector"])
-            for cid, vec in zip(chunk_ids, vecs):
+            for cid, vec in zip(chunk_ids, vecs, strict=True):
                 copy.write_row((cid, embedder.name, vec))
         conn.execute("ANALYZE chunk_embeddings")
         conn.execute("ANALYZE document_chunks")
@@ -301,9 +306,9 @@ def test_filtered_queries_still_return_k(clean_db, library, embedder):
         plan = "\n".join(
             r[0]
             for r in conn.execute(
-                "EXPLAIN SELECT e.chunk_id FROM chunk_embeddings e JOIN document_chunks c ON c.id = e.chunk_id "
-                "JOIN documents d ON d.id = c.doc_id WHERE e.embedding_model = %s AND d.status = 'ready' "
-                "ORDER BY e.embedding::vector(384) <=> %s::vector(384) LIMIT 8",
+                "EXPLAIN SELECT e.chunk_id FROM chunk_embeddings e JOIN document_chunks c ON c.id = "
+                "e.chunk_id JOIN documents d ON d.id = c.doc_id WHERE e.embedding_model = %s AND d.status = "
+                "'ready' ORDER BY e.embedding::vector(384) <=> %s::vector(384) LIMIT 8",
                 (embedder.name, vecs[0]),
             )
         )
@@ -423,7 +428,8 @@ def test_search_command_prints_json(corpus, capsys):
 
 
 def test_a_pooled_connection_the_server_dropped_is_replaced(corpus, library):
-    """Retrievals reuse idle connections; one the server has closed since (a restart) must not fail a query."""
+    """Retrievals reuse idle connections; one the server has closed since (a restart) must not fail a
+    query."""
     assert retrieve(library, "install on Linux").results
     idle = [c.info.backend_pid for c in library.pool._idle]
     assert idle  # the hybrid query's two connections were kept
@@ -435,7 +441,8 @@ def test_a_pooled_connection_the_server_dropped_is_replaced(corpus, library):
 
 
 def test_ef_search_grows_with_the_store(library):
-    """HNSW recall at a fixed ef_search falls as the graph grows: beyond 250k vectors it grows in proportion."""
+    """HNSW recall at a fixed ef_search falls as the graph grows: beyond 250k vectors it grows in
+    proportion."""
     from localrag.core.retrieve import vector
 
     with library.connect() as conn:

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
+import stat
 import sys
 import time
 
 import psycopg
 import pytest
 
-from localrag.core.errors import AlreadyRunning
+from localrag.core.errors import AlreadyRunning, StoreUnavailable
 from localrag.core.store.server import EmbeddedServer
 
 
@@ -89,3 +91,40 @@ def test_memory_is_sized_to_the_machine_and_buffers_survive_a_restart(library):
     with library.connect() as conn:
         assert "pg_prewarm" in conn.execute("SHOW shared_preload_libraries").fetchone()[0]
         assert conn.execute("SHOW pg_prewarm.autoprewarm").fetchone()[0] == "on"
+
+
+def test_as_root_the_store_refuses_to_start_unless_asked(tmp_path, monkeypatch):
+    """Fault injected (the tests may not run as root): the process is taken to be root. Without
+    LOCALRAG_ALLOW_ROOT=1 the store refuses with a one-line reason naming the variable, and changes
+    nothing."""
+    from localrag.core.store import server as server_module
+
+    monkeypatch.setattr(server_module, "_running_as_root", lambda: True)
+    monkeypatch.delenv("LOCALRAG_ALLOW_ROOT", raising=False)
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    server = EmbeddedServer(private / "pg")
+    for _ in range(2):  # the refusal keeps no lock: asked again, it refuses the same way
+        with pytest.raises(StoreUnavailable, match="LOCALRAG_ALLOW_ROOT=1") as refused:
+            server.start()
+        assert "\n" not in refused.value.message and "root" in refused.value.message
+    assert not (private / "pg").exists() and stat.S_IMODE(private.stat().st_mode) == 0o700
+    assert server.system_changes == []
+
+
+@pytest.mark.skipif(sys.platform == "win32" or os.geteuid() != 0, reason="changes the system only as root")
+def test_as_root_when_asked_the_store_reports_what_it_changed(tmp_path, monkeypatch, caplog):
+    monkeypatch.setenv("LOCALRAG_ALLOW_ROOT", "1")
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    server = EmbeddedServer(private / "pg")
+    with caplog.at_level(logging.WARNING, logger="localrag.store.server"):
+        assert _query(server.start()) == 42
+    server.stop()
+    assert stat.S_IMODE(private.stat().st_mode) == 0o711  # traverse only, for the server's account
+    assert [c for c in server.system_changes if str(private) in c] == [
+        f"let every account traverse (not list) {private}, for localrag-pg to reach the data"
+    ]
+    assert any(
+        str(private) in r.getMessage() and "LOCALRAG_ALLOW_ROOT" in r.getMessage() for r in caplog.records
+    )

@@ -15,8 +15,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from localrag.cli import run_cli
 
-    # `kill` (or a CI timeout) stops a command the way Ctrl+C does: an ingest marks what it had not finished and
-    # a benchmark stops its throw-away database, instead of leaving either behind.
+    # `kill` (or a CI timeout) stops a command the way Ctrl+C does: an ingest marks what it had not finished
+    # and a benchmark stops its throw-away database, instead of leaving either behind.
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     return run_cli(args)
 

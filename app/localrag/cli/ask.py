@@ -5,8 +5,8 @@ then the sources. ``--json`` prints one object instead: ``answer`` (what the per
 quoted sentences: ``text``, ``number``, ``path``, ``page_number``, ``char_start``, ``char_end``, ``score``),
 ``generated`` (the model's sentences, each with ``supported``), ``sources`` (``path``, ``page_number``,
 ``chunk_ids``, ``cited``…), ``citations``, ``notice`` and ``timings`` in seconds (``retrieval_s``,
-``evidence_at_s``, ``ttft_s``, ``tokens_per_s``…). Nothing is kept unless ``--save`` (a new chat) or ``--chat ID``
-(continue that chat: its earlier questions make follow-ups work).
+``evidence_at_s``, ``ttft_s``, ``tokens_per_s``…). Nothing is kept unless ``--save`` (a new chat) or ``--chat
+ID`` (continue that chat: its earlier questions make follow-ups work).
 """
 
 from __future__ import annotations

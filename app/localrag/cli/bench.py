@@ -1,15 +1,17 @@
-"""``local-rag bench SUBCOMMAND``: benchmarks. Each subcommand lives in a module ``bench_<name>`` that
-provides ``register(subparsers)`` (setting ``func(args) -> int``) and does its own work: under
-``localrag.core.eval``, or under ``localrag.gui`` for the window's (which imports Qt only when it runs)."""
+"""``local-rag bench SUBCOMMAND``: benchmarks. Each subcommand lives in a module ``bench_<name>``: under
+``localrag.core.eval`` with ``register(subparsers)`` (setting ``func(args) -> int``), or, for those that drive
+the real window, under ``localrag.devtools`` with ``main(argv) -> int``, imported only when it runs."""
 
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 
 # Modules under localrag.core.eval named bench_<name>, one per subcommand.
 BENCHES = ["retrieval", "ingest", "chat"]
-GUI_BENCHES = ["window"]  # modules under localrag.gui named bench_<name>
+# Modules under localrag.devtools named bench_<name>, with what each measures; they parse their own arguments.
+TOOL_BENCHES = {"window": "drop a folder on the real window and measure its event loop while it indexes"}
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -17,5 +19,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     benches = p.add_subparsers(dest="bench", metavar="BENCH", required=True)
     for name in BENCHES:
         importlib.import_module(f"localrag.core.eval.bench_{name}").register(benches)
-    for name in GUI_BENCHES:
-        importlib.import_module(f"localrag.gui.bench_{name}").register(benches)
+    for name, summary in TOOL_BENCHES.items():
+        # Every argument, options and --help included, goes to the tool's own parser.
+        tool = benches.add_parser(name, help=summary, add_help=False, prefix_chars="\0")
+        tool.add_argument("argv", nargs="*")
+        tool.set_defaults(func=functools.partial(_run_tool, name))
+
+
+def _run_tool(name: str, args: argparse.Namespace) -> int:
+    return int(importlib.import_module(f"localrag.devtools.bench_{name}").main(args.argv))

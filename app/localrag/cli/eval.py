@@ -1,8 +1,9 @@
-"""``local-rag eval DATASET_DIR [--split test|train] [--mode M] [--json]``: retrieval quality on a BEIR folder.
+"""``local-rag eval DATASET_DIR [--split test|train] [--mode M] [--json]``: retrieval quality on a BEIR
+folder.
 
 ``local-rag eval answers DATASET_DIR [--answer-mode M] [--limit N] [--kind K] [--json]``: answer quality — the
-real ``ask`` path over questions with gold answers and pages (see ``core/eval/answers.py``), in this data folder's
-library (``LOCALRAG_HOME``; its documents are ingested once and kept).
+real ``ask`` path over questions with gold answers and pages (see ``core/eval/answers.py``), in this data
+folder's library (``LOCALRAG_HOME``; its documents are ingested once and kept).
 """
 
 from __future__ import annotations
@@ -76,8 +77,8 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(report, indent=2))
         return 0
     print(
-        f"{report['dataset']} ({report['split']}): {report['queries']} queries, {report['documents']} documents, "
-        f"{report['chunks']} chunks, {report['model']}"
+        f"{report['dataset']} ({report['split']}): {report['queries']} queries, {report['documents']} "
+        f"documents, {report['chunks']} chunks, {report['model']}"
     )
     print(f"{'mode':8} {'nDCG@10':>8} {'R@10':>7} {'R@100':>7} {'MRR@10':>7} {'p50 ms':>8} {'p95 ms':>8}")
     for mode, m in report["modes"].items():
@@ -120,7 +121,8 @@ def run_answers(args: argparse.Namespace, folder: Path) -> int:
         print(
             f"{mode:10} {s['correct_and_cited']:13.3f} {s['gold_page_cited']:6.3f} {s['f1_answer']:7.3f} "
             f"{s['f1_evidence']:8.3f} {s['unsupported_shown_share']:8.3f} {s['unsupported_unmarked']:8d} "
-            f"{s['evidence_s']['p50'] or 0:7.3f} {s['ttft_s']['p50'] or 0:7.3f} {s['total_s']['p50'] or 0:8.3f}"
+            f"{s['evidence_s']['p50'] or 0:7.3f} {s['ttft_s']['p50'] or 0:7.3f} "
+            f"{s['total_s']['p50'] or 0:8.3f}"
         )
     return 0
 

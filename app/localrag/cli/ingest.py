@@ -87,11 +87,11 @@ def run(args: argparse.Namespace) -> int:
         try:
             summary = ingestor.run()
         except KeyboardInterrupt:
-            # Ctrl+C or `kill`: like closing the window, nothing is cancelled. Every transaction is whole, so the
-            # documents keep their committed chunks and vectors and the next run carries on from there.
+            # Ctrl+C or `kill`: like closing the window, nothing is cancelled. Every transaction is whole, so
+            # the documents keep their committed chunks and vectors and the next run carries on from there.
             print(
-                "\nlocal-rag: interrupted; what was committed is kept, and `local-rag ingest` (or the window) "
-                "finishes the rest",
+                "\nlocal-rag: interrupted; what was committed is kept, and `local-rag ingest` (or the "
+                "window) finishes the rest",
                 file=sys.stderr,
             )
             return 130
@@ -113,8 +113,8 @@ def _print_summary(summary: IngestSummary, as_json: bool) -> None:
         print(json.dumps(out, indent=2, default=str))
         return
     print(
-        f"{summary.ready} indexed, {summary.skipped} skipped, {summary.failed} failed, {summary.cancelled} cancelled"
-        f" — {summary.pages} pages, {summary.chunks} chunks in {summary.seconds:.1f}s"
+        f"{summary.ready} indexed, {summary.skipped} skipped, {summary.failed} failed, {summary.cancelled} "
+        f"cancelled — {summary.pages} pages, {summary.chunks} chunks in {summary.seconds:.1f}s"
     )
     for e in summary.events:
         if e.status == "failed":

@@ -1,4 +1,5 @@
-"""Settings: defaults, then ``settings.json`` in the data folder, then ``LOCALRAG_*`` environment variables."""
+"""Settings: defaults, then ``settings.json`` in the data folder, then ``LOCALRAG_*`` environment
+variables."""
 
 from __future__ import annotations
 
@@ -48,10 +49,10 @@ class Settings:
     n_ctx: int = 4096
     fast_llm_copy: bool = True  # convert the bundled GGUF once to the fastest type this CPU runs
     prepare_while_typing: bool = True  # a pause in typing lets the model read the question's prompt already
-    # Answers: what leads — "auto" (the sources for a model under a billion parameters, else the model's answer),
-    # "sources" or "model" — and whether a model rewords the quoted sources (its sentences are checked). Off by
-    # default: on the answer benchmark the bundled model's checked rewording lowered correct-and-cited answers
-    # from 0.62 to 0.53 (docs/benchmarks.md, "Answers").
+    # Answers: what leads — "auto" (the sources for a model under a billion parameters, else the model's
+    # answer), "sources" or "model" — and whether a model rewords the quoted sources (its sentences are
+    # checked). Off by default: on the answer benchmark the bundled model's checked rewording lowered
+    # correct-and-cited answers from 0.62 to 0.53 (docs/benchmarks.md, "Answers").
     answer_lead: str = "auto"
     reword: bool = False
 

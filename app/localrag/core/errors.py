@@ -1,6 +1,7 @@
 """Errors from the environment (a bad file, a dead server, a missing model) as opposed to bugs.
 
-A ``KnownError`` carries a message meant for the user; anything else is a bug and is logged with its traceback.
+A ``KnownError`` carries a message meant for the user; anything else is a bug and is logged with its
+traceback.
 """
 
 from __future__ import annotations
@@ -36,7 +37,8 @@ class ModelMissing(KnownError):
 class BadDocument(KnownError):
     """A file that cannot be indexed. ``code`` says why.
 
-    Codes: ``encrypted``, ``corrupt``, ``empty``, ``unsupported``, ``too_large``, ``needs_ocr``, ``unreadable``.
+    Codes: ``encrypted``, ``corrupt``, ``empty``, ``unsupported``, ``too_large``, ``needs_ocr``,
+    ``unreadable``.
     """
 
     code = "corrupt"

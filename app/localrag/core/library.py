@@ -128,8 +128,8 @@ class Library:
         return self.embed_texts([text])[0]
 
     def embed_texts(self, texts: list[str]) -> np.ndarray:
-        """The vectors of a few short texts asked for now (a question's candidate sentences), in one batch ahead
-        of queued ingestion batches; cached like queries, so the same sentence is embedded once."""
+        """The vectors of a few short texts asked for now (a question's candidate sentences), in one batch
+        ahead of queued ingestion batches; cached like queries, so the same sentence is embedded once."""
         name = self.embedder.name
         vectors: dict[str, np.ndarray] = {}
         with self._embedder_lock:
@@ -148,7 +148,7 @@ class Library:
             else:
                 fresh = self.embedder.embed(missing, batch_size=32)
             with self._embedder_lock:
-                for t, v in zip(missing, fresh):
+                for t, v in zip(missing, fresh, strict=True):
                     vectors[t] = v
                     self._query_cache[(name, t)] = v
                 while len(self._query_cache) > QUERY_CACHE_SIZE:

@@ -48,8 +48,8 @@ def models_dir() -> Path:
 
 
 def cache_dir() -> Path:
-    """Facts about this machine worked out once and shared by every data folder of the user (for example whether
-    llama.cpp's AMX kernels run here). ``LOCALRAG_CACHE`` overrides the per-user default."""
+    """Facts about this machine worked out once and shared by every data folder of the user (for example
+    whether llama.cpp's AMX kernels run here). ``LOCALRAG_CACHE`` overrides the per-user default."""
     override = os.environ.get("LOCALRAG_CACHE")
     path = (
         Path(override).expanduser()

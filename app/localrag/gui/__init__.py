@@ -1,1 +1,2 @@
-"""The Qt window over the core. Widgets live on the main thread; work runs in workers and reports by signals."""
+"""The Qt window over the core. Widgets live on the main thread; work runs in workers and reports by
+signals."""

@@ -22,6 +22,7 @@ def create_app(argv: list[str]) -> object:
     from localrag.gui.qt import QtWidgets
 
     app = QtWidgets.QApplication.instance() or QtWidgets.QApplication([sys.argv[0], *argv])
+    assert isinstance(app, QtWidgets.QApplication)  # the window needs widgets, not a core application
     app.setApplicationName("Local RAG")
     app.setApplicationDisplayName("Local RAG")
     app.setOrganizationName("LocalRAG")

@@ -1,13 +1,13 @@
 """The generation worker: one language model for the process, questions answered one at a time on a QThread.
 
-``ChatWorker`` owns the thread and the ``ChatEngine`` with its model. The UI calls ``warm_up()`` once (the models
-load on the worker thread) and ``ask(request)`` per question; the worker iterates ``ChatEngine.ask`` and turns its
-events into signals, which Qt delivers on the main thread in the order they were emitted. Esc calls ``cancel()``;
-the window calls ``shutdown()`` before it closes the Library.
+``ChatWorker`` owns the thread and the ``ChatEngine`` with its model. The UI calls ``warm_up()`` once (the
+models load on the worker thread) and ``ask(request)`` per question; the worker iterates ``ChatEngine.ask``
+and turns its events into signals, which Qt delivers on the main thread in the order they were emitted. Esc
+calls ``cancel()``; the window calls ``shutdown()`` before it closes the Library.
 
-A question asked while the models are still loading waits in the queue behind the load (the worker says so with
-``waiting``). When the model cannot be loaded the engine still searches: ``retrieved`` brings the sources, then
-``failed`` says why there is no answer.
+A question asked while the models are still loading waits in the queue behind the load (the worker says so
+with ``waiting``). When the model cannot be loaded the engine still searches: ``retrieved`` brings the
+sources, then ``failed`` says why there is no answer.
 """
 
 from __future__ import annotations
@@ -110,7 +110,8 @@ def run_for(
 @dataclass
 class PromptView:
     """The exact prompt of one answer: the engine's ``Prompt`` (messages, tokens, budget accounting) and
-    ``rendered``, the prompt text exactly as the model reads it (chat template and special tokens included)."""
+    ``rendered``, the prompt text exactly as the model reads it (chat template and special tokens
+    included)."""
 
     prompt: Any
     rendered: str
@@ -126,8 +127,9 @@ class ChatWorker(QObject):
     Public:
         warm_up(): start the thread; load the embedding model and the language model there.
         ask(request) -> bool: queue a question (False while another one is in hand).
-        prepare(request) -> bool: evaluate the prompt of a question still being typed, in the background, so that
-            its answer starts at once when it is sent; cancelled by the next draft, by typing, or by a question.
+        prepare(request) -> bool: evaluate the prompt of a question still being typed, in the background, so
+            that its answer starts at once when it is sent; cancelled by the next draft, by typing, or by a
+            question.
         cancel_draft(): stop preparing (the text changed).
         cancel(): stop the answer in hand (Esc); the engine keeps and saves what was generated.
         shutdown(timeout_ms=None) -> bool: cancel, end the thread and wait for it.
@@ -388,7 +390,8 @@ class ChatWorker(QObject):
             self.failed.emit(f"{type(exc).__name__}: {exc}", False)
 
     def _prompt_view(self, prompt: Any) -> PromptView:
-        """The prompt with its exact text, detokenized with the special tokens (on this thread: the model's)."""
+        """The prompt with its exact text, detokenized with the special tokens (on this thread: the
+        model's)."""
         llm = self.engine.provider.llm if self.engine is not None and self.engine.provider else None
         rendered = prompt.text
         if llm is not None:

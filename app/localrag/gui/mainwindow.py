@@ -280,7 +280,7 @@ class MainWindow(QtWidgets.QMainWindow):
             self.embedding_worker.start()
         if self.ingest_worker is None:
             self.ingest_worker = IngestWorker(self.library, parent=self)
-            self.ingest_worker.event.connect(self._on_ingest_event)
+            self.ingest_worker.ingest_event.connect(self._on_ingest_event)
             self.ingest_worker.enqueued.connect(self.documents_panel.clear_placeholders)
             self.ingest_worker.store_failed.connect(self._on_store_lost)
             self.ingest_worker.watched_scanned.connect(self._on_watched_scanned)
@@ -487,7 +487,7 @@ class MainWindow(QtWidgets.QMainWindow):
         banner.set_progress(0, 0)
         worker.progress.connect(self._on_reembed_progress)
         worker.finished_run.connect(self._on_reembed_done)
-        worker.event.connect(self._on_ingest_event)
+        worker.ingest_event.connect(self._on_ingest_event)
         worker.start()
 
     def _on_reembed_progress(self, done: int, total: int, title: str) -> None:
@@ -672,6 +672,8 @@ class MainWindow(QtWidgets.QMainWindow):
         if kind == QtCore.QEvent.Type.DragLeave:
             if not self.rect().contains(self.mapFromGlobal(QtGui.QCursor.pos())):
                 self.overlay.hide()
+            return False
+        if not isinstance(event, QtGui.QDropEvent):  # drag enter and drag move events are drop events too
             return False
         paths = local_paths(event.mimeData())
         if not paths:

@@ -16,7 +16,7 @@ import queue
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,7 +34,8 @@ log = logging.getLogger("localrag.gui.workers")
 
 
 class _OpSignals(QObject):
-    """Signals: ``done(object)`` with the result, ``failed(str, bool)`` with a message and whether it is known."""
+    """Signals: ``done(object)`` with the result, ``failed(str, bool)`` with a message and whether it is
+    known."""
 
     done = Signal(object)
     failed = Signal(str, bool)
@@ -68,7 +69,8 @@ def run_op(
     on_failed: Callable[[str, bool], None] | None = None,
     parent: QObject | None = None,
 ) -> None:
-    """Run ``fn`` off the UI thread; call ``on_done(result)`` or ``on_failed(message, known)`` on the UI thread."""
+    """Run ``fn`` off the UI thread; call ``on_done(result)`` or ``on_failed(message, known)`` on the UI
+    thread."""
     signals = _OpSignals(parent)
     _live.add(signals)
 
@@ -205,9 +207,9 @@ class EmbeddingWorker(QObject):
     def stop(self, retired_timeout_ms: int = 30000) -> bool:
         """Stop the service and wait for its thread (it ends after the request in hand).
 
-        Threads of services replaced after a hang get ``retired_timeout_ms`` each; one still stuck then is kept
-        referenced for the life of the process (destroying a running QThread would abort it). Returns whether
-        every thread ended.
+        Threads of services replaced after a hang get ``retired_timeout_ms`` each; one still stuck then is
+        kept referenced for the life of the process (destroying a running QThread would abort it). Returns
+        whether every thread ended.
         """
         self._stopping = True
         self.watchdog.stop()
@@ -308,14 +310,14 @@ class IngestWorker(QObject):
     changes are always delivered, in order.
 
     Signals:
-        event(object): an ``IngestEvent`` of one file.
+        ingest_event(object): an ``IngestEvent`` of one file.
         enqueued(list): these dropped paths (strings) are walked and recorded; each file had its event.
         busy_changed(bool): the runner started or finished a round of work.
         store_failed(str): the database went away during ingestion; the work resumes with ``resume()``.
         watched_scanned(int, int): a scan of watched folders found this many files to add / documents gone.
     """
 
-    event = Signal(object)
+    ingest_event = Signal(object)
     enqueued = Signal(list)
     busy_changed = Signal(bool)
     store_failed = Signal(str)
@@ -350,7 +352,7 @@ class IngestWorker(QObject):
         self._runner_thread.start()
         self._wake.set()
 
-    def add_paths(self, paths: list[str | Path]) -> None:
+    def add_paths(self, paths: Sequence[str | Path]) -> None:
         """Queue files and folders for indexing; returns at once."""
         if paths:
             self._commands.put(_Command("enqueue", paths=[Path(p) for p in paths]))
@@ -427,7 +429,7 @@ class IngestWorker(QObject):
                 ):
                     return
                 self._last_emit[event.doc_id] = (event.status, now)
-        self.event.emit(event)
+        self.ingest_event.emit(event)
 
     def _intake_loop(self) -> None:
         while not self._stop.is_set():
@@ -461,7 +463,7 @@ class IngestWorker(QObject):
         with self.library.connect() as conn:
             paths, removed = scan_watched(conn)
         for doc_id in removed:
-            self.event.emit(
+            self.ingest_event.emit(
                 IngestEvent(doc_id, "", "", "", "removed", message="file deleted from a watched folder")
             )
         if paths:
@@ -519,12 +521,12 @@ class ReembedWorker(QObject):
         total: how many documents need it (for the progress), as counted before the start.
 
     Signals:
-        event(object): an ``IngestEvent`` (``embedding`` progress, ``ready`` when a document is done).
+        ingest_event(object): an ``IngestEvent`` (``embedding`` progress, ``ready`` when a document is done).
         progress(int, int, str): documents done, documents in all, the title of the one in hand.
         finished_run(str): the run ended; the message is empty on success, else says what went wrong.
     """
 
-    event = Signal(object)
+    ingest_event = Signal(object)
     progress = Signal(int, int, str)
     finished_run = Signal(str)
 
@@ -554,7 +556,7 @@ class ReembedWorker(QObject):
     def _on_event(self, event: Any) -> None:
         if event.status == "ready":
             self.done += 1
-        self.event.emit(event)
+        self.ingest_event.emit(event)
         self.progress.emit(self.done, max(self.total, self.done), event.title)
 
     def _run(self) -> None:

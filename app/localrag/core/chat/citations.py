@@ -1,14 +1,15 @@
 """Citations in an answer: ``[1]``, ``[1, 3]``, ``[2-4]`` checked against the sources the model was given.
 
-The check is strict whatever the model: a number that names no source given with the question is invalid and is
-never shown as a link. A citation closes a clause of prose: a bracket inside code (between backticks or in a
-fenced block), inside math (``$…$``), in an array or index (``x[1]``, ``= [1; 2; 3]``, ``[1][2]``), at the start
-of a line (R prints ``[1] FALSE``) or on a line that reads as code is not one, whatever numbers it holds. ``Source`` is what a message keeps of each source (stored as JSON with the message).
+The check is strict whatever the model: a number that names no source given with the question is invalid and
+is never shown as a link. A citation closes a clause of prose: a bracket inside code (between backticks or in
+a fenced block), inside math (``$…$``), in an array or index (``x[1]``, ``= [1; 2; 3]``, ``[1][2]``), at the
+start of a line (R prints ``[1] FALSE``) or on a line that reads as code is not one, whatever numbers it
+holds. ``Source`` is what a message keeps of each source (stored as JSON with the message).
 
-Small models often repeat a passage's words without writing its number. ``find_quotes`` finds the sources that an
-uncited sentence of the answer repeats (most of its three-word runs appear in the passage), so that the sources
-list can say which passage the answer took its words from; they are marked ``quoted``, never ``cited``, and no
-number is added to the answer.
+Small models often repeat a passage's words without writing its number. ``find_quotes`` finds the sources that
+an uncited sentence of the answer repeats (most of its three-word runs appear in the passage), so that the
+sources list can say which passage the answer took its words from; they are marked ``quoted``, never
+``cited``, and no number is added to the answer.
 """
 
 from __future__ import annotations
@@ -210,9 +211,9 @@ def check_citations(answer: str, n_sources: int) -> CitationCheck:
 
 
 def apply_citations(sources: list[Source], check: CitationCheck, answer: str = "") -> list[int]:
-    """Mark the cited sources (``Source.cited``) and, given the ``answer``, those it repeats without citing them
-    (``Source.quoted``, see ``find_quotes``); return the chunk ids of the cited ones in citation order, then of
-    the quoted ones, without repeats."""
+    """Mark the cited sources (``Source.cited``) and, given the ``answer``, those it repeats without citing
+    them (``Source.quoted``, see ``find_quotes``); return the chunk ids of the cited ones in citation order,
+    then of the quoted ones, without repeats."""
     for s in sources:
         s.cited = s.number in check.cited
     quoted = [n for n in find_quotes(answer, sources, check) if n not in check.cited] if answer else []
@@ -228,8 +229,8 @@ def apply_citations(sources: list[Source], check: CitationCheck, answer: str = "
 
 
 def find_quotes(answer: str, sources: list[Source], check: CitationCheck) -> list[int]:
-    """The numbers of the sources that a sentence of ``answer`` citing nothing repeats, in order of first quote
-    (for each such sentence, the passage holding most of its three-word runs, if it holds enough)."""
+    """The numbers of the sources that a sentence of ``answer`` citing nothing repeats, in order of first
+    quote (for each such sentence, the passage holding most of its three-word runs, if it holds enough)."""
     cited_spans = [(m.start, m.end) for m in check.marks]
     runs_of = {s.number: set(_runs(s.text)) for s in sources if s.text}
     quoted: list[int] = []
@@ -255,8 +256,8 @@ def _runs(text: str) -> list[tuple[str, ...]]:
 
 
 def segments(answer: str, check: CitationCheck) -> list[tuple[str, int | None]]:
-    """The answer cut into text pieces and links: ``(text, None)`` is plain text, ``(text, n)`` links to source
-    ``n``. Invalid numbers stay plain text. For views that build their own rich text."""
+    """The answer cut into text pieces and links: ``(text, None)`` is plain text, ``(text, n)`` links to
+    source ``n``. Invalid numbers stay plain text. For views that build their own rich text."""
     out: list[tuple[str, int | None]] = []
     pos = 0
     for mark in check.marks:

@@ -1,10 +1,11 @@
-"""Dropping sentences a small model copies from the worked example, or from its own answer, instead of answering.
+"""Dropping sentences a small model copies from the worked example, or from its own answer, instead of
+answering.
 
 The grounded prompt shows one example exchange (``prompts.EXAMPLE_*``); the default 135M model then cites far
-more often, but now and then it repeats the example's answer ("The night train to Vienna leaves at 22:10 … [1]"),
-and its "[1]" would then point at a real source that says nothing of the kind. ``EchoFilter`` sits on the token
-stream: a sentence that begins like one of the example's sentences is held back (usually for one token) until it
-either turns out different, and is shown, or is a copy, and is dropped with its citation.
+more often, but now and then it repeats the example's answer ("The night train to Vienna leaves at 22:10 …
+[1]"), and its "[1]" would then point at a real source that says nothing of the kind. ``EchoFilter`` sits on
+the token stream: a sentence that begins like one of the example's sentences is held back (usually for one
+token) until it either turns out different, and is shown, or is a copy, and is dropped with its citation.
 
 A small model also falls into loops, writing the same lines over and over until its token limit. A sentence or
 line it already wrote in this answer is dropped too, and ``looping`` tells the caller to stop the generation.
@@ -28,7 +29,8 @@ def _canon(text: str) -> str:
 
 
 def _repeatable(body: str) -> bool:
-    """Whether a sentence is long enough that writing it twice is a repeat, not chance ("Yes.", a table rule)."""
+    """Whether a sentence is long enough that writing it twice is a repeat, not chance ("Yes.", a table
+    rule)."""
     return len(re.findall(r"[^\W\d_]{2,}", body)) >= 3
 
 

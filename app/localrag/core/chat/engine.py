@@ -1,4 +1,5 @@
-"""Grounded chat: a question → retrieval → a budgeted prompt → a streamed answer → checked citations → history.
+"""Grounded chat: a question → retrieval → a budgeted prompt → a streamed answer → checked citations →
+history.
 
 ``ChatEngine.ask`` is a generator of typed events, in this order::
 
@@ -11,22 +12,22 @@
 or  Failed(message, known)           instead of the tokens and Done: the model is missing (after Retrieved, so
                                      the sources still show: retrieval-only), or a bug (``known`` False)
 
-What the GUI does: host the engine on one QThread (the generation worker), iterate ``ask`` there and re-emit each
-event as a signal (queued connections deliver them in order on the main thread); Esc calls ``cancel.cancel()``
-on the token passed to ``ask`` — the answer stops within a token (or within one graph node while the prompt is
-being processed) and ends with ``Done(cancelled=True)``, keeping what was generated. At start-up call
-``warm_up()`` on that thread (or a worker): it loads the embedding model and the LLM and evaluates the fixed
-system prompt, so the first question only pays for its own tokens. A question asked before that just waits
-(``WarmingUp``) on the worker thread; the window never blocks. Nothing here imports Qt.
+What the GUI does: host the engine on one QThread (the generation worker), iterate ``ask`` there and re-emit
+each event as a signal (queued connections deliver them in order on the main thread); Esc calls
+``cancel.cancel()`` on the token passed to ``ask`` — the answer stops within a token (or within one graph node
+while the prompt is being processed) and ends with ``Done(cancelled=True)``, keeping what was generated. At
+start-up call ``warm_up()`` on that thread (or a worker): it loads the embedding model and the LLM and
+evaluates the fixed system prompt, so the first question only pays for its own tokens. A question asked before
+that just waits (``WarmingUp``) on the worker thread; the window never blocks. Nothing here imports Qt.
 
 Failures: the store down (``response.reason == "error"``) → the answer is ungrounded and ``notice`` says so
 (strict mode answers only that it cannot search); the LLM cannot load → ``Failed(known=True)`` after
 ``Retrieved``, and ``retrieve_only`` keeps search working.
 
-Timings (seconds, in ``Done.timings`` and stored with the answer): ``retrieval_s``, ``wait_s`` (waiting for the
-model to load), ``prompt_s`` (prompt processing until the first token), ``ttft_s`` (question to first token,
-without ``wait_s``), ``tokens``, ``tokens_per_s``, ``prompt_tokens``, ``cached_tokens`` (reused from the
-previous prompt's KV cache), ``total_s``.
+Timings (seconds, in ``Done.timings`` and stored with the answer): ``retrieval_s``, ``wait_s`` (waiting for
+the model to load), ``prompt_s`` (prompt processing until the first token), ``ttft_s`` (question to first
+token, without ``wait_s``), ``tokens``, ``tokens_per_s``, ``prompt_tokens``, ``cached_tokens`` (reused from
+the previous prompt's KV cache), ``total_s``.
 """
 
 from __future__ import annotations
@@ -34,8 +35,9 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass, field
+from types import EllipsisType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -46,12 +48,12 @@ from localrag.core.chat import prompts
 from localrag.core.chat.citations import CitationCheck, Source, apply_citations, check_citations
 from localrag.core.chat.echo import EchoFilter
 from localrag.core.chat.evidence import PASSAGES, Evidence, find_evidence
-from localrag.core.chat.support import CheckedSentence, SentenceStream, SupportChecker
 from localrag.core.chat.llm import LLMProvider, LocalLLM
 from localrag.core.chat.pages import around, page_texts, widen
 from localrag.core.chat.prompts import GROUNDED, NOT_FOUND, PLAIN, STRICT, Prompt, Turn
 from localrag.core.chat.query import follow_up_query, relevant
 from localrag.core.chat.spans import flat
+from localrag.core.chat.support import CheckedSentence, SentenceStream, SupportChecker
 from localrag.core.errors import KnownError, ModelMissing, StoreUnavailable
 from localrag.core.progress import Cancelled, CancelToken
 
@@ -163,7 +165,7 @@ class Done:
         sentences, each with ``supported`` and ``shown``), ``sources``, citations and timings."""
         parts = self.parts
         evidence = parts.get("evidence") or {}
-        for g, d in zip(self.generated, parts["generated"]):
+        for g, d in zip(self.generated, parts["generated"], strict=True):
             d["shown"] = g.supported or (self.lead == MODEL and g.shown() in self.answer)
         return {
             "answer": self.answer,
@@ -216,16 +218,16 @@ class ChatEngine:
 
     Args:
         library: the facade (store, embedding model, settings).
-        llm: an ``LLMProvider`` (loading in the background or not yet), a loaded ``LocalLLM``, or ``None`` when
-            the model could not be loaded (questions then fail after retrieval; ``retrieve_only`` works).
+        llm: an ``LLMProvider`` (loading in the background or not yet), a loaded ``LocalLLM``, or ``None``
+            when the model could not be loaded (questions then fail after retrieval; ``retrieve_only`` works).
             Default: a provider for ``library.settings``.
     """
 
     def __init__(
         self,
         library: Library,
-        llm: LLMProvider | LocalLLM | None = ...,
-        *,  # type: ignore[assignment]
+        llm: LLMProvider | LocalLLM | EllipsisType | None = ...,
+        *,
         llm_error: str = "",
     ) -> None:
         self.library = library
@@ -234,7 +236,8 @@ class ChatEngine:
         if llm is ...:
             llm = LLMProvider(library.settings)
         if isinstance(llm, LocalLLM):
-            provider = LLMProvider(library.settings, loader=lambda _s, m=llm: m)
+            loaded = llm
+            provider = LLMProvider(library.settings, loader=lambda _s: loaded)
             provider.load()
             llm = provider
         self.provider: LLMProvider | None = llm
@@ -242,8 +245,9 @@ class ChatEngine:
     # -- warm-up -------------------------------------------------------------------------------------------
 
     def warm_up(self, cancel: CancelToken | None = None) -> dict[str, float]:
-        """Load the embedding model and the LLM and evaluate the grounded system prompt; blocking, for a worker
-        thread. Returns seconds per step. A model that fails to load is reported by ``provider.state``."""
+        """Load the embedding model and the LLM and evaluate the grounded system prompt; blocking, for a
+        worker thread. Returns seconds per step. A model that fails to load is reported by
+        ``provider.state``."""
         timings: dict[str, float] = {}
         t = time.monotonic()
         try:
@@ -354,13 +358,13 @@ class ChatEngine:
         doc_types: Sequence[str] | None = None,
         cancel: CancelToken | None = None,
     ) -> int:
-        """Evaluate now the prompt a question still being typed would get, so that its answer starts at once if
-        it is asked as it stands (the model continues from the longest prefix it holds: the system prompt, the
-        chat's earlier turns, and the sources when the final question finds the same ones).
+        """Evaluate now the prompt a question still being typed would get, so that its answer starts at once
+        if it is asked as it stands (the model continues from the longest prefix it holds: the system prompt,
+        the chat's earlier turns, and the sources when the final question finds the same ones).
 
-        Returns the prompt's length in tokens, or 0 when nothing was prepared: the model is not loaded yet, the
-        question is empty, strict mode found nothing, or ``cancel`` was set (typing went on, or the question was
-        sent). Never raises for a store or model problem: the question, when asked, reports it.
+        Returns the prompt's length in tokens, or 0 when nothing was prepared: the model is not loaded yet,
+        the question is empty, strict mode found nothing, or ``cancel`` was set (typing went on, or the
+        question was sent). Never raises for a store or model problem: the question, when asked, reports it.
         """
         provider = self.provider
         llm = provider.llm if provider is not None and provider.ready else None
@@ -416,8 +420,8 @@ def _notice_for(resp: RetrievalResponse, results: Sequence[Result], *, strict: b
 
 
 def _small_model_file(settings: Any) -> bool:
-    """Whether the configured GGUF is too small a file to hold ``LARGE_MODEL_PARAMS`` parameters (at 4.5 bits a
-    weight, the smallest quantisation worth running), so that what leads is known before the model loads."""
+    """Whether the configured GGUF is too small a file to hold ``LARGE_MODEL_PARAMS`` parameters (at 4.5 bits
+    a weight, the smallest quantisation worth running), so that what leads is known before the model loads."""
     from localrag.core.chat.llm import gguf_path
 
     try:
@@ -539,7 +543,8 @@ class _Run:
         before_first = time.monotonic()
         pieces: list[str] = []
         sentences = SentenceStream()
-        # Copies of the worked example (grounded prompts only) and repeats of the answer's own lines are dropped.
+        # Copies of the worked example (grounded prompts only) and repeats of the answer's own lines are
+        # dropped.
         echo = EchoFilter(prompts.example_phrases() if self.prompt.sources else ())
         stream = llm.stream(
             self.prompt.tokens,
@@ -614,8 +619,8 @@ class _Run:
         return generated
 
     def draft_prompt(self, llm: LocalLLM) -> Prompt | None:
-        """The prompt this question would get if it were asked now (``None`` when it would get none: strict mode
-        with nothing found, or an answer the sources give without the model); nothing is shown, saved or
+        """The prompt this question would get if it were asked now (``None`` when it would get none: strict
+        mode with nothing found, or an answer the sources give without the model); nothing is shown, saved or
         generated."""
         self._load_history()
         mode = PLAIN
@@ -702,7 +707,7 @@ class _Run:
         if mode == PLAIN or self.evidence is None:
             return self._build_prompt(llm, PLAIN if mode == PLAIN else mode, [])
         if self.lead == SOURCES:
-            by_number = {i: r for i, r in enumerate(self.sources_used, 1)}
+            by_number = dict(enumerate(self.sources_used, 1))
             quoted = [
                 dataclasses.replace(by_number[s.number], text=flat(s.text))
                 for s in self.evidence.spans
@@ -744,8 +749,8 @@ class _Run:
     # -- steps ---------------------------------------------------------------------------------------------
 
     def _mode(self, resp: RetrievalResponse, results: list[Result]) -> tuple[str | None, str]:
-        """How to prompt after retrieval, and the notice to show: grounded (or strict) when passages were found,
-        else plain with a notice, or ``None`` in strict mode (which then answers without the model)."""
+        """How to prompt after retrieval, and the notice to show: grounded (or strict) when passages were
+        found, else plain with a notice, or ``None`` in strict mode (which then answers without the model)."""
         if resp.reason is None and results:
             return (STRICT if self.strict else GROUNDED), ""
         notice = _notice_for(resp, results, strict=self.strict)
@@ -787,7 +792,9 @@ class _Run:
         self.timings["retrieval_s"] = time.monotonic() - t
         return resp, relevant(resp.results, self.strict) if resp.reason is None else []
 
-    def _model(self, resp: RetrievalResponse | None, results: list[Result]) -> Iterator[ChatEvent]:
+    def _model(
+        self, resp: RetrievalResponse | None, results: list[Result]
+    ) -> Generator[ChatEvent, None, LocalLLM | None]:
         """The loaded model, waiting for it if needed (``return``s it through ``yield from``); ``None`` after
         yielding ``Failed`` when there is none."""
         provider = self.engine.provider

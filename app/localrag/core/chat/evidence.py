@@ -15,12 +15,13 @@ A sentence's score combines, with weights chosen on the answer benchmark (docs/b
 - ``context``: a sentence right after a heading or a question (an FAQ's entry) that matches the question
   inherits part of that match, and headings, questions and fragments themselves are marked down.
 
-When even the best sentence scores under ``MIN_SCORE`` the documents do not seem to answer the question: nothing
-is quoted as an answer, and the closest passages are listed instead.
+When even the best sentence scores under ``MIN_SCORE`` the documents do not seem to answer the question:
+nothing is quoted as an answer, and the closest passages are listed instead.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 import time
@@ -56,7 +57,8 @@ SECOND_SHARE = 0.90
 MAX_SPANS = 2
 # A best sentence holding this share of the question's words (weighted) is quoted alone.
 WHOLE_ANSWER = 1.0
-# A sentence longer than this (characters) is cut at a clause boundary for display; its offsets shrink with it.
+# A sentence longer than this (characters) is cut at a clause boundary for display; its offsets shrink with
+# it.
 MAX_SPAN_CHARS = 420
 
 ANSWERED, NOT_FOUND = "answered", "not_found"
@@ -123,7 +125,8 @@ class EvidenceSpan:
 class Evidence:
     """What the sources answer: ``status`` is ``answered`` (``spans`` hold the answer) or ``not_found``
     (``closest`` are the numbers of the passages to read instead). ``kind`` is the question's kind
-    (``identifier``, ``number`` or ``""``); ``candidates`` are the best-scored sentences, for the developer pane."""
+    (``identifier``, ``number`` or ``""``); ``candidates`` are the best-scored sentences, for the developer
+    pane."""
 
     status: str
     spans: list[EvidenceSpan] = field(default_factory=list)
@@ -220,7 +223,7 @@ def find_evidence(
     kind = question_kind(question)
     candidates = _candidates(sources[:PASSAGES])
     parts = question_parts(question)
-    if not candidates or not _terms(question) and embed is None:
+    if not candidates or (not _terms(question) and embed is None):
         return Evidence(NOT_FOUND, closest=_closest(sources), kind=kind, seconds=time.monotonic() - started)
     for c in candidates:
         c.features["passage"] = 1.0 / (1.0 + 0.5 * c.rank)
@@ -234,7 +237,7 @@ def find_evidence(
         vectors = embed(asks + [sp.flat(c.span.text) for c in scored])
         qv = question_vector if question_vector is not None else vectors[0]
         sentences = vectors[len(asks) :]
-        for c, sim in zip(scored, sentences @ np.asarray(qv, dtype=np.float32)):
+        for c, sim in zip(scored, sentences @ np.asarray(qv, dtype=np.float32), strict=True):
             c.features["semantic"] = float(sim)
         part_sims = (
             [sentences @ v for v in vectors[len(asks) - len(parts) : len(asks)]] if len(parts) > 1 else []
@@ -336,7 +339,7 @@ def _choose_for_part(
         return chosen
     if any(_overlaps(best, o) for o in chosen):
         return chosen
-    return chosen + [best]
+    return [*chosen, best]
 
 
 def _candidates(sources: Sequence[Any]) -> list[_Candidate]:
@@ -359,12 +362,17 @@ def _candidates(sources: Sequence[Any]) -> list[_Candidate]:
 
 
 def with_terms(spans: list[sp.Span], text: str) -> list[sp.Span]:
-    """A definition list's entries whole: a term on its own line ("nocheck", "-p", "‘uninstall’") joined to the
-    sentence that describes it, which alone would not say what it describes."""
+    """A definition list's entries whole: a term on its own line ("nocheck", "-p", "‘uninstall’") joined to
+    the sentence that describes it, which alone would not say what it describes."""
     out: list[sp.Span] = []
     for s in spans:
         prev = out[-1] if out else None
-        if prev is not None and _is_term(prev.text) and s.text[:1].isupper() and text[prev.end : s.start].count("\n") <= 1:
+        if (
+            prev is not None
+            and _is_term(prev.text)
+            and s.text[:1].isupper()
+            and text[prev.end : s.start].count("\n") <= 1
+        ):
             out[-1] = sp.Span(prev.start, s.end, text[prev.start : s.end])
         else:
             out.append(s)
@@ -391,7 +399,7 @@ def split_long(spans: list[sp.Span]) -> list[sp.Span]:
             if m.start() - cuts[-1] >= MAX_SPAN_CHARS // 3:
                 cuts.append(m.end())
         cuts.append(len(s.text))
-        for a, b in zip(cuts, cuts[1:]):
+        for a, b in itertools.pairwise(cuts):
             out.extend(sp.Span(s.start + x.start, s.start + x.end, x.text) for x in sp.trimmed(s.text, a, b))
     return out
 
@@ -415,8 +423,8 @@ def _term_weights(q_terms: list[str], candidates: list[_Candidate]) -> dict[str,
 
 
 def _score(c: _Candidate, kind: str, asked: frozenset[str] = frozenset()) -> None:
-    """``asked``: the identifiers and numbers of the question (lower case); the kind bonus is for a sentence that
-    holds one the question did not name — the answer, not the question's own words."""
+    """``asked``: the identifiers and numbers of the question (lower case); the kind bonus is for a sentence
+    that holds one the question did not name — the answer, not the question's own words."""
     f = c.features
     f.setdefault("semantic", 0.0)
     f["kind"] = 0.0
@@ -491,7 +499,9 @@ def _span(c: _Candidate) -> EvidenceSpan:
     text = str(getattr(src, "text", "") or "")
     # A whole passage (``pages.WholePassage``) carries ``before``/``after`` characters from the pages around.
     before, after = int(getattr(src, "before", 0)), int(getattr(src, "after", 0))
-    exact = end - start >= len(text) - before - after  # a passage cut to its leading sentences starts where it did
+    exact = (
+        end - start >= len(text) - before - after
+    )  # a passage cut to its leading sentences starts where it did
     base = start - before
     return EvidenceSpan(
         text=c.span.text,

@@ -1,11 +1,12 @@
-"""Whether llama.cpp's extra weight buffers (its AMX kernels) run in this build, checked once in a child process.
+"""Whether llama.cpp's extra weight buffers (its AMX kernels) run in this build, checked once in a child
+process.
 
-On CPUs with AMX, llama.cpp can repack weights for AMX tile kernels: prompt processing then takes about half the
-CPU time (docs/benchmarks.md, "Chat"). A llama.cpp compiled by GCC 12 without ``-fno-tree-dse -fno-dse`` (as
-``packaging/setup.sh`` builds it) writes an incomplete tile configuration, and the first batched decode kills the
-process with SIGSEGV. So the first load of a model with a given llama.cpp build decodes one batch in a child
-process; the answer is kept in the cache folder, keyed by the library files and the model file, and the app
-turns the extra buffers on only where that child came back.
+On CPUs with AMX, llama.cpp can repack weights for AMX tile kernels: prompt processing then takes about half
+the CPU time (docs/benchmarks.md, "Chat"). A llama.cpp compiled by GCC 12 without ``-fno-tree-dse -fno-dse``
+(as ``packaging/setup.sh`` builds it) writes an incomplete tile configuration, and the first batched decode
+kills the process with SIGSEGV. So the first load of a model with a given llama.cpp build decodes one batch in
+a child process; the answer is kept in the cache folder, keyed by the library files and the model file, and
+the app turns the extra buffers on only where that child came back.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """The fast copy of the bundled model: its weights re-typed once, with llama.cpp's own quantizer, to the type
 that runs fastest here (``fast_copy_type``), cached in the models folder.
 
-The copy is written under a temporary name and renamed into place only when the quantizer succeeded, so a killed
-conversion never leaves a half file that is used; ``load_llm`` falls back to the original on any problem.
+The copy is written under a temporary name and renamed into place only when the quantizer succeeded, so a
+killed conversion never leaves a half file that is used; ``load_llm`` falls back to the original on any
+problem.
 """
 
 from __future__ import annotations
@@ -78,8 +79,8 @@ def _ftype(kind: str) -> int:
 
 
 def fast_copy_path(source: Path, kind: str) -> Path:
-    """Where the ``kind`` copy of ``source`` lives: named after the source and keyed by its size and mtime, so a
-    changed source gets a new copy."""
+    """Where the ``kind`` copy of ``source`` lives: named after the source and keyed by its size and mtime, so
+    a changed source gets a new copy."""
     st = source.stat()
     key = hashlib.sha256(f"{source.resolve()}|{st.st_size}|{st.st_mtime_ns}".encode()).hexdigest()[:12]
     return paths.models_dir() / f"{source.stem}.{kind}.{key}.gguf"
@@ -96,8 +97,8 @@ def is_gguf(path: Path) -> bool:
 
 def ensure_fast_copy(source: Path, kind: str | None = None, *, threads: int = 0) -> Path:
     """The fast copy of ``source``, converting it first if it is not there yet (about a second for the bundled
-    model). Safe against concurrent and killed conversions: each writes its own ``*.partial`` file and renames it
-    into place only when the quantizer succeeded.
+    model). Safe against concurrent and killed conversions: each writes its own ``*.partial`` file and renames
+    it into place only when the quantizer succeeded.
 
     Raises:
         ModelMissing: the conversion failed (the caller loads the original instead).

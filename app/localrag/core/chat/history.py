@@ -1,9 +1,10 @@
 """Chats and their messages in PostgreSQL (tables ``chats`` and ``messages``, migration 0001).
 
 Every function takes an open connection and commits its own change (the caller owns the connection; one per
-thread). An assistant message keeps what its answer rests on: ``grounded``/``strict``, the ids of the chunks it
-cited (``chunk_ids``), its numbered sources (``sources``, JSON, each marked ``cited`` or not) and ``timings``
-(seconds, plus ``notice`` — why the answer is not grounded — and ``cancelled`` when it was stopped).
+thread). An assistant message keeps what its answer rests on: ``grounded``/``strict``, the ids of the chunks
+it cited (``chunk_ids``), its numbered sources (``sources``, JSON, each marked ``cited`` or not) and
+``timings`` (seconds, plus ``notice`` — why the answer is not grounded — and ``cancelled`` when it was
+stopped).
 """
 
 from __future__ import annotations

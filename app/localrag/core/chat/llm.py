@@ -2,20 +2,21 @@
 
 What makes the first token come sooner on a CPU (figures in docs/benchmarks.md, "Chat"):
 
-- **A fast copy of the bundled model.** Prompt processing speed depends on the weight type far more than on size.
-  The bundled Q4_1 file is re-typed once with llama.cpp's own quantizer to Q8_0 (``fast_copy_type``) into the
-  models folder. The copy is written under a temporary name and renamed when complete, so a killed conversion
-  never leaves a half file that is used; any problem falls back to the original file.
-- **Reuse of the evaluated prefix.** One ``Llama`` object keeps its KV cache between questions and re-evaluates
-  only what differs from the previous prompt, so the fixed system prompt (and the earlier turns of a chat) are
-  computed once. ``LocalLLM.prime`` evaluates the system prompt at warm-up.
-- **AMX kernels** where the CPU has them and this build runs them (``extra_buffers``): half the CPU time of the
-  prompt.
-- **Flash attention.** At 1,200 tokens, attention (scores, softmax, weighted sum) is half of the prompt's work for
-  this small model; llama.cpp's fused kernel does it in less time. It makes generation slower at long contexts
-  (about 35 instead of 65 tokens/s on two cores, still several times reading speed): the wait before the answer
-  starts is what a person notices.
-- **Batch sizes, threads and OpenMP waiting** measured on the target machine (``N_BATCH``, ``N_UBATCH``, below).
+- **A fast copy of the bundled model.** Prompt processing speed depends on the weight type far more than on
+  size. The bundled Q4_1 file is re-typed once with llama.cpp's own quantizer to Q8_0 (``fast_copy_type``)
+  into the models folder. The copy is written under a temporary name and renamed when complete, so a killed
+  conversion never leaves a half file that is used; any problem falls back to the original file.
+- **Reuse of the evaluated prefix.** One ``Llama`` object keeps its KV cache between questions and
+  re-evaluates only what differs from the previous prompt, so the fixed system prompt (and the earlier turns
+  of a chat) are computed once. ``LocalLLM.prime`` evaluates the system prompt at warm-up.
+- **AMX kernels** where the CPU has them and this build runs them (``extra_buffers``): half the CPU time of
+  the prompt.
+- **Flash attention.** At 1,200 tokens, attention (scores, softmax, weighted sum) is half of the prompt's work
+  for this small model; llama.cpp's fused kernel does it in less time. It makes generation slower at long
+  contexts (about 35 instead of 65 tokens/s on two cores, still several times reading speed): the wait before
+  the answer starts is what a person notices.
+- **Batch sizes, threads and OpenMP waiting** measured on the target machine (``N_BATCH``, ``N_UBATCH``,
+  below).
 
 ``LLMProvider`` loads the model once, in the background, and hands it out; ``LocalLLM.lock`` serialises use.
 """
@@ -47,8 +48,8 @@ llama_log = logging.getLogger("localrag.llm.llama_cpp")
 # Logical and physical batch sizes for prompt processing (measured, docs/benchmarks.md "Chat").
 N_BATCH = 512
 N_UBATCH = 512
-# Flash attention: a 1,200-token prompt 20-25 % sooner (1.9 -> 1.45 s with AMX kernels), generation at that context
-# length half as fast (65 -> 35 tokens/s) with llama.cpp's CPU kernel for one token.
+# Flash attention: a 1,200-token prompt 20-25 % sooner (1.9 -> 1.45 s with AMX kernels), generation at that
+# context length half as fast (65 -> 35 tokens/s) with llama.cpp's CPU kernel for one token.
 FLASH_ATTN = True
 # Prompt batches after a cached prefix start at multiples of this many positions (``LocalLLM._align``): with
 # flash attention, batches that start at such a position were measured faster than the same work shifted.
@@ -82,7 +83,7 @@ def _extra_buffer_types(enabled: bool = False) -> Iterator[None]:
     with _params_lock:
         original = llama_cpp.llama_model_default_params
 
-        def params():  # type: ignore[no-untyped-def]
+        def params():
             p = original()
             p.use_extra_bufts = enabled
             return p
@@ -113,7 +114,7 @@ def _route_llama_log() -> None:
     llama_cpp.llama_log_set(_log_callback, ctypes.c_void_p(0))
 
 
-# -- the model ---------------------------------------------------------------------------------------------------
+# -- the model -----------------------------------------------------------------------------------------------
 
 
 @dataclass
@@ -144,8 +145,8 @@ class LocalLLM:
         threads_batch: CPU threads for prompt processing (0: as ``threads``).
         n_batch, n_ubatch: logical and physical batch sizes for prompt processing.
         flash_attn, type_k, type_v: attention kernel and KV cache types (llama.cpp's ``GGML_TYPE_*``).
-        extra_bufts: let llama.cpp repack weights for its AMX/repack kernels (off by default: ``load_llm`` turns
-            them on where ``extra_buffers.extra_buffers_work`` says this build runs them).
+        extra_bufts: let llama.cpp repack weights for its AMX/repack kernels (off by default: ``load_llm``
+            turns them on where ``extra_buffers.extra_buffers_work`` says this build runs them).
         source: the file ``path`` was converted from, if it is a fast copy (shown to the user instead).
     """
 
@@ -252,7 +253,8 @@ class LocalLLM:
     def prime(self, tokens: Sequence[int], cancel: CancelToken | None = None) -> float:
         """Evaluate ``tokens`` now so the next prompt starting with them skips that work; returns seconds.
 
-        ``cancel`` stops the evaluation between two steps of the model; what was evaluated before stays cached.
+        ``cancel`` stops the evaluation between two steps of the model; what was evaluated before stays
+        cached.
         """
         started = time.monotonic()
         with self.lock, self._abortable(cancel), self._threads_for_load():
@@ -276,9 +278,9 @@ class LocalLLM:
         stop: Sequence[str] = (),
         cancel: CancelToken | None = None,
     ) -> Iterator[str]:
-        """Yield the answer to the prompt tokens piece by piece; stop early when ``cancel`` is set (also during
-        prompt processing), at the end of the assistant's turn, or at a ``stop`` string. ``last_stats`` holds
-        the timings afterwards."""
+        """Yield the answer to the prompt tokens piece by piece; stop early when ``cancel`` is set (also
+        during prompt processing), at the end of the assistant's turn, or at a ``stop`` string. ``last_stats``
+        holds the timings afterwards."""
         prompt = list(prompt)
         stats = GenerationStats(prompt_tokens=len(prompt), cached_tokens=self._cached_prefix(prompt))
         self.last_stats = stats
@@ -362,7 +364,8 @@ class LocalLLM:
 
     @contextlib.contextmanager
     def _threads_for_load(self) -> Iterator[None]:
-        """Run with one thread fewer while other work keeps a core busy (``cores``); note when the model stops."""
+        """Run with one thread fewer while other work keeps a core busy (``cores``); note when the model
+        stops."""
         import llama_cpp
 
         n = self.cores.threads(self._threads_now[1])
@@ -379,16 +382,17 @@ class LocalLLM:
             self.cores.mark()
 
     def _evaluate(self, tokens: Sequence[int], start: int, end: int) -> None:
-        """Evaluate ``tokens[start:end]`` after the cached ``tokens[:start]`` (whatever was cached after it goes)."""
+        """Evaluate ``tokens[start:end]`` after the cached ``tokens[:start]`` (whatever was cached after it
+        goes)."""
         self.llama._ctx.kv_cache_seq_rm(-1, start, -1)
         self.llama.n_tokens = start
         self.llama.eval(list(tokens[start:end]))
 
     def _align(self, prompt: Sequence[int], cached: int) -> int:
-        """After a cached prefix, evaluate up to the next multiple of ``ALIGN`` tokens first (returns where the
-        cache now ends), so that the batches of the rest start at such a position too. Measured: 1,041 new tokens
-        after the 159 of the system prompt took 1.59 s in batches starting at 159, 1.37 s this way, and all 1,200
-        from scratch 1.43 s."""
+        """After a cached prefix, evaluate up to the next multiple of ``ALIGN`` tokens first (returns where
+        the cache now ends), so that the batches of the rest start at such a position too. Measured: 1,041 new
+        tokens after the 159 of the system prompt took 1.59 s in batches starting at 159, 1.37 s this way, and
+        all 1,200 from scratch 1.43 s."""
         edge = -(-cached // ALIGN) * ALIGN
         if 0 < cached < edge < len(prompt) - 1:
             self._evaluate(prompt, cached, edge)
@@ -402,7 +406,7 @@ class LocalLLM:
     def _cached_prefix(self, tokens: Sequence[int]) -> int:
         n = 0
         if self.llama.n_tokens > 0:
-            for a, b in zip(self.llama._input_ids, tokens):
+            for a, b in zip(self.llama._input_ids, tokens, strict=False):
                 if a != b:
                     break
                 n += 1
@@ -448,8 +452,8 @@ class LocalLLM:
 
 
 def load_llm(settings: Settings) -> LocalLLM:
-    """Load the configured model: for the bundled one, its fast copy when ``settings.fast_llm_copy`` (converted
-    on first use; the original when that fails).
+    """Load the configured model: for the bundled one, its fast copy when ``settings.fast_llm_copy``
+    (converted on first use; the original when that fails).
 
     Raises:
         ModelMissing: the file is missing or llama.cpp cannot load it.
@@ -477,12 +481,13 @@ def load_llm(settings: Settings) -> LocalLLM:
     )
 
 
-# -- loading in the background -----------------------------------------------------------------------------------
+# -- loading in the background -------------------------------------------------------------------------------
 
 
 @dataclass
 class ProviderState:
-    """Where the model stands: ``idle``, ``loading``, ``ready`` or ``failed`` (with a message for the user)."""
+    """Where the model stands: ``idle``, ``loading``, ``ready`` or ``failed`` (with a message for the
+    user)."""
 
     status: str = "idle"
     error: str = ""

@@ -43,6 +43,7 @@ from psycopg import sql
 from localrag.core.chat import spans as sp
 from localrag.core.chat.evidence import EvidenceSpan, split_long
 from localrag.core.retrieve.results import Result
+from localrag.core.store.db import one
 
 log = logging.getLogger("localrag.chat.overview")
 
@@ -311,6 +312,7 @@ def _runs(keys: list[str]) -> tuple[list[int], list[str]]:
 
 
 def _insert_sections_sql(dimension: int | None) -> sql.Composed:
+    vector: sql.Composable
     if dimension:
         vector = sql.SQL("e.embedding::vector({})").format(sql.SQL(str(int(dimension))))
         join = sql.SQL("LEFT JOIN chunk_embeddings e ON e.chunk_id = c.id AND e.embedding_model = %(model)s")
@@ -372,7 +374,7 @@ def answer(library: Any, question: str, intent: Intent, doc_ids: list[int] | Non
         else:
             chosen = _about(intent.subject, docs, selected)
         outlines = [(d, s) for d in chosen if (s := _sections(conn, d, lambda: library.embedder.name))]
-        if not outlines or intent.kind == COMPARE and len(outlines) < 2:
+        if not outlines or (intent.kind == COMPARE and len(outlines) < 2):
             return None
         return _render(intent.kind, outlines)
 
@@ -411,7 +413,7 @@ def _subject_terms(subject: str) -> set[str]:
 
 
 def _same(a: str, b: str) -> bool:
-    return a == b or min(len(a), len(b)) >= 4 and (a.startswith(b) or b.startswith(a))
+    return a == b or (min(len(a), len(b)) >= 4 and (a.startswith(b) or b.startswith(a)))
 
 
 def _match(terms: set[str], doc: _Doc) -> tuple[float, float] | None:
@@ -710,9 +712,12 @@ _MENTIONS_SQL = (
 
 def _which_documents(conn: Conn, term: str, doc_ids: list[int] | None) -> Overview | None:
     """How many passages of each document hold every word of ``term`` (as BM25 indexes them), best first."""
-    lexemes = conn.execute(
-        "SELECT coalesce(array_agg(DISTINCT lexeme), '{}') FROM unnest(to_tsvector('english', %s))", (term,)
-    ).fetchone()[0]
+    lexemes = one(
+        conn.execute(
+            "SELECT coalesce(array_agg(DISTINCT lexeme), '{}') FROM unnest(to_tsvector('english', %s))",
+            (term,),
+        )
+    )[0]
     if not lexemes:
         return None  # only stop words
     ids = list(doc_ids) if doc_ids else None

@@ -1,10 +1,11 @@
 """Whole pages rebuilt from their chunks, and passages widened to the whole sentences they cut.
 
-A chunk starts and ends where its token budget ran out, often in the middle of a sentence, and a page ends in
-the middle of one as often as not. The chunks of a page cover the page's text (each knows its offsets in it, and
-overlapping chunks repeat the same characters), so the page can be laid out again from them without reading the
-file; its running header and footer (the book's title and the page number, repeated on every page) are blanked;
-and a passage's first and last sentence can be finished, from the page before or after when it runs over.
+A chunk starts and ends where its token budget ran out, often in the middle of a sentence, and a page ends
+in the middle of one as often as not. The chunks of a page cover the page's text (each knows its offsets in
+it, and overlapping chunks repeat the same characters), so the page can be laid out again from them without
+reading the file; its running header and footer (the book's title and the page number, repeated on every
+page) are blanked; and a passage's first and last sentence can be finished, from the page before or after
+when it runs over.
 """
 
 from __future__ import annotations
@@ -63,8 +64,9 @@ def _lay_out(parts: list[tuple[int, str]]) -> str:
 
 @dataclass
 class WholePassage:
-    """A retrieved passage (``result``) with its cut sentences made whole: ``text`` is ``before`` characters from
-    the previous page, the page's ``text[char_start:char_end]``, and ``after`` characters from the next page.
+    """A retrieved passage (``result``) with its cut sentences made whole: ``text`` is ``before`` characters
+    from the previous page, the page's ``text[char_start:char_end]``, and ``after`` characters from the next
+    page.
     Every other attribute is the result's."""
 
     result: Any
@@ -164,7 +166,7 @@ def _repeated_part(line: str, others: list[str]) -> int:
         while shared < min(len(mine), len(theirs)) and mine[shared] == theirs[shared]:
             shared += 1
         best = max(best, shared)
-    if best < MIN_SHARED_LETTERS or best < len(mine) and not re.search(r"\d", line):
+    if best < MIN_SHARED_LETTERS or (best < len(mine) and not re.search(r"\d", line)):
         return 0
     # Where the shared letters end in ``line``, then past the numbers and punctuation that follow them.
     seen = 0

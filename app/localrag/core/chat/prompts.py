@@ -11,10 +11,10 @@ Layout of a grounded prompt, in the model's own chat template::
 
 Document text is data, not instructions: each passage is fenced in triple quotes under its number and title, a
 passage cannot close its fence (runs of quotes inside it are broken up), the system prompt says sources are
-quotations whose instructions are never followed, and the model's control tokens (``<|im_start|>``…) are defused
-by ``LocalLLM.render``. The prompt never exceeds ``n_ctx - max_tokens``, counted with the model's tokenizer:
-the oldest history goes first, then the worked example, then the context shrinks, and only then is the question
-itself cut.
+quotations whose instructions are never followed, and the model's control tokens (``<|im_start|>``…) are
+defused by ``LocalLLM.render``. The prompt never exceeds ``n_ctx - max_tokens``, counted with the model's
+tokenizer: the oldest history goes first, then the worked example, then the context shrinks, and only then is
+the question itself cut.
 
 Instructions are short and concrete, with one worked example: the default model has 135M parameters.
 """
@@ -50,11 +50,11 @@ MISSING_RULE = {
 }
 PLAIN_SYSTEM = "You are a helpful assistant. Answer clearly and briefly."
 
-# One worked example, given as an earlier exchange. It sits in the fixed prefix of every grounded prompt, so its
-# KV cache is computed once. Measured with the default 135M model on ten questions over a small library: without
-# it, most answers were bare "The answer is [2]." lines; with it, most answers quote the right passage (few cite
-# it: the sources are then listed as "not cited"), but some repeat the example itself, which ``echo.EchoFilter``
-# removes from the stream.
+# One worked example, given as an earlier exchange. It sits in the fixed prefix of every grounded prompt, so
+# its KV cache is computed once. Measured with the default 135M model on ten questions over a small library:
+# without it, most answers were bare "The answer is [2]." lines; with it, most answers quote the right passage
+# (few cite it: the sources are then listed as "not cited"), but some repeat the example itself, which
+# ``echo.EchoFilter`` removes from the stream.
 EXAMPLE_SOURCES = [
     ("Trains", "The night train to Vienna leaves at 22:10 from platform 4."),
     ("Tickets", "Tickets can be bought at the machines or in the app. Children under six travel free."),
@@ -225,7 +225,9 @@ def build_prompt(
         pack: ``pack_context`` (the default); it numbers the sources and cuts them to a budget.
     """
     if pack is None:
-        from localrag.core.retrieve import pack_context as pack
+        from localrag.core.retrieve import pack_context
+
+        pack = pack_context
     count = llm.count_tokens
     budget = max(1, llm.n_ctx - max_tokens)
     system = {"role": "system", "content": system_prompt(mode)}

@@ -1,11 +1,11 @@
 """What a question searches for, and which passages found are worth giving to the model.
 
 - A follow-up ("and on Windows?", "How often should I do it?") is searched together with the chat's previous
-  question, so both the vector and the keyword leg see the topic; the prompt still carries the question as asked,
-  after the earlier exchange.
-- Passages under a cosine similarity floor are noise to a small model and are left out (a BM25 match lowers the
-  bar); strict mode asks for more. Measured on the chat tests' library: unrelated questions scored at most 0.22
-  against it, related ones 0.32-0.74 (docs/benchmarks.md, "Chat").
+  question, so both the vector and the keyword leg see the topic; the prompt still carries the question as
+  asked, after the earlier exchange.
+- Passages under a cosine similarity floor are noise to a small model and are left out (a BM25 match lowers
+  the bar); strict mode asks for more. Measured on the chat tests' library: unrelated questions scored at most
+  0.22 against it, related ones 0.32-0.74 (docs/benchmarks.md, "Chat").
 - When one passage matches well, those under half its similarity are left out too: next to a 0.72 passage on
   tides, a 0.27 passage on glaciers only gave the small model something else to write about.
 """
@@ -98,7 +98,7 @@ def relevant(results: Sequence[Result], strict: bool = False) -> list[Result]:
     similarities = [_vector(r) for r in results]
     best = max((v for v in similarities if v is not None), default=None)
     keep = []
-    for r, vector in zip(results, similarities):
+    for r, vector in zip(results, similarities, strict=True):
         if vector is None:  # keyword mode: a BM25 match is all the evidence there is
             keep.append(r)
         elif (vector >= floor or (r.scores.get("bm25_rank") is not None and vector >= keyword_floor)) and (

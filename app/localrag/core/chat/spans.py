@@ -1,9 +1,9 @@
 """Sentences of a passage with their offsets, and the words, numbers and identifiers they carry.
 
 Shared by the evidence picker (``evidence``) and the check of generated sentences (``support``). Passages come
-from PDFs as often as from Markdown: lines are wrapped in the middle of sentences, so a line break alone does not
-end a sentence — but a short line (a heading, a line of code, a table row) stands on its own, and so does a list
-item.
+from PDFs as often as from Markdown: lines are wrapped in the middle of sentences, so a line break alone does
+not end a sentence — but a short line (a heading, a line of code, a table row) stands on its own, and so does
+a list item.
 """
 
 from __future__ import annotations
@@ -24,19 +24,21 @@ MIN_SPAN_CHARS = 3
 
 STOPWORDS = frozenset(
     """a about above after again against all also am an and any are aren't as at be because been before being
-    below between both but by can can't cannot could couldn't did didn't do does doesn't doing don't down during
-    each either else etc few for from further get gets got had hadn't has hasn't have haven't having he her here
-    hers herself him himself his how however i i'd i'm i've if in into is isn't it it's its itself just let's
-    like may me might more most much must mustn't my myself need no nor not now of off on once one only or other
-    ought our ours ourselves out over own please same shall shan't she should shouldn't so some such than that
-    that's the their theirs them themselves then there there's these they they're this those through thus to
-    too under until up upon us use used using very via want was wasn't we we're were weren't what what's when
-    where which while who whom whose why will with within without won't would wouldn't yes you your yours
-    yourself yourselves tell know way ways thing things something anything there kind sort e.g i.e""".split()
+    below between both but by can can't cannot could couldn't did didn't do does doesn't doing don't down
+    during each either else etc few for from further get gets got had hadn't has hasn't have haven't having he
+    her here hers herself him himself his how however i i'd i'm i've if in into is isn't it it's its itself
+    just let's like may me might more most much must mustn't my myself need no nor not now of off on once one
+    only or other ought our ours ourselves out over own please same shall shan't she should shouldn't so some
+    such than that that's the their theirs them themselves then there there's these they they're this those
+    through thus to too under until up upon us use used using very via want was wasn't we we're were weren't
+    what what's when where which while who whom whose why will with within without won't would wouldn't yes
+    you your yours yourself yourselves tell know way ways thing things something anything there kind sort e.g
+    i.e""".split()
 )
 # Words of a question that say what kind of answer it wants rather than what it is about.
 QUESTION_WORDS = frozenset(
-    "what which how why when where who whom whose does do did can could should would is are was were will".split()
+    """what which how why when where who whom whose does do did can could should would is are was were
+    will""".split()
 )
 
 _WORDS = re.compile(r"[^\W_][\w'’.$-]*[^\W_]|[^\W_]", re.UNICODE)
@@ -80,11 +82,11 @@ def split_spans(text: str) -> list[Span]:
             continue
         following = lines[i + 1].group(0).strip() if i + 1 < len(lines) else ""
         short = len(line) < SHORT_LINE * longest and not _goes_on(stripped, following)
-        if short and not stripped.endswith(("-", ",")) or stripped.endswith(":") or is_code_line(stripped):
+        if (short and not stripped.endswith(("-", ","))) or stripped.endswith(":") or is_code_line(stripped):
             cuts.add(m.end())
     spans = []
     start = 0
-    for cut in sorted(cuts) + [len(text)]:
+    for cut in [*sorted(cuts), len(text)]:
         if cut <= start:
             continue
         spans.extend(trimmed(text, start, cut))
@@ -94,10 +96,10 @@ def split_spans(text: str) -> list[Span]:
 
 # A line that ends with one of these words goes on in the next, however short it is.
 _DANGLING = frozenset(
-    """a an the of to in on at by for with from into onto than as is are was were be been being and or but nor
-    that which whose whom if when where while because although since unless whether its their his her our your
-    this these those such each every any some can could may might must shall should will would do does has have
-    had very more most less per via""".split()
+    """a an the of to in on at by for with from into onto than as is are was were be been being and or but
+    nor that which whose whom if when where while because although since unless whether its their his her our
+    your this these those such each every any some can could may might must shall should will would do does
+    has have had very more most less per via""".split()
 )
 
 
@@ -121,7 +123,7 @@ def _abbreviation(text: str, end: int) -> bool:
     if end == 0 or text[end - 1] != ".":
         return False
     word = re.search(r"[\w.]*$", text[: end - 1]).group(0)  # type: ignore[union-attr]
-    return len(word) == 1 and word.isupper() or word.lower() in _ABBREVIATIONS
+    return (len(word) == 1 and word.isupper()) or word.lower() in _ABBREVIATIONS
 
 
 def trimmed(text: str, start: int, end: int) -> list[Span]:
@@ -172,7 +174,7 @@ def stem(word: str) -> str:
 
 
 def words(text: str) -> list[str]:
-    return [w for w in _WORDS.findall(text)]
+    return list(_WORDS.findall(text))
 
 
 def content_terms(text: str) -> list[str]:
@@ -180,7 +182,7 @@ def content_terms(text: str) -> list[str]:
     out = []
     for w in words(text):
         low = w.lower().strip("'’.-")
-        if not low or low in STOPWORDS or len(low) == 1 and not low.isdigit():
+        if not low or low in STOPWORDS or (len(low) == 1 and not low.isdigit()):
             continue
         out.append(stem(low))
         if re.search(r"[._$-]", low):  # all.equal also matches "equal", R_LIBS_USER "libs"

@@ -3,8 +3,8 @@
 A sentence is *supported* when one source sentence (or two adjacent ones) carries its content words and means
 the same, and every number and identifier it writes (``R_LIBS_USER``, ``1.5e-8``, ``$1,577``) appears in the
 sources. It is then shown with the number of the source that supports it — whatever number the model wrote, if
-any. Otherwise it is *unsupported*: marked as not found in the documents, or left out (strict mode, or when the
-sources lead and the model only rewords them).
+any. Otherwise it is *unsupported*: marked as not found in the documents, or left out (strict mode, or when
+the sources lead and the model only rewords them).
 
 Measured on the answer benchmark (docs/benchmarks.md, "Answers"): ``coverage`` is the share of the sentence's
 content words found in the best source window, ``similarity`` the embedding model's cosine of the two; the
@@ -43,7 +43,8 @@ class CheckedSentence:
         number: the source ``[n]`` that supports it best (``None`` when no source shares anything with it).
         coverage, similarity, support: the measures behind the verdict.
         missing: numbers and identifiers it writes that no source has.
-        source_text: the source sentence(s) it matched; ``page_number``/``char_start``/``char_end`` locate them.
+        source_text: the source sentence(s) it matched; ``page_number``/``char_start``/``char_end`` locate
+            them.
     """
 
     text: str
@@ -139,7 +140,9 @@ class SupportChecker:
         if self.embed is not None:
             vectors = self.embed([sp.flat(text)] + [sp.flat(w.text) for w in best])
             similarities = [float(v) for v in vectors[1:] @ vectors[0]]
-        scores = [(c + s) / 2 if self.embed is not None else c for c, s in zip(coverages, similarities)]
+        scores = [
+            (c + s) / 2 if self.embed is not None else c for c, s in zip(coverages, similarities, strict=True)
+        ]
         i = int(np.argmax(scores))
         window, coverage, similarity, support = best[i], coverages[i], similarities[i], scores[i]
         supported = not missing and coverage >= MIN_COVERAGE and support >= MIN_SUPPORT
@@ -208,7 +211,7 @@ class SentenceStream:
                 spans = spans[:-1]  # the last one may still grow
             for i, s in enumerate(spans):
                 piece = rest[: s.end]  # a short sentence held back goes out with the next one
-                if len(set(sp.content_terms(piece))) >= MIN_TERMS or final and i == len(spans) - 1:
+                if len(set(sp.content_terms(piece))) >= MIN_TERMS or (final and i == len(spans) - 1):
                     self._done += s.end
                     yield piece.strip()
                     break

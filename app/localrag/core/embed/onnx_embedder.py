@@ -1,7 +1,8 @@
 """A sentence embedder on onnxruntime with the model's own tokenizer.
 
 The shipped MiniLM ``tokenizer.json`` pads and truncates to 128 by itself; both are turned off here so that
-token counts are true, each batch is padded only to its longest text, and mean pooling uses the attention mask.
+token counts are true, each batch is padded only to its longest text, and mean pooling uses the attention
+mask.
 """
 
 from __future__ import annotations

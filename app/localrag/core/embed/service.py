@@ -1,11 +1,11 @@
 """One embedding worker for the whole process: it owns the model and serves queries ahead of ingestion.
 
-``EmbeddingService.run`` is the worker's loop; the GUI hosts it in a QThread, the command line in a plain thread.
-Requests are futures. Queries have a lane of their own: a second session of the same model with one thread,
-served by its own thread, so a question asked during a long ingest is embedded at once instead of waiting for
-the batch in hand (p95 1.35 s → see docs/benchmarks.md). Should that session fail to open, queries fall back to
-the priority queue: a query (priority 0) is taken before any queued ingestion batch (priority 1), and an
-ingestion batch is embedded a slice at a time with waiting queries served between slices.
+``EmbeddingService.run`` is the worker's loop; the GUI hosts it in a QThread, the command line in a plain
+thread. Requests are futures. Queries have a lane of their own: a second session of the same model with one
+thread, served by its own thread, so a question asked during a long ingest is embedded at once instead of
+waiting for the batch in hand (p95 1.35 s → see docs/benchmarks.md). Should that session fail to open, queries
+fall back to the priority queue: a query (priority 0) is taken before any queued ingestion batch (priority 1),
+and an ingestion batch is embedded a slice at a time with waiting queries served between slices.
 ``last_beat`` is the watchdog's ping.
 """
 
@@ -58,7 +58,7 @@ class EmbeddingService:
         self._lane: queue.Queue[_Request] | None = None  # the query lane's queue, once its session is open
         self.query_lane = query_lane
 
-    # -- callers (any thread) ---------------------------------------------------------------------------------
+    # -- callers (any thread) --------------------------------------------------------------------------------
 
     def submit(self, texts: list[str], priority: int = BATCH) -> Future:
         fut: Future = Future()
@@ -85,7 +85,7 @@ class EmbeddingService:
         if lane is not None:
             lane.put(_Request(-1, -1, [], Future()))
 
-    # -- the worker --------------------------------------------------------------------------------------------
+    # -- the worker ------------------------------------------------------------------------------------------
 
     def run(self) -> None:
         """The worker loop; returns after ``stop``."""
@@ -121,7 +121,8 @@ class EmbeddingService:
 
     @property
     def lane_open(self) -> bool:
-        """Whether queries are embedded in their own session (else between slices of the ingestion batches)."""
+        """Whether queries are embedded in their own session (else between slices of the ingestion
+        batches)."""
         return self._lane is not None
 
     def _open_query_lane(self) -> None:

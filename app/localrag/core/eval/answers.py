@@ -1,18 +1,18 @@
 """The answer benchmark: the real ``ask`` path over questions with gold answers, per answer mode.
 
-A dataset folder holds ``pdfs/`` (the documents; ``fetch.sh`` gets them) and ``questions/*.jsonl``, one question
-a line: ``id``, ``file``, ``page`` (1-based), ``question``, ``answer`` (the gold answer), ``evidence`` (the
-sentence of that page that answers it, verbatim), ``kind`` (``factual``, ``numeric``, ``procedural``,
-``setting``, ``yesno`` or ``document``); a ``document`` question also lists the document's top-level
-``sections`` and their ``section_pages``.
+A dataset folder holds ``pdfs/`` (the documents; ``fetch.sh`` gets them) and ``questions/*.jsonl``, one
+question a line: ``id``, ``file``, ``page`` (1-based), ``question``, ``answer`` (the gold answer),
+``evidence`` (the sentence of that page that answers it, verbatim), ``kind`` (``factual``, ``numeric``,
+``procedural``, ``setting``, ``yesno`` or ``document``); a ``document`` question also lists the document's
+top-level ``sections`` and their ``section_pages``.
 
-Modes: ``evidence`` (the sources lead, no model), ``generated`` (the model leads; what is scored is its checked
-text) and ``default`` (the settings as shipped). For each: token F1 over content words (SQuAD-style) against the
-gold answer and against the evidence sentence; the share whose cited or evidence sources include the gold page;
-**correct-and-cited** (F1 ≥ 0.4 against the answer or the evidence sentence, and a source on the gold page); the
-share of shown sentences no source supports, and of those shown without a mark; time to the evidence, to the
-first token and to the whole answer. Document questions are scored on the sections the answer names and the
-section pages it cites.
+Modes: ``evidence`` (the sources lead, no model), ``generated`` (the model leads; what is scored is its
+checked text) and ``default`` (the settings as shipped). For each: token F1 over content words (SQuAD-style)
+against the gold answer and against the evidence sentence; the share whose cited or evidence sources include
+the gold page; **correct-and-cited** (F1 ≥ 0.4 against the answer or the evidence sentence, and a source on
+the gold page); the share of shown sentences no source supports, and of those shown without a mark; time to
+the evidence, to the first token and to the whole answer. Document questions are scored on the sections the
+answer names and the section pages it cites.
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ def load_questions(folder: Path) -> list[Question]:
     return out
 
 
-# -- measures --------------------------------------------------------------------------------------------------
+# -- measures ------------------------------------------------------------------------------------------------
 
 
 def normalize_tokens(text: str) -> list[str]:
@@ -169,7 +169,7 @@ def _shown_counts(done: Any) -> tuple[int, int, int]:
     return shown, unsupported, unmarked
 
 
-# -- running -----------------------------------------------------------------------------------------------------
+# -- running -------------------------------------------------------------------------------------------------
 
 
 def ask_json(engine: Any, question: str, **options: Any) -> dict[str, Any]:

@@ -1,12 +1,12 @@
 """Retrieval quality on any BEIR-layout folder, measured on a throw-away database.
 
-A BEIR folder holds ``corpus.jsonl`` (``_id``, ``title``, ``text``), ``queries.jsonl`` (or ``queries_<split>.jsonl``)
-and ``qrels/<split>.tsv``. Each corpus document becomes one ready document whose single page is
-``title + blank line + text`` with the title as its heading, cut by the ingestion chunker as a Markdown file
-would be; the chunks' vectors are cached on disk (keyed by the model and the exact chunk texts), so a second run
-does not embed the corpus again. Everything is written with COPY into a fresh embedded PostgreSQL in a temporary
-folder, BM25-indexed with the same ``bm25.index_documents`` the ingestion uses, then queried through
-``retrieve`` exactly as the chat queries. A document's rank is the rank of its best passage.
+A BEIR folder holds ``corpus.jsonl`` (``_id``, ``title``, ``text``), ``queries.jsonl`` (or
+``queries_<split>.jsonl``) and ``qrels/<split>.tsv``. Each corpus document becomes one ready document whose
+single page is ``title + blank line + text`` with the title as its heading, cut by the ingestion chunker as a
+Markdown file would be; the chunks' vectors are cached on disk (keyed by the model and the exact chunk texts),
+so a second run does not embed the corpus again. Everything is written with COPY into a fresh embedded
+PostgreSQL in a temporary folder, BM25-indexed with the same ``bm25.index_documents`` the ingestion uses, then
+queried through ``retrieve`` exactly as the chat queries. A document's rank is the rank of its best passage.
 """
 
 from __future__ import annotations
@@ -127,7 +127,7 @@ def _lines(path: Path) -> Iterator[str]:
                 yield line
 
 
-# -- chunking and embedding ------------------------------------------------------------------------------------
+# -- chunking and embedding ----------------------------------------------------------------------------------
 
 
 def page_of(title: str, text: str) -> tuple[str, list[tuple[int, str]]]:
@@ -240,7 +240,7 @@ def embed_cached(
     return out
 
 
-# -- the throw-away store --------------------------------------------------------------------------------------
+# -- the throw-away store ------------------------------------------------------------------------------------
 
 
 @contextlib.contextmanager
@@ -269,7 +269,8 @@ def kept_store(folder: Path) -> Iterator[str]:
 
 
 class StoreHandle:
-    """What ``retrieve`` needs of a ``Library``, over a store this module owns, with a plain query-vector cache."""
+    """What ``retrieve`` needs of a ``Library``, over a store this module owns, with a plain query-vector
+    cache."""
 
     def __init__(self, conninfo: str, embedder: OnnxEmbedder, settings: Settings) -> None:
         self.conninfo = conninfo
@@ -290,7 +291,7 @@ class StoreHandle:
 
 def bulk_load(
     conn: psycopg.Connection[Any],
-    docs: Sequence[tuple[str, str, str]],
+    docs: Sequence[tuple[str, str, str, str]],
     chunks: Sequence[ChunkRow],
     vectors: np.ndarray,
     model: str,
@@ -311,8 +312,8 @@ def bulk_load(
         )
         conn.execute(f"DROP INDEX IF EXISTS {models.index_name(model)}")
         with conn.cursor().copy(
-            "COPY documents (id, path, title, doc_type, sha256, status, pages, chunks_total, chunks_embedded, "
-            "created_at, indexed_at) FROM STDIN"
+            "COPY documents (id, path, title, doc_type, sha256, status, pages, chunks_total, "
+            "chunks_embedded, created_at, indexed_at) FROM STDIN"
         ) as copy:
             for i, (path, title, sha, doc_type) in enumerate(docs):
                 copy.write_row(
@@ -361,7 +362,7 @@ def bulk_load(
         conn.autocommit = False
 
 
-# -- running ---------------------------------------------------------------------------------------------------
+# -- running -------------------------------------------------------------------------------------------------
 
 
 class EvalSession:
@@ -435,7 +436,7 @@ class EvalSession:
         latency = []
         for qid, text in self.dataset.queries.items():
             t = time.perf_counter()
-            resp = retrieve(self.handle, text, k=k, mode=mode, conn=self.conn, tuning=tuning)  # type: ignore[arg-type]
+            resp = retrieve(self.handle, text, k=k, mode=mode, conn=self.conn, tuning=tuning)
             latency.append((time.perf_counter() - t) * 1000)
             if resp.reason:
                 raise KnownError(f"retrieval failed during evaluation: {resp.error or resp.reason}")
@@ -460,9 +461,9 @@ def evaluate(
     cache_dir: Path | None = None,
     progress: ProgressFn | None = None,
 ) -> dict[str, Any]:
-    """Index ``folder``'s corpus into a throw-away database, run its ``split`` queries in each mode, and report
-    ``{"dataset", "split", "queries", "documents", "chunks", "model", "modes": {mode: {"ndcg@10", "recall@10",
-    "recall@100", "mrr@10", "latency_ms": {"p50", "p95"}}}, "embed_query_ms", "tuning"}``."""
+    """Index ``folder``'s corpus into a throw-away database, run its ``split`` queries in each mode, and
+    report ``{"dataset", "split", "queries", "documents", "chunks", "model", "modes": {mode: {"ndcg@10",
+    "recall@10", "recall@100", "mrr@10", "latency_ms": {"p50", "p95"}}}, "embed_query_ms", "tuning"}``."""
     dataset = load_dataset(folder, split)
     with EvalSession(
         dataset, embedder=embedder, settings=settings, cache_dir=cache_dir, progress=progress

@@ -1,8 +1,9 @@
-"""``local-rag bench chat [--sweep] [--rounds N] [--json]``: time to first token and tokens/s of the local LLM.
+"""``local-rag bench chat [--sweep] [--rounds N] [--json]``: time to first token and tokens/s of the local
+LLM.
 
-The prompt is a grounded prompt of 1,200 tokens (``PROMPT_TOKENS``) built by the real prompt builder: the system
-prompt, the worked example, eight numbered sources (prose from the Python standard library's documentation, so
-the text is fixed for a given Python), and a question. Each round, in a fresh model:
+The prompt is a grounded prompt of 1,200 tokens (``PROMPT_TOKENS``) built by the real prompt builder: the
+system prompt, the worked example, eight numbered sources (prose from the Python standard library's
+documentation, so the text is fixed for a given Python), and a question. Each round, in a fresh model:
 
 - **cold**: the first prompt on a freshly loaded model, nothing cached;
 - **warm**: a second question with other sources, as in a chat; the system prompt and the worked example are
@@ -12,14 +13,16 @@ the text is fixed for a given Python), and a question. Each round, in a fresh mo
   does (``ChatEngine.prepare``) when the question is then sent as typed.
 
 Time to first token is measured from the call to the first streamed piece (prompt processing and the first
-sample); retrieval (tens of milliseconds, ``bench retrieval``) and the model load (reported apart) are not in it.
-The CPU seconds the process spent until then (all its threads) are reported too: on a busy machine wall-clock
-times mostly measure the other work, while CPU seconds divided by the threads approximate an idle machine.
+sample); retrieval (tens of milliseconds, ``bench retrieval``) and the model load (reported apart) are not in
+it. The CPU seconds the process spent until then (all its threads) are reported too: on a busy machine
+wall-clock times mostly measure the other work, while CPU seconds divided by the threads approximate an idle
+machine.
 
-Without ``--sweep`` the configuration is the app's own (``load_llm`` with the settings). ``--sweep`` runs a matrix
-of weight types, thread counts, batch sizes, flash attention and OpenMP wait policies, each in its own process
-(a crash in one configuration — llama.cpp's repacked kernels crash on some types — is recorded, not fatal).
-The machine's load average is reported with every figure: other work on the cores slows everything down.
+Without ``--sweep`` the configuration is the app's own (``load_llm`` with the settings). ``--sweep`` runs a
+matrix of weight types, thread counts, batch sizes, flash attention and OpenMP wait policies, each in its own
+process (a crash in one configuration — llama.cpp's repacked kernels crash on some types — is recorded, not
+fatal). The machine's load average is reported with every figure: other work on the cores slows everything
+down.
 """
 
 from __future__ import annotations
@@ -33,18 +36,20 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-# Imported first: the chat package sets llama.cpp's OpenMP wait policy, which must happen before llama_cpp loads.
+# Imported first: the chat package sets llama.cpp's OpenMP wait policy, which must happen before llama_cpp
+# loads.
 from localrag.core.chat import fastcopy
 from localrag.core.chat import llm as llm_mod
 
 PROMPT_TOKENS = 1200
 GEN_TOKENS = 64
 N_CTX = 2048
-# A person takes a moment between questions; the model's thread choice (``cores.CoreWatch``) looks at the machine then.
+# A person takes a moment between questions; the model's thread choice (``cores.CoreWatch``) looks at the
+# machine then.
 QUESTION_PAUSE_S = 1.0
 QUESTIONS = (
     "How do I parse command-line options and show a help message?",
@@ -75,8 +80,8 @@ DOC_MODULES = (
 
 @dataclass
 class BenchConfig:
-    """One way of running the model. ``weights``: ``app`` (what the app loads), ``original``, or a fast-copy type
-    (``bf16``, ``f16``, ``q8_0``); other fields left at their defaults mean the app's own choice."""
+    """One way of running the model. ``weights``: ``app`` (what the app loads), ``original``, or a fast-copy
+    type (``bf16``, ``f16``, ``q8_0``); other fields left at their defaults mean the app's own choice."""
 
     weights: str = "app"
     threads: int = 0  # 0: the app's default (one per core), and so on for the fields below
@@ -153,7 +158,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-# -- the prompt ------------------------------------------------------------------------------------------------
+# -- the prompt ----------------------------------------------------------------------------------------------
 
 
 def _passages() -> list[tuple[str, str]]:
@@ -195,8 +200,8 @@ def _results(passages: list[tuple[str, str]]) -> list[Any]:
 
 
 def grounded_prompt(llm: Any, question: str, results: list[Any], target: int = PROMPT_TOKENS) -> Any:
-    """The real grounded prompt for ``question``, exactly ``target`` tokens long: the context budget is searched
-    (whole sentences), then the question gets a few words of detail to make up the last tokens."""
+    """The real grounded prompt for ``question``, exactly ``target`` tokens long: the context budget is
+    searched (whole sentences), then the question gets a few words of detail to make up the last tokens."""
     from localrag.core.chat.prompts import GROUNDED, build_prompt
 
     def build(q: str, budget: int) -> Any:
@@ -221,7 +226,7 @@ def grounded_prompt(llm: Any, question: str, results: list[Any], target: int = P
     return best
 
 
-# -- measuring -------------------------------------------------------------------------------------------------
+# -- measuring -----------------------------------------------------------------------------------------------
 
 
 def _load(config: BenchConfig) -> Any:
@@ -270,7 +275,8 @@ def measure_round(config: BenchConfig) -> RoundResult:
             warm_cpu = time.process_time() - cpu
     warm = llm.last_stats
     threads.append(llm._threads_now[1])
-    # Typed, paused, then sent as typed: the app has evaluated the prompt during the pause (``ChatEngine.prepare``).
+    # Typed, paused, then sent as typed: the app has evaluated the prompt during the pause
+    # (``ChatEngine.prepare``).
     llm.prime(first.tokens)
     time.sleep(QUESTION_PAUSE_S)
     list(llm.stream(first.tokens, max_tokens=1, temperature=0.0))
@@ -360,17 +366,18 @@ def run_child(config: BenchConfig, rounds: int) -> dict[str, Any]:
 
 
 def sweep_configs() -> list[BenchConfig]:
-    """The app's configuration, then one change at a time from it (Q8_0 with the AMX/repacked kernels, which the
-    app turns on where they run; each configuration runs in a process of its own, so a crash stays there)."""
-    app = {"weights": "q8_0", "extra_bufts": True}
+    """The app's configuration, then one change at a time from it (Q8_0 with the AMX/repacked kernels, which
+    the app turns on where they run; each configuration runs in a process of its own, so a crash stays
+    there)."""
+    app = BenchConfig(weights="q8_0", extra_bufts=True)
     configs = [BenchConfig(label="app defaults")]
     configs += [BenchConfig(weights=w) for w in ("original", "bf16", "f16", "q8_0")]  # weight types, no AMX
-    configs.append(BenchConfig(**app, flash_attn=not llm_mod.FLASH_ATTN))
-    configs += [BenchConfig(**app, n_ubatch=ub) for ub in (128, 256) if ub != llm_mod.N_UBATCH]
+    configs.append(replace(app, flash_attn=not llm_mod.FLASH_ATTN))
+    configs += [replace(app, n_ubatch=ub) for ub in (128, 256) if ub != llm_mod.N_UBATCH]
     configs += [
-        BenchConfig(**app, threads=1),
-        BenchConfig(**app, threads=1, threads_batch=2),
-        BenchConfig(**app, omp_wait_policy="ACTIVE"),
+        replace(app, threads=1),
+        replace(app, threads=1, threads_batch=2),
+        replace(app, omp_wait_policy="ACTIVE"),
         BenchConfig(weights="bf16", extra_bufts=True),
     ]
     return configs

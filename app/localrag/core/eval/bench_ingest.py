@@ -1,8 +1,8 @@
 """``local-rag bench ingest DIR``: how fast files become searchable, and where the time goes.
 
-The files are indexed into a throw-away embedded database with the real pipeline. Then the same chunk texts are
-embedded again by the model alone, in the same batches: the ratio of the two is the pipeline's overhead over pure
-embedding (extraction, chunking and writing that did not overlap with the model).
+The files are indexed into a throw-away embedded database with the real pipeline. Then the same chunk texts
+are embedded again by the model alone, in the same batches: the ratio of the two is the pipeline's overhead
+over pure embedding (extraction, chunking and writing that did not overlap with the model).
 """
 
 from __future__ import annotations

@@ -1,30 +1,32 @@
-"""``local-rag bench retrieval --chunks N``: the retrieval hot path at N chunks, HNSW recall, and under ingest.
+"""``local-rag bench retrieval --chunks N``: the retrieval hot path at N chunks, HNSW recall, and under
+ingest.
 
 The store is a throw-away embedded PostgreSQL filled from a BEIR corpus (SciFact by default):
 
 - its real chunks with their real vectors (the same chunking and cached vectors as ``local-rag eval``);
-- beyond those, synthetic chunks: each joins the first half of one real chunk's sentences to the second half of
-  another's, and its vector is the normalised length-weighted mean of the two real vectors. The text is real
-  prose (so BM25 postings and term statistics are computed by PostgreSQL exactly as for documents), the vectors
-  lie where real ones lie; they are not what the model would give for that text, which does not matter for
-  latency or for HNSW recall against an exact scan of the same vectors.
+- beyond those, synthetic chunks: each joins the first half of one real chunk's sentences to the second half
+  of another's, and its vector is the normalised length-weighted mean of the two real vectors. The text is
+  real prose (so BM25 postings and term statistics are computed by PostgreSQL exactly as for documents), the
+  vectors lie where real ones lie; they are not what the model would give for that text, which does not matter
+  for latency or for HNSW recall against an exact scan of the same vectors.
 
-Measured: the hot path ``retrieve(k=8, hybrid)`` with a fresh query each time (embed + vector leg, beside it the
-BM25 leg, then fuse + fetch + merge) on pooled connections as in the app, p50/p95; the same with a type filter;
-recall@10 of the vector leg against exact nearest neighbours computed in numpy, and of the BM25 leg against
-scoring every posting; and the hot path again while an ingest runs through one shared
+Measured: the hot path ``retrieve(k=8, hybrid)`` with a fresh query each time (embed + vector leg, beside it
+the BM25 leg, then fuse + fetch + merge) on pooled connections as in the app, p50/p95; the same with a type
+filter; recall@10 of the vector leg against exact nearest neighbours computed in numpy, and of the BM25 leg
+against scoring every posting; and the hot path again while an ingest runs through one shared
 ``EmbeddingService`` (queries ahead of queued batches, as in the app) and writes documents with BM25 indexing.
 
-With ``--store DIR`` the loaded store is kept between runs (a 1M-chunk load takes an hour). It then remembers the
-queries it was measured with and measures others next time (a repeated query finds its pages already in memory,
-a new question does not): the dataset's queries, then its documents' titles as questions. Recall is measured with
-the same dataset queries on every run, and the exact BM25 answers are kept in the store. A server
-restarted on a kept store reads its saved buffers back in the background; the run waits for that first.
+With ``--store DIR`` the loaded store is kept between runs (a 1M-chunk load takes an hour). It then remembers
+the queries it was measured with and measures others next time (a repeated query finds its pages already in
+memory, a new question does not): the dataset's queries, then its documents' titles as questions. Recall is
+measured with the same dataset queries on every run, and the exact BM25 answers are kept in the store. A
+server restarted on a kept store reads its saved buffers back in the background; the run waits for that first.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import os
@@ -116,8 +118,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     hot, rec = report["hot_path_ms"], report["hnsw_recall@10"]
     print(
-        f"{report['chunks']} chunks ({report['synthetic_chunks']} synthetic), {report['documents']} documents; "
-        f"{report['machine']['cpu']} × {report['machine']['cores']}"
+        f"{report['chunks']} chunks ({report['synthetic_chunks']} synthetic), {report['documents']} "
+        f"documents; {report['machine']['cpu']} × {report['machine']['cores']}"
     )
     print(f"hot path (embed + search + fuse + merge), k=8 hybrid: p50 {hot['p50']} ms, p95 {hot['p95']} ms")
     for stage, v in report["stages_ms"].items():
@@ -164,7 +166,7 @@ def machine() -> dict[str, Any]:
     }
 
 
-# -- the corpus ------------------------------------------------------------------------------------------------
+# -- the corpus ----------------------------------------------------------------------------------------------
 
 
 def _sentences(text: str) -> list[str]:
@@ -212,7 +214,7 @@ def synthesize(
     return chunks, out_vecs, real
 
 
-# -- the benchmark ---------------------------------------------------------------------------------------------
+# -- the benchmark -------------------------------------------------------------------------------------------
 
 
 def bench(
@@ -235,10 +237,8 @@ def bench(
     folder = corpus or default_corpus()
     ds = beir.load_dataset(folder, "test")
     query_texts = list(ds.queries.values())
-    try:
+    with contextlib.suppress(KnownError):
         query_texts += list(beir.load_dataset(folder, "train").queries.values())
-    except KnownError:
-        pass
     query_texts = list(dict.fromkeys(query_texts))
     say = (lambda label: progress(Progress(label))) if progress else (lambda label: None)
     say(f"chunking {len(ds.corpus)} documents")
@@ -286,10 +286,12 @@ def bench(
             if store:
                 conn.execute("CREATE TABLE bench_spec (spec jsonb)")
                 conn.execute("INSERT INTO bench_spec VALUES (%s)", (json.dumps(spec),))
-        sizes = conn.execute(
-            "SELECT pg_size_pretty(pg_database_size(current_database())), "
-            "pg_size_pretty(pg_total_relation_size('bm25_postings'))"
-        ).fetchone()
+        sizes = db.one(
+            conn.execute(
+                "SELECT pg_size_pretty(pg_database_size(current_database())), "
+                "pg_size_pretty(pg_total_relation_size('bm25_postings'))"
+            )
+        )
         report["database_size"], report["postings_size"] = sizes
         conn.commit()
 
@@ -298,8 +300,8 @@ def bench(
         waited = _wait_for_restored_buffers(conn, say)
         if waited:
             report["buffers_restored_s"] = waited
-        # Queries are embedded as in the app: a one-thread session of their own (``EmbeddingService`` query lane),
-        # which leaves the other core to the BM25 leg running beside it.
+        # Queries are embedded as in the app: a one-thread session of their own (``EmbeddingService`` query
+        # lane), which leaves the other core to the BM25 leg running beside it.
         query_embedder = embedder.sibling(threads=1)
         handle = beir.StoreHandle(conninfo, query_embedder, settings)
         rng = np.random.default_rng(1)
@@ -459,8 +461,9 @@ def _recall(
 def _exact_bm25(conn: Any, texts: Sequence[str], tuning: Tuning) -> dict[str, list[int]]:
     """The exact BM25 top 10 of each text (every posting scored).
 
-    At 1M chunks that reads gigabytes and leaves the server's buffers (saved and restored with a kept store) full
-    of pages the app never reads; the answers are therefore kept in the store and computed once per query.
+    At 1M chunks that reads gigabytes and leaves the server's buffers (saved and restored with a kept store)
+    full of pages the app never reads; the answers are therefore kept in the store and computed once per
+    query.
     """
     conn.execute(
         "CREATE TABLE IF NOT EXISTS bench_bm25_exact (query text, k1 float8, b float8, "
@@ -498,8 +501,8 @@ def _bm25_recall(conn: Any, exact: dict[str, list[int]], tuning: Tuning) -> floa
 def _split_seen(conn: Any, texts: Sequence[str]) -> tuple[list[str], list[str]]:
     """``texts`` split into those never measured on this store and those that were, each in order.
 
-    A kept store remembers its measured queries: asked again, a query finds its pages already read, which a new
-    question does not."""
+    A kept store remembers its measured queries: asked again, a query finds its pages already read, which a
+    new question does not."""
     conn.execute("CREATE TABLE IF NOT EXISTS bench_queries_seen (query text PRIMARY KEY)")
     seen = {r[0] for r in conn.execute("SELECT query FROM bench_queries_seen")}
     conn.commit()
@@ -514,8 +517,9 @@ def _mark_seen(conn: Any, texts: Sequence[str]) -> None:
 
 
 def _wait_for_restored_buffers(conn: Any, say: Any, appear_s: float = 15.0, limit_s: float = 900.0) -> float:
-    """Wait while the server reads back the buffers it saved when it last stopped (``pg_prewarm``), so that the
-    hot path is not measured against that background read. Returns the seconds waited (0 when nothing is read)."""
+    """Wait while the server reads back the buffers it saved when it last stopped (``pg_prewarm``), so that
+    the hot path is not measured against that background read. Returns the seconds waited (0 when nothing is
+    read)."""
     row = conn.execute("SELECT current_setting('data_directory')").fetchone()
     conn.commit()
     if not row or not (Path(row[0]) / "autoprewarm.blocks").exists():
@@ -594,8 +598,8 @@ def _during_ingest(
     try:
         while ingested[0] == 0 and not errors:  # the ingest is under way: one batch went through
             time.sleep(0.05)
-        # Questions come a while apart, as a person asks them, so that they fall at every point of the ingest's
-        # batch cycle and the ingest rate is taken over several batches.
+        # Questions come a while apart, as a person asks them, so that they fall at every point of the
+        # ingest's batch cycle and the ingest rate is taken over several batches.
         started, before = time.monotonic(), ingested[0]
         result = _measure(
             _ServiceHandle(conninfo, embedder, settings),
@@ -625,8 +629,8 @@ def _during_ingest(
 def _write_doc(conn: Any, doc: int, batch: Sequence[beir.ChunkRow], vectors: np.ndarray, model: str) -> None:
     with conn.transaction():
         doc_id = conn.execute(
-            "INSERT INTO documents (path, title, doc_type, sha256, status) VALUES (%s, %s, 'pdf', %s, 'embedding') "
-            "RETURNING id",
+            "INSERT INTO documents (path, title, doc_type, sha256, status) VALUES (%s, %s, 'pdf', %s, "
+            "'embedding') RETURNING id",
             (
                 f"/bench/ingest{doc}.pdf",
                 f"Ingested {doc}",
@@ -634,8 +638,8 @@ def _write_doc(conn: Any, doc: int, batch: Sequence[beir.ChunkRow], vectors: np.
             ),
         ).fetchone()[0]
         with conn.cursor().copy(
-            "COPY document_chunks (doc_id, chunk_index, page_number, heading_path, text, token_count, char_start, "
-            "char_end, text_hash) FROM STDIN"
+            "COPY document_chunks (doc_id, chunk_index, page_number, heading_path, text, token_count, "
+            "char_start, char_end, text_hash) FROM STDIN"
         ) as copy:
             for i, b in enumerate(batch):
                 copy.write_row(
@@ -661,7 +665,7 @@ def _write_doc(conn: Any, doc: int, batch: Sequence[beir.ChunkRow], vectors: np.
             "COPY chunk_embeddings (chunk_id, embedding_model, embedding) FROM STDIN WITH (FORMAT BINARY)"
         ) as copy:
             copy.set_types(["int8", "text", "vector"])
-            for cid, v in zip(ids, vectors):
+            for cid, v in zip(ids, vectors, strict=True):
                 copy.write_row((cid, model, v))
     with conn.transaction():
         bm25.index_document(conn, doc_id)

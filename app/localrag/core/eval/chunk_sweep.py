@@ -80,7 +80,7 @@ def evaluate(
     n_docs = len(doc_ids)
     for start in range(0, len(qids), 64):
         sims = query_vecs[start : start + 64] @ chunk_vecs.T  # (q, chunks)
-        for row, qid in zip(sims, qids[start : start + 64]):
+        for row, qid in zip(sims, qids[start : start + 64], strict=True):
             best = np.full(n_docs, -np.inf, dtype=np.float32)
             np.maximum.at(best, chunk_doc, row)
             top = np.argpartition(-best, min(100, n_docs - 1))[:100]
@@ -97,7 +97,7 @@ def load_cache(path: Path, model: str) -> dict[str, np.ndarray]:
     with np.load(path, allow_pickle=False) as saved:
         if str(saved["model"]) != model:
             return {}
-        return dict(zip(saved["texts"].tolist(), saved["vectors"]))
+        return dict(zip(saved["texts"].tolist(), saved["vectors"], strict=True))
 
 
 def save_cache(path: Path, model: str, cache: dict[str, np.ndarray]) -> None:
@@ -164,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
         chunked = time.monotonic() - started
         fresh = list(dict.fromkeys(t for t in texts if t not in cache))  # the same chunk in two configs: once
         if fresh:
-            cache.update(zip(fresh, embedder.embed(fresh)))
+            cache.update(zip(fresh, embedder.embed(fresh), strict=True))
         vecs = np.stack([cache[t] for t in texts])
         if args.cache and fresh:
             save_cache(args.cache, embedder.name, cache)

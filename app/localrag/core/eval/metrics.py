@@ -9,7 +9,8 @@ import numpy as np
 
 
 def ndcg_at(ranked: Sequence[str], relevant: Mapping[str, int], k: int = 10) -> float:
-    """nDCG@k with gain = relevance grade (trec_eval's ``ndcg_cut``); the ideal ranks every judged document."""
+    """nDCG@k with gain = relevance grade (trec_eval's ``ndcg_cut``); the ideal ranks every judged
+    document."""
     dcg = sum(relevant.get(doc, 0) / math.log2(i + 2) for i, doc in enumerate(ranked[:k]))
     ideal = sorted((g for g in relevant.values() if g > 0), reverse=True)[:k]
     idcg = sum(g / math.log2(i + 2) for i, g in enumerate(ideal))

@@ -146,19 +146,21 @@ class _Chunker:
         if one comes out too long, its page is cut again, counting each chunk.
         """
         tokens = self._tokens_many([page.text for page in pages])
-        plans = [self._plan(page, toks) for page, toks in zip(pages, tokens)]
+        plans = [self._plan(page, toks) for page, toks in zip(pages, tokens, strict=True)]
         risky: list[tuple[_Piece, str]] = []
-        for page, toks, (_, pieces) in zip(pages, tokens, plans):
+        for page, toks, (_, pieces) in zip(pages, tokens, plans, strict=True):
             n, fresh = len(toks.starts), toks.new_word
             for piece in pieces:
                 piece.count = piece.b - piece.a + self.special
                 inside_word = (piece.a > 0 and not fresh[piece.a]) or (piece.b < n and not fresh[piece.b])
                 if inside_word or piece.count > self.hard_limit - self.margin:
                     risky.append((piece, page.text[piece.char_start : piece.char_end]))
-        for (piece, _), count in zip(risky, self.count_tokens_batch([t for _, t in risky]) if risky else []):
+        for (piece, _), count in zip(
+            risky, self.count_tokens_batch([t for _, t in risky]) if risky else [], strict=True
+        ):
             piece.count = count
         index = first_index
-        for page, toks, (strength, pieces) in zip(pages, tokens, plans):
+        for page, toks, (strength, pieces) in zip(pages, tokens, plans, strict=True):
             if any(piece.count > self.hard_limit for piece in pieces):
                 _, pieces = self._plan(page, toks, strength, measure=self.count_tokens)
             headings = sorted(page.headings)
@@ -192,7 +194,7 @@ class _Chunker:
             self.tokenizer.encode_batch([b[2] for b in blocks], add_special_tokens=False) if blocks else []
         )
         parts: list[list[tuple[np.ndarray, np.ndarray]]] = [[] for _ in texts]
-        for (number, pos, _, clean), enc in zip(blocks, encodings):
+        for (number, pos, _, clean), enc in zip(blocks, encodings, strict=True):
             if not enc.ids:
                 continue
             offsets = np.asarray(enc.offsets, dtype=np.int64).reshape(-1, 2) + pos

@@ -41,7 +41,8 @@ def list_documents(
 ) -> list[DocumentInfo]:
     """Every document (newest first) whose title or path contains ``search``, optionally of ``doc_types``.
 
-    A changed file being re-indexed shows once: the new version while it is in progress, the old one is hidden.
+    A changed file being re-indexed shows once: the new version while it is in progress, the old one is
+    hidden.
     """
     clauses = [
         "NOT EXISTS (SELECT 1 FROM documents n WHERE n.replaces_id = d.id AND n.status IN "
@@ -56,19 +57,20 @@ def list_documents(
         clauses.append("d.doc_type = ANY(%s)")
         params.append(list(doc_types))
     rows = conn.execute(
-        f"SELECT {_COLUMNS} FROM documents d WHERE {' AND '.join(clauses)} ORDER BY d.id DESC",  # noqa: S608
+        f"SELECT {_COLUMNS} FROM documents d WHERE {' AND '.join(clauses)} ORDER BY d.id DESC",
         params,
     ).fetchall()
     return [DocumentInfo(*row) for row in rows]
 
 
 def get_document(conn: psycopg.Connection[Any], doc_id: int) -> DocumentInfo | None:
-    row = conn.execute(f"SELECT {_COLUMNS} FROM documents WHERE id = %s", (doc_id,)).fetchone()  # noqa: S608
+    row = conn.execute(f"SELECT {_COLUMNS} FROM documents WHERE id = %s", (doc_id,)).fetchone()
     return DocumentInfo(*row) if row else None
 
 
 def remove_document(conn: psycopg.Connection[Any], doc_id: int) -> bool:
-    """Delete a document with its chunks, vectors and BM25 postings, in one transaction. Returns whether it existed."""
+    """Delete a document with its chunks, vectors and BM25 postings, in one transaction. Returns whether it
+    existed."""
     from localrag.core.retrieve import bm25
 
     with conn.transaction():

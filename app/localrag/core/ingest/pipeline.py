@@ -2,16 +2,18 @@
 
 A document moves ``queued → extracting → embedding → ready`` (or ``failed``/``cancelled``):
 
-1. ``enqueue`` hashes each file and records a ``queued`` row at once, so the panel shows it immediately. The same
-   content again is a no-op ("already indexed"); a changed file gets a new row that replaces the old one when
-   ready, so the old version keeps answering until then.
-2. Extraction and chunking write all chunks in one transaction (COPY) together with the switch to ``embedding``.
+1. ``enqueue`` hashes each file and records a ``queued`` row at once, so the panel shows it immediately. The
+   same content again is a no-op ("already indexed"); a changed file gets a new row that replaces the old one
+   when ready, so the old version keeps answering until then.
+2. Extraction and chunking write all chunks in one transaction (COPY) together with the switch to
+   ``embedding``.
 3. Vectors are written in committed batches (COPY). Chunks whose text an indexed chunk already has reuse its
    vector. After a kill, the next run embeds only the chunks that still lack a vector.
-4. One transaction adds the BM25 postings and the document's sections (``chat/overview.py``), marks the document
-   ``ready`` and drops the older versions of its file.
-   Retrieval only sees ``ready`` documents, so nothing is ever half-visible. A version overtaken by a newer one
-   (the file was edited again before it finished) is dropped instead of finishing: the newest version wins.
+4. One transaction adds the BM25 postings and the document's sections (``chat/overview.py``), marks the
+   document ``ready`` and drops the older versions of its file.
+   Retrieval only sees ``ready`` documents, so nothing is ever half-visible. A version overtaken by a newer
+   one (the file was edited again before it finished) is dropped instead of finishing: the newest version
+   wins.
 
 A per-document advisory lock lets several ingestors (the window and a terminal) share one database safely.
 One bad file fails alone with its reason; the others still go in.
@@ -19,6 +21,7 @@ One bad file fails alone with its reason; the others still go in.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import os
@@ -43,6 +46,7 @@ from localrag.core.ingest.documents import UNFINISHED_STATUSES, remove_document
 from localrag.core.ingest.loaders._common import display_name
 from localrag.core.progress import Cancelled, CancelToken
 from localrag.core.retrieve import bm25
+from localrag.core.store.db import one
 
 log = logging.getLogger("localrag.ingest")
 
@@ -188,7 +192,8 @@ class Ingestor:
                 None, path_to_db(path)[0], name, "", "skipped", message="a language model, not a document"
             )
         try:
-            # The checks that need no parsing (missing, empty, too large, wrong type) fail fast, before hashing.
+            # The checks that need no parsing (missing, empty, too large, wrong type) fail fast, before
+            # hashing.
             loaders.check_file(path, self.max_bytes)
             sha = file_sha256(path)
             mtime = path.stat().st_mtime
@@ -223,11 +228,23 @@ class Ingestor:
                 "AND status = 'ready' ORDER BY id DESC LIMIT 1",
                 (db_path, db_raw),
             ).fetchone()
-            doc_id = conn.execute(
-                "INSERT INTO documents (path, path_bytes, title, doc_type, sha256, bytes, status, replaces_id, "
-                "source_mtime) VALUES (%s, %s, %s, %s, %s, %s, 'queued', %s, %s) RETURNING id",
-                (db_path, db_raw, name, doc_type, sha, path.stat().st_size, old[0] if old else None, mtime),
-            ).fetchone()[0]
+            doc_id = one(
+                conn.execute(
+                    "INSERT INTO documents (path, path_bytes, title, doc_type, sha256, bytes, status, "
+                    "replaces_id, source_mtime) VALUES (%s, %s, %s, %s, %s, %s, 'queued', %s, %s) RETURNING "
+                    "id",
+                    (
+                        db_path,
+                        db_raw,
+                        name,
+                        doc_type,
+                        sha,
+                        path.stat().st_size,
+                        old[0] if old else None,
+                        mtime,
+                    ),
+                )
+            )[0]
         message = "changed: re-indexing" if old else "queued"
         return IngestEvent(doc_id, db_path, name, doc_type or "", "queued", message=message)
 
@@ -249,20 +266,23 @@ class Ingestor:
                 size, mtime = path.stat().st_size, path.stat().st_mtime
             except OSError:
                 size, mtime = 0, None
-            doc_id = conn.execute(
-                "INSERT INTO documents (path, path_bytes, title, doc_type, sha256, bytes, status, error_code, "
-                "error, source_mtime) VALUES (%s, %s, %s, %s, '', %s, 'failed', %s, %s, %s) RETURNING id",
-                (
-                    db_path,
-                    db_raw,
-                    display_name(path),
-                    doc_type or "unknown",
-                    size,
-                    exc.code,
-                    exc.message,
-                    mtime,
-                ),
-            ).fetchone()[0]
+            doc_id = one(
+                conn.execute(
+                    "INSERT INTO documents (path, path_bytes, title, doc_type, sha256, bytes, status, "
+                    "error_code, error, source_mtime) VALUES (%s, %s, %s, %s, '', %s, 'failed', %s, %s, %s) "
+                    "RETURNING id",
+                    (
+                        db_path,
+                        db_raw,
+                        display_name(path),
+                        doc_type or "unknown",
+                        size,
+                        exc.code,
+                        exc.message,
+                        mtime,
+                    ),
+                )
+            )[0]
         return IngestEvent(
             doc_id, db_path, display_name(path), doc_type, "failed", error_code=exc.code, message=exc.message
         )
@@ -275,8 +295,9 @@ class Ingestor:
             self._cancel_docs.add(doc_id)
 
     def pause(self) -> None:
-        """Stop ``run`` between steps without cancelling anything (thread-safe): the document in hand keeps its
-        committed work and its status, and the next ``run`` (or the next start of the app) carries on with it."""
+        """Stop ``run`` between steps without cancelling anything (thread-safe): the document in hand keeps
+        its committed work and its status, and the next ``run`` (or the next start of the app) carries on with
+        it."""
         self._paused.set()
 
     def unpause(self) -> None:
@@ -306,8 +327,8 @@ class Ingestor:
     def reembed(self, cancel: CancelToken | None = None) -> IngestSummary:
         """Give every ready document a vector from the active model for each chunk that lacks one.
 
-        Used after switching embedding models. Batches are committed as they go (a kill loses at most one), the
-        documents stay ready throughout, and vectors of the previous model are kept.
+        Used after switching embedding models. Batches are committed as they go (a kill loses at most one),
+        the documents stay ready throughout, and vectors of the previous model are kept.
         """
         summary = IngestSummary()
         started = time.monotonic()
@@ -320,9 +341,9 @@ class Ingestor:
         ).fetchall()
         self.conn.commit()
         for doc_id, path, title, doc_type in rows:
-            got = self.conn.execute(
-                "SELECT pg_try_advisory_lock(%s::int, %s::int)", (_ADVISORY_NS, doc_id)
-            ).fetchone()[0]
+            got = one(
+                self.conn.execute("SELECT pg_try_advisory_lock(%s::int, %s::int)", (_ADVISORY_NS, doc_id))
+            )[0]
             self.conn.commit()
             if not got:
                 continue
@@ -395,10 +416,8 @@ class Ingestor:
 
     def _drop_connection(self) -> None:
         if self._conn is not None:
-            try:
+            with contextlib.suppress(psycopg.Error):
                 self._conn.close()
-            except psycopg.Error:
-                pass
             self._conn = None
 
     def _claim_next(self) -> int | None:
@@ -409,9 +428,9 @@ class Ingestor:
         ).fetchall()
         conn.commit()
         for (doc_id,) in rows:
-            got = conn.execute(
-                "SELECT pg_try_advisory_lock(%s::int, %s::int)", (_ADVISORY_NS, doc_id)
-            ).fetchone()[0]
+            got = one(conn.execute("SELECT pg_try_advisory_lock(%s::int, %s::int)", (_ADVISORY_NS, doc_id)))[
+                0
+            ]
             conn.commit()
             if got:
                 status = conn.execute("SELECT status FROM documents WHERE id = %s", (doc_id,)).fetchone()
@@ -452,6 +471,8 @@ class Ingestor:
             "SELECT path, path_bytes, title, doc_type, status FROM documents WHERE id = %s", (doc_id,)
         ).fetchone()
         self.conn.commit()
+        if row is None:  # removed since it was claimed
+            return None
         path, raw, title, doc_type, status = row
         fs_path = path_from_db(path, raw)
         doc_cancel = _DocCancel(self, doc_id, cancel)
@@ -592,8 +613,8 @@ class Ingestor:
                 for r in rows:
                     copy.write_row(r)
             conn.execute(
-                "UPDATE documents SET status = 'embedding', title = %s, doc_type = %s, mime = %s, pages = %s, "
-                "pages_done = %s, chunks_total = %s, warnings = %s, updated_at = now() WHERE id = %s",
+                "UPDATE documents SET status = 'embedding', title = %s, doc_type = %s, mime = %s, pages = "
+                "%s, pages_done = %s, chunks_total = %s, warnings = %s, updated_at = now() WHERE id = %s",
                 (title, doc_type, stream.mime, pages, pages, len(rows), Jsonb(stream.warnings), doc_id),
             )
         summary.stage_seconds["write"] += time.monotonic() - tw
@@ -637,13 +658,11 @@ class Ingestor:
             "ORDER BY c.chunk_index",
             (doc_id, model),
         ).fetchall()
-        total = conn.execute("SELECT count(*) FROM document_chunks WHERE doc_id = %s", (doc_id,)).fetchone()[
-            0
-        ]
+        total = one(conn.execute("SELECT count(*) FROM document_chunks WHERE doc_id = %s", (doc_id,)))[0]
         conn.commit()
         summary.stage_seconds["write"] += time.monotonic() - tw
         done = total - len(todo)
-        pages = conn.execute("SELECT pages FROM documents WHERE id = %s", (doc_id,)).fetchone()[0]
+        pages = one(conn.execute("SELECT pages FROM documents WHERE id = %s", (doc_id,)))[0]
         conn.commit()
         started, first_done = time.monotonic(), done
         batches = [todo[i : i + EMBED_BATCH] for i in range(0, len(todo), EMBED_BATCH)]
@@ -689,7 +708,7 @@ class Ingestor:
             with conn.cursor().copy(
                 "COPY chunk_embeddings (chunk_id, embedding_model, embedding) FROM STDIN"
             ) as copy:
-                for (chunk_id, _text, _n), vec in zip(batch, vectors):
+                for (chunk_id, _text, _n), vec in zip(batch, vectors, strict=True):
                     copy.write_row((chunk_id, model, "[" + ",".join(f"{x:.7g}" for x in vec) + "]"))
             conn.execute(
                 "UPDATE documents SET chunks_embedded = (SELECT count(*) FROM chunk_embeddings e JOIN "
@@ -721,16 +740,18 @@ class Ingestor:
         )
 
     def _mark_ready(self, doc_id: int) -> tuple[int, int]:
-        """Add the BM25 postings and the sections, mark the document ready and drop the older versions of its file
-        (the one this row was queued to replace among them; unfinished ones drop themselves when their turn
-        comes). Call inside a transaction. Returns (pages, chunks)."""
+        """Add the BM25 postings and the sections, mark the document ready and drop the older versions of its
+        file (the one this row was queued to replace among them; unfinished ones drop themselves when their
+        turn comes). Call inside a transaction. Returns (pages, chunks)."""
         conn = self.conn
         bm25.index_document(conn, doc_id)
-        pages, chunks = conn.execute(
-            "UPDATE documents SET status = 'ready', chunks_embedded = chunks_total, indexed_at = now(), "
-            "updated_at = now() WHERE id = %s RETURNING pages, chunks_total",
-            (doc_id,),
-        ).fetchone()
+        pages, chunks = one(
+            conn.execute(
+                "UPDATE documents SET status = 'ready', chunks_embedded = chunks_total, indexed_at = now(), "
+                "updated_at = now() WHERE id = %s RETURNING pages, chunks_total",
+                (doc_id,),
+            )
+        )
         self._store_sections(doc_id)
         older = conn.execute(
             "SELECT o.id, o.status FROM documents o JOIN documents d ON d.id = %s "
@@ -745,8 +766,9 @@ class Ingestor:
         return pages, chunks
 
     def _store_sections(self, doc_id: int) -> None:
-        """Store the document's top-level sections and their central chunks (core/chat/overview.py). A failure is
-        logged and undone (a savepoint) and the document still becomes ready: the chat computes them later."""
+        """Store the document's top-level sections and their central chunks (core/chat/overview.py). A failure
+        is logged and undone (a savepoint) and the document still becomes ready: the chat computes them
+        later."""
         try:
             overview.compute_sections(self.conn, doc_id, self.library.embedder.name)
         except Exception:
@@ -757,8 +779,8 @@ class Ingestor:
         transaction). Returns whether it did."""
         return (
             self.conn.execute(
-                "DELETE FROM documents d WHERE d.id = %s AND EXISTS (SELECT 1 FROM documents n WHERE n.id > d.id "
-                "AND n.path = d.path AND n.path_bytes IS NOT DISTINCT FROM d.path_bytes "
+                "DELETE FROM documents d WHERE d.id = %s AND EXISTS (SELECT 1 FROM documents n WHERE n.id > "
+                "d.id AND n.path = d.path AND n.path_bytes IS NOT DISTINCT FROM d.path_bytes "
                 "AND n.status IN ('queued', 'extracting', 'embedding', 'ready')) RETURNING d.id",
                 (doc_id,),
             ).fetchone()
@@ -823,7 +845,7 @@ class _Bridge(CancelToken):
         self._owner = owner
 
     @property
-    def cancelled(self) -> bool:  # type: ignore[override]
+    def cancelled(self) -> bool:
         return self._owner.cancelled
 
     def raise_if_cancelled(self) -> None:

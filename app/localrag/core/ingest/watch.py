@@ -37,7 +37,8 @@ def list_watched_folders(conn: psycopg.Connection[Any]) -> list[Path]:
 
 
 def scan_watched(conn: psycopg.Connection[Any]) -> tuple[list[Path], list[int]]:
-    """Files to (re-)enqueue, and the ids of documents removed because their file is gone from a watched folder.
+    """Files to (re-)enqueue, and the ids of documents removed because their file is gone from a watched
+    folder.
 
     A file is returned when no live document has its path or its modification time differs from the one
     recorded; ``Ingestor.enqueue`` then decides by content hash whether anything really changed.
@@ -70,7 +71,7 @@ def scan_watched(conn: psycopg.Connection[Any]) -> tuple[list[Path], list[int]]:
                 if entry is None or (entry[2] in ("ready", "failed") and entry[1] != mtime):
                     to_enqueue.append(path)
         for key, (doc_id, _mtime, status) in known.items():
-            if key not in seen and status != "failed" and not Path(key).exists():
-                if remove_document(conn, doc_id):
-                    removed.append(doc_id)
+            gone = key not in seen and status != "failed" and not Path(key).exists()
+            if gone and remove_document(conn, doc_id):
+                removed.append(doc_id)
     return to_enqueue, removed

@@ -20,13 +20,14 @@ One function serves the chat, the command line and the developer pane::
   model failed, logged; ``resp.error`` holds a one-line message; results are empty and the caller goes on).
 
 ``RetrievalResponse``: ``results`` (at most k ``Result``, best first), ``reason``, ``error``, ``timings``
-(milliseconds: ``embed``, ``vector``, ``bm25``, ``fuse``, ``fetch``, ``merge``, ``total``; a stage that did not
-run is absent) and ``candidates`` (every fused chunk, best first, with ``passed_floor``; for the developer pane).
+(milliseconds: ``embed``, ``vector``, ``bm25``, ``fuse``, ``fetch``, ``merge``, ``total``; a stage that did
+not run is absent) and ``candidates`` (every fused chunk, best first, with ``passed_floor``; for the developer
+pane).
 
 ``Result``: ``chunk_ids`` (adjacent chunks of one page merged into one passage, in reading order), ``doc_id``,
-``doc_type``, ``title``, ``path``, ``page_number``, ``heading_path``, ``text``, ``similarity`` (cosine, the best
-of the merged chunks), ``char_start``, ``char_end``, ``passed_floor`` and ``scores``: ``vector`` (cosine or
-None), ``bm25`` (score or None), ``vector_rank`` and ``bm25_rank`` (1-based or None), ``fused``.
+``doc_type``, ``title``, ``path``, ``page_number``, ``heading_path``, ``text``, ``similarity`` (cosine, the
+best of the merged chunks), ``char_start``, ``char_end``, ``passed_floor`` and ``scores``: ``vector`` (cosine
+or None), ``bm25`` (score or None), ``vector_rank`` and ``bm25_rank`` (1-based or None), ``fused``.
 
 ``pack_context(results, budget_tokens=None, count_tokens=None) -> PackedContext``: numbered blocks
 ``[1] Title, p. 3 — Heading`` + passage within the budget (default 1,200 tokens, counted by ``count_tokens``,

@@ -9,8 +9,9 @@ What is indexed is each chunk's heading path and text. A chunk's length is its n
 - ``bm25_stats.total_len``: the sum of their lengths.
 
 ``index_document`` runs in the transaction that makes a document ready, ``unindex_document`` in the one that
-removes it (or replaces it). Both lock ``bm25_terms`` rows in term order and ``bm25_stats`` last, so concurrent
-calls wait for each other instead of deadlocking. ``rebuild`` recomputes everything from the postings.
+removes it (or replaces it). Both lock ``bm25_terms`` rows in term order and ``bm25_stats`` last, so
+concurrent calls wait for each other instead of deadlocking. ``rebuild`` recomputes everything from the
+postings.
 
 Scoring is Lucene's BM25: ``idf = ln(1 + (N - df + 0.5) / (df + 0.5))`` and
 ``tf * (k1 + 1) / (tf + k1 * (1 - b + b * len / avglen))``, summed over the query's lexemes.
@@ -21,6 +22,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Iterable, Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
 import psycopg
@@ -52,7 +54,7 @@ def index_documents(conn: psycopg.Connection[Any], doc_ids: Iterable[int]) -> in
 
     Documents already indexed are re-indexed, so a repeated call never counts a chunk twice.
     """
-    ids = sorted(set(int(d) for d in doc_ids))
+    ids = sorted({int(d) for d in doc_ids})
     if not ids:
         return 0
     with _atomic(conn):
@@ -104,13 +106,13 @@ def index_documents(conn: psycopg.Connection[Any], doc_ids: Iterable[int]) -> in
 
 def unindex_documents(conn: psycopg.Connection[Any], doc_ids: Iterable[int]) -> None:
     """``unindex_document`` for many documents at once."""
-    ids = sorted(set(int(d) for d in doc_ids))
+    ids = sorted({int(d) for d in doc_ids})
     if ids:
         with _atomic(conn):
             _unindex(conn, ids)
 
 
-def _atomic(conn: psycopg.Connection[Any]) -> psycopg.Transaction:
+def _atomic(conn: psycopg.Connection[Any]) -> AbstractContextManager[psycopg.Transaction]:
     """A savepoint in the caller's transaction, which the caller commits or rolls back.
 
     On an idle connection that is not in autocommit mode, psycopg's ``transaction()`` would begin and commit a
@@ -133,16 +135,18 @@ def _unindex(conn: psycopg.Connection[Any], ids: Sequence[int]) -> None:
     )
     # Lock the terms in order before changing them (an UPDATE ... FROM visits rows in no set order).
     conn.execute(
-        "SELECT 1 FROM bm25_terms WHERE term IN (SELECT DISTINCT term FROM bm25_gone) ORDER BY term FOR UPDATE"
+        "SELECT 1 FROM bm25_terms WHERE term IN (SELECT DISTINCT term FROM bm25_gone) ORDER BY term FOR "
+        "UPDATE"
     )
     conn.execute(
-        "UPDATE bm25_terms t SET df = t.df - g.n FROM (SELECT term, count(*) AS n FROM bm25_gone GROUP BY term) g "
-        "WHERE t.term = g.term"
+        "UPDATE bm25_terms t SET df = t.df - g.n FROM (SELECT term, count(*) AS n FROM bm25_gone GROUP BY "
+        "term) g WHERE t.term = g.term"
     )
     conn.execute("DELETE FROM bm25_terms WHERE term IN (SELECT DISTINCT term FROM bm25_gone) AND df <= 0")
     conn.execute(
-        "UPDATE bm25_stats SET n_chunks = greatest(0, n_chunks - s.n), total_len = greatest(0, total_len - s.len) "
-        "FROM (SELECT count(DISTINCT chunk_id) AS n, coalesce(sum(tf), 0) AS len FROM bm25_gone) s WHERE id = 1"
+        "UPDATE bm25_stats SET n_chunks = greatest(0, n_chunks - s.n), total_len = greatest(0, total_len - "
+        "s.len) FROM (SELECT count(DISTINCT chunk_id) AS n, coalesce(sum(tf), 0) AS len FROM bm25_gone) s "
+        "WHERE id = 1"
     )
     conn.execute(
         "DELETE FROM bm25_postings p USING document_chunks c WHERE p.chunk_id = c.id AND c.doc_id = ANY(%s)",
@@ -160,18 +164,18 @@ def rebuild(conn: psycopg.Connection[Any]) -> None:
             "INSERT INTO bm25_terms (term, df) SELECT term, count(*) FROM bm25_postings GROUP BY term"
         )
         conn.execute(
-            "UPDATE bm25_stats SET n_chunks = s.n, total_len = s.len FROM (SELECT count(DISTINCT chunk_id) AS n, "
-            "coalesce(sum(tf), 0) AS len FROM bm25_postings) s WHERE id = 1"
+            "UPDATE bm25_stats SET n_chunks = s.n, total_len = s.len FROM (SELECT count(DISTINCT chunk_id) "
+            "AS n, coalesce(sum(tf), 0) AS len FROM bm25_postings) s WHERE id = 1"
         )
 
 
 def stats_drift(conn: psycopg.Connection[Any]) -> dict[str, int]:
     """How far the kept statistics are from those recomputed from the postings (all zeros when right)."""
     row = conn.execute(
-        "SELECT (SELECT n_chunks FROM bm25_stats WHERE id = 1) - (SELECT count(DISTINCT chunk_id) FROM bm25_postings),"
-        " (SELECT total_len FROM bm25_stats WHERE id = 1) - (SELECT coalesce(sum(tf), 0) FROM bm25_postings),"
-        " (SELECT count(*) FROM (SELECT term, count(*) AS n FROM bm25_postings GROUP BY term) p"
-        "  FULL JOIN bm25_terms t USING (term) WHERE t.df IS DISTINCT FROM p.n),"
+        "SELECT (SELECT n_chunks FROM bm25_stats WHERE id = 1) - (SELECT count(DISTINCT chunk_id) FROM "
+        "bm25_postings), (SELECT total_len FROM bm25_stats WHERE id = 1) - (SELECT coalesce(sum(tf), 0) FROM "
+        "bm25_postings), (SELECT count(*) FROM (SELECT term, count(*) AS n FROM bm25_postings GROUP BY term) "
+        "p  FULL JOIN bm25_terms t USING (term) WHERE t.df IS DISTINCT FROM p.n),"
         " (SELECT count(*) FROM document_chunks c WHERE c.lexeme_count <>"
         "  coalesce((SELECT sum(tf) FROM bm25_postings p WHERE p.chunk_id = c.id), 0)"
         "  AND EXISTS (SELECT 1 FROM bm25_postings p WHERE p.chunk_id = c.id))"
@@ -207,12 +211,12 @@ def search(
     indexes; a filtered one also joins each posting it reads to its chunk and document.
 
     In a large library a query term found in many chunks ("cell", "use") has tens of thousands of postings and
-    little weight. When a term has more than ``TERM_POSTINGS_READ`` postings, an unfiltered query reads only that
-    many of them, best first by their share of the score (the ``bm25_postings_impact`` index), scores the chunks
-    found that way, and computes the exact score of the best ``RESCORED`` of them from all their postings. The
-    chunks left out hold a frequent term only with a low term frequency or in a long text; ``exact=True`` scores
-    every posting instead (the benchmark compares the two). A filtered query reads best first too, and scores
-    every posting when fewer than ``n`` of the chunks so found pass the filter.
+    little weight. When a term has more than ``TERM_POSTINGS_READ`` postings, an unfiltered query reads only
+    that many of them, best first by their share of the score (the ``bm25_postings_impact`` index), scores the
+    chunks found that way, and computes the exact score of the best ``RESCORED`` of them from all their
+    postings. The chunks left out hold a frequent term only with a low term frequency or in a long text;
+    ``exact=True`` scores every posting instead (the benchmark compares the two). A filtered query reads best
+    first too, and scores every posting when fewer than ``n`` of the chunks so found pass the filter.
     """
     rows = conn.execute(
         "SELECT q.term, q.qtf, t.df, s.n_chunks, s.total_len FROM (SELECT lexeme AS term,"
@@ -247,10 +251,10 @@ def search(
     # Every posting, read from the same index as best first (in its order), so that only one index on terms is
     # read by searches and stays in memory in a large library.
     found = conn.execute(
-        f"SELECT p.chunk_id, sum({_TERM_SCORE}) AS score"  # noqa: S608 - the filter SQL is our own
+        f"SELECT p.chunk_id, sum({_TERM_SCORE}) AS score"
         f" FROM unnest(%(terms)s::text[], %(weights)s::float8[]) qt(term, w) CROSS JOIN LATERAL ("
-        f" SELECT p.chunk_id, p.tf, p.dl FROM bm25_postings p WHERE p.term = qt.term ORDER BY {_IMPACT} DESC) p{join}"
-        " GROUP BY p.chunk_id ORDER BY score DESC, p.chunk_id LIMIT %(n)s",
+        f" SELECT p.chunk_id, p.tf, p.dl FROM bm25_postings p WHERE p.term = qt.term ORDER BY {_IMPACT} "
+        f"DESC) p{join} GROUP BY p.chunk_id ORDER BY score DESC, p.chunk_id LIMIT %(n)s",
         params,
     ).fetchall()
     return [(int(cid), float(score)) for cid, score in found]
@@ -258,30 +262,32 @@ def search(
 
 # One posting's contribution, from the term weight ``qt.w`` (query tf × idf) and the posting ``p``.
 _TERM_SCORE = "qt.w * p.tf * (%(k1)s + 1.0) / (p.tf + %(k1)s * (1.0 - %(b)s + %(b)s * p.dl / %(avgdl)s))"
-# The order of the ``bm25_postings_impact`` index (migration 0003), repeated exactly so that the index serves it.
+# The order of the ``bm25_postings_impact`` index (migration 0003), repeated exactly so that the index serves
+# it.
 _IMPACT = "(p.tf::float8 / (p.tf::float8 + 0.3 + 0.009 * p.dl::float8))"
-# Postings read per frequent term, and how many of the chunks found are scored exactly. Measured at 1M chunks of
-# SciFact-like text (docs/benchmarks.md), recall@10 against scoring every posting / BM25 leg p50: 2000 and 200:
-# 0.75 / 23 ms; 2000 and 1000: 0.90 / 43 ms; 5000 and 1000: 0.96 / 61 ms (every posting: about 1 s).
+# Postings read per frequent term, and how many of the chunks found are scored exactly. Measured at 1M chunks
+# of SciFact-like text (docs/benchmarks.md), recall@10 against scoring every posting / BM25 leg p50: 2000 and
+# 200: 0.75 / 23 ms; 2000 and 1000: 0.90 / 43 ms; 5000 and 1000: 0.96 / 61 ms (every posting: about 1 s).
 TERM_POSTINGS_READ = 5000
 RESCORED = 1000
 RESCORE_POSTINGS = 30  # what rescoring one chunk costs (one probe of the chunk index), in postings read
 
 
 def _impact_order_pays(dfs: list[int]) -> bool:
-    """Whether reading frequent terms best first reads far fewer postings than reading them all: it reads up to
-    ``TERM_POSTINGS_READ`` per term, then the postings of the ``RESCORED`` chunks it found (tens each)."""
+    """Whether reading frequent terms best first reads far fewer postings than reading them all: it reads up
+    to ``TERM_POSTINGS_READ`` per term, then the postings of the ``RESCORED`` chunks it found (tens each)."""
     every = sum(dfs)
     best_first = sum(min(df, TERM_POSTINGS_READ) for df in dfs) + RESCORED * RESCORE_POSTINGS
     return every > 2 * best_first
 
 
 def _impact_sql(join: str = "") -> str:
-    """Best first: each term's best postings (``join`` keeps those of the documents a filter allows), summed per
-    chunk; the best ``r`` chunks found are then scored from all their postings (``bm25_postings_chunk``)."""
+    """Best first: each term's best postings (``join`` keeps those of the documents a filter allows), summed
+    per chunk; the best ``r`` chunks found are then scored from all their postings
+    (``bm25_postings_chunk``)."""
     return (
-        "WITH qt AS MATERIALIZED (SELECT * FROM unnest(%(terms)s::text[], %(weights)s::float8[]) AS qt(term, w)),"
-        " found AS MATERIALIZED ("
+        "WITH qt AS MATERIALIZED (SELECT * FROM unnest(%(terms)s::text[], %(weights)s::float8[]) AS qt(term, "
+        "w)), found AS MATERIALIZED ("
         f" SELECT p.chunk_id, sum({_TERM_SCORE}) AS s FROM qt CROSS JOIN LATERAL ("
         "  SELECT p.chunk_id, p.tf, p.dl FROM bm25_postings p WHERE p.term = qt.term"
         f"  ORDER BY {_IMPACT} DESC LIMIT %(m)s) p{join}"

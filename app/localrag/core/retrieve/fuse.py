@@ -1,8 +1,8 @@
 """Reciprocal rank fusion of the vector and BM25 lists.
 
-``fused = vector_weight / (rrf_k + vector_rank) + bm25_weight / (rrf_k + bm25_rank)``, a term only for the lists
-a chunk is in (Cormack et al., 2009). Ranks, not scores, are fused: cosine similarities and BM25 scores live on
-scales that do not compare.
+``fused = vector_weight / (rrf_k + vector_rank) + bm25_weight / (rrf_k + bm25_rank)``, a term only for the
+lists a chunk is in (Cormack et al., 2009). Ranks, not scores, are fused: cosine similarities and BM25 scores
+live on scales that do not compare.
 """
 
 from __future__ import annotations

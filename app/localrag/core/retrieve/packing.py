@@ -1,14 +1,16 @@
 """Context packing: the retrieved passages as numbered sources that fit a token budget.
 
 Each source is a block ``[i] Title, p. 3 — Heading`` followed by its passage. Passages are taken whole in rank
-order while they fit (a contiguous span is worth more than pieces). Then a passage that did not fit whole is cut
-to its leading whole sentences if a useful part still fits. The rest is reported as dropped. Sources keep their
-rank order, so citation ``[i]`` is ``sources[i - 1]``. The count of the final text never exceeds the budget.
+order while they fit (a contiguous span is worth more than pieces). Then a passage that did not fit whole is
+cut to its leading whole sentences if a useful part still fits. The rest is reported as dropped. Sources keep
+their rank order, so citation ``[i]`` is ``sources[i - 1]``. The count of the final text never exceeds the
+budget.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import re
 from collections.abc import Callable, Sequence
@@ -105,7 +107,7 @@ def pack_context(
             continue
         room = budget - used - (sep_cost if chosen else 0)
         part = _leading_sentences(
-            r.text, lambda p, i=i: block_cost(i, p), room, min(MIN_PART_TOKENS, budget // 4)
+            r.text, functools.partial(block_cost, i), room, min(MIN_PART_TOKENS, budget // 4)
         )
         if part is not None:
             chosen[i] = part

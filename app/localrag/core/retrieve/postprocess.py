@@ -23,8 +23,8 @@ def merge_and_dedupe(ranked: Iterable[Result], k: int) -> list[Result]:
     """The best ``k`` passages from candidates that passed the floor, best first.
 
     Candidates are taken in rank order. One whose text repeats an earlier one (same ``text_hash``) is skipped.
-    One that continues a passage already taken (same document and page, the next or previous chunk index) joins
-    it, and joins two passages it bridges; it does not count toward ``k``. The scan stops at the first
+    One that continues a passage already taken (same document and page, the next or previous chunk index)
+    joins it, and joins two passages it bridges; it does not count toward ``k``. The scan stops at the first
     candidate that would start a passage beyond ``k``.
     """
     groups: list[list[Result]] = []

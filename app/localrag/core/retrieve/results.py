@@ -71,9 +71,10 @@ class RetrievalResponse:
     Attributes:
         results: at most k passages, best first.
         reason: ``None`` (the results are what matched, possibly nothing), ``"model_mismatch"`` (the stored
-            vectors come from another embedding model: re-embed), or ``"error"`` (the store or the model failed;
-            ``error`` says how).
-        timings: milliseconds per stage: ``embed``, ``vector``, ``bm25``, ``fuse``, ``fetch``, ``merge``, ``total``.
+            vectors come from another embedding model: re-embed), or ``"error"`` (the store or the model
+            failed; ``error`` says how).
+        timings: milliseconds per stage: ``embed``, ``vector``, ``bm25``, ``fuse``, ``fetch``, ``merge``,
+            ``total``.
         candidates: every fused candidate chunk, best first, including those under the floor
             (``passed_floor`` says which), for the developer pane.
     """

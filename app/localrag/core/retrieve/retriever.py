@@ -8,7 +8,7 @@ import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import psycopg
@@ -23,9 +23,23 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
 
     from localrag.core.config import Settings
-    from localrag.core.library import Library
+    from localrag.core.embed.onnx_embedder import OnnxEmbedder
+    from localrag.core.store.db import ConnectionPool
 
 log = logging.getLogger("localrag.retrieve")
+
+
+class Searchable(Protocol):
+    """What ``retrieve`` needs of a ``Library`` (the BEIR evaluation's ``StoreHandle`` is the other one)."""
+
+    @property
+    def settings(self) -> Settings: ...
+    @property
+    def pool(self) -> ConnectionPool: ...
+    @property
+    def embedder(self) -> OnnxEmbedder: ...
+    def embed_query(self, text: str) -> np.ndarray: ...
+
 
 MODES = ("hybrid", "vector", "keyword")
 # Chunks each leg contributes to fusion (at least k).
@@ -68,7 +82,7 @@ class Tuning:
 
 
 def retrieve(
-    library: Library,
+    library: Searchable,
     query: str,
     *,
     k: int | None = None,
@@ -112,7 +126,7 @@ def retrieve(
 
 
 def _run(
-    library: Library,
+    library: Searchable,
     text: str,
     k: int,
     mode: str,
@@ -213,7 +227,7 @@ def _run(
 
 
 def _bm25_leg(
-    library: Library, text: str, depth: int, filters: Filters, tuning: Tuning, timings: dict[str, float]
+    library: Searchable, text: str, depth: int, filters: Filters, tuning: Tuning, timings: dict[str, float]
 ) -> list[tuple[int, float]]:
     t = time.perf_counter()
     with library.pool.connection() as c, c.transaction():
@@ -263,7 +277,7 @@ def _fetch(
         )
         params.update(q=np.asarray(qvec, dtype=np.float32), model=model, sim_ids=similarity_for)
     rows = conn.execute(
-        "SELECT c.id, c.doc_id, d.doc_type, d.title, d.path, c.page_number, c.chunk_index, c.heading_path,"  # noqa: S608
+        "SELECT c.id, c.doc_id, d.doc_type, d.title, d.path, c.page_number, c.chunk_index, c.heading_path,"
         f" c.text, c.char_start, c.char_end, c.text_hash, {sim} FROM document_chunks c"
         " JOIN documents d ON d.id = c.doc_id"
         " WHERE c.id = ANY(%(ids)s) AND d.status = 'ready'",

@@ -1,11 +1,11 @@
 """The vector leg: nearest chunks by cosine distance on the active model's HNSW index.
 
-The index is partial (one per model) and built on ``embedding::vector(dim)``, so the query repeats exactly that
-expression and the model condition. ``hnsw.ef_search`` is the setting, grown in proportion to the store beyond
-250k vectors (``scaled_ef_search``). Every query is filtered (at least to ready documents), so it runs with
-``hnsw.iterative_scan = relaxed_order``: the index scan goes on past ``ef_search`` until enough rows pass the
-filter, and the rows are sorted again outside. When even that finds fewer than ``n`` rows (a very selective
-filter), the same query runs once more as an exact scan over the rows the filter allows.
+The index is partial (one per model) and built on ``embedding::vector(dim)``, so the query repeats exactly
+that expression and the model condition. ``hnsw.ef_search`` is the setting, grown in proportion to the store
+beyond 250k vectors (``scaled_ef_search``). Every query is filtered (at least to ready documents), so it runs
+with ``hnsw.iterative_scan = relaxed_order``: the index scan goes on past ``ef_search`` until enough rows pass
+the filter, and the rows are sorted again outside. When even that finds fewer than ``n`` rows (a very
+selective filter), the same query runs once more as an exact scan over the rows the filter allows.
 """
 
 from __future__ import annotations
@@ -34,11 +34,12 @@ def search(
     params.update(q=np.asarray(query_vector, dtype=np.float32), model=model, n=int(n))
     expr = f"e.embedding::vector({dim}) <=> %(q)s::vector({dim})"
     conn.execute(
-        "SELECT set_config('hnsw.ef_search', %s, true), set_config('hnsw.iterative_scan', 'relaxed_order', true)",
+        "SELECT set_config('hnsw.ef_search', %s, true), set_config('hnsw.iterative_scan', 'relaxed_order', "
+        "true)",
         (str(max(scaled_ef_search(conn, ef_search), int(n))),),
     )
     rows = conn.execute(
-        "WITH hits AS MATERIALIZED ("  # noqa: S608 - the dimension is an int, the filter SQL our own
+        "WITH hits AS MATERIALIZED ("
         f" SELECT e.chunk_id, {expr} AS dist FROM chunk_embeddings e"
         " JOIN document_chunks c ON c.id = e.chunk_id JOIN documents d ON d.id = c.doc_id"
         f" WHERE e.embedding_model = %(model)s AND {where}"
@@ -49,7 +50,7 @@ def search(
     if len(rows) < n:
         # ``+ 0`` keeps the planner off the index: an exact scan over what the filter allows.
         rows = conn.execute(
-            f"SELECT e.chunk_id, {expr} AS dist FROM chunk_embeddings e"  # noqa: S608
+            f"SELECT e.chunk_id, {expr} AS dist FROM chunk_embeddings e"
             " JOIN document_chunks c ON c.id = e.chunk_id JOIN documents d ON d.id = c.doc_id"
             f" WHERE e.embedding_model = %(model)s AND {where}"
             f" ORDER BY ({expr}) + 0, e.chunk_id LIMIT %(n)s",
@@ -58,9 +59,9 @@ def search(
     return [(int(cid), 1.0 - float(dist)) for cid, dist in rows]
 
 
-# HNSW recall at a fixed ef_search falls as the graph grows (measured, docs/benchmarks.md: recall@10 0.99 at 100k
-# vectors and 0.91 at 1M with 100; 0.947 with 200 and 0.968 with 400 at 1M). Beyond this many vectors the setting
-# grows in proportion, up to ten times.
+# HNSW recall at a fixed ef_search falls as the graph grows (measured, docs/benchmarks.md: recall@10 0.99 at
+# 100k vectors and 0.91 at 1M with 100; 0.947 with 200 and 0.968 with 400 at 1M). Beyond this many vectors the
+# setting grows in proportion, up to ten times.
 EF_SEARCH_BASE_VECTORS = 250_000
 EF_SEARCH_MAX_FACTOR = 10
 
@@ -70,11 +71,12 @@ def scaled_ef_search(conn: psycopg.Connection[Any], ef_search: int) -> int:
     row = conn.execute("SELECT reltuples FROM pg_class WHERE oid = 'chunk_embeddings'::regclass").fetchone()
     vectors = float(row[0]) if row and row[0] and row[0] > 0 else 0.0
     factor = min(max(vectors / EF_SEARCH_BASE_VECTORS, 1.0), float(EF_SEARCH_MAX_FACTOR))
-    return int(round(int(ef_search) * factor))
+    return round(int(ef_search) * factor)
 
 
 def model_mismatch(conn: psycopg.Connection[Any], model: str) -> bool:
-    """Whether the store holds vectors of other models but none of ``model`` (the library needs re-embedding)."""
+    """Whether the store holds vectors of other models but none of ``model`` (the library needs
+    re-embedding)."""
     row = conn.execute(
         "SELECT NOT EXISTS (SELECT 1 FROM chunk_embeddings WHERE embedding_model = %s) AND EXISTS ("
         " SELECT 1 FROM embedding_models m WHERE m.name <> %s"

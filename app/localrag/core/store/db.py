@@ -44,6 +44,14 @@ def connect(conninfo: str, *, autocommit: bool = False, timeout: int = 10) -> ps
     return conn
 
 
+def one(cursor: psycopg.Cursor[Any]) -> Any:
+    """The row of a query that always returns one (an aggregate, ``INSERT … RETURNING``); none is a bug."""
+    row = cursor.fetchone()
+    if row is None:
+        raise LookupError("the query returned no row")
+    return row
+
+
 def ensure_pgvector(conn: psycopg.Connection[Any]) -> None:
     """Create the extensions the schema needs, with a one-line error if the server lacks pgvector."""
     try:
@@ -73,10 +81,10 @@ def server_versions(conn: psycopg.Connection[Any]) -> dict[str, str]:
 class ConnectionPool:
     """Idle connections kept for reuse, so that a retrieval does not open one (a few ms) each time.
 
-    A connection is lent to one thread at a time and comes back rolled back to idle; one that raised, closed or
-    broke while lent is closed instead. An idle connection is checked with one round trip before it is lent, so
-    that one the server dropped (a restart) is replaced rather than failing its next query. ``clear`` closes the
-    idle ones.
+    A connection is lent to one thread at a time and comes back rolled back to idle; one that raised, closed
+    or broke while lent is closed instead. An idle connection is checked with one round trip before it is
+    lent, so that one the server dropped (a restart) is replaced rather than failing its next query. ``clear``
+    closes the idle ones.
     """
 
     def __init__(self, connect: Callable[[], psycopg.Connection[Any]], keep: int = 4) -> None:

@@ -1,7 +1,7 @@
 """An exclusive, non-blocking lock on a file, held for as long as the process keeps it open.
 
-``flock`` locks belong to the open file, so two opens conflict even inside one process, and the kernel drops the
-lock when the process dies, however it dies.
+``flock`` locks belong to the open file, so two opens conflict even inside one process, and the kernel drops
+the lock when the process dies, however it dies.
 """
 
 from __future__ import annotations

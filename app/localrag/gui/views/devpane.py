@@ -79,8 +79,8 @@ class DevPane(QtWidgets.QWidget):
     Public:
         show_retrieval(event): an object with ``query``, ``response`` (a ``RetrievalResponse``) and optionally
             ``packed`` (a ``PackedContext``); the engine's ``Retrieved`` event qualifies.
-        show_prompt(view): the exact prompt (the worker's ``PromptView``, an engine ``Prompt`` or a string) with
-            its token counts and what the budget dropped.
+        show_prompt(view): the exact prompt (the worker's ``PromptView``, an engine ``Prompt`` or a string)
+            with its token counts and what the budget dropped.
         show_evidence(event): the evidence candidates of the engine's ``EvidenceReady`` event.
         show_done(event): the answer's timings (first token, prompt processing, tokens/s) from ``Done``, its
             evidence candidates and each generated sentence as checked.
@@ -136,7 +136,7 @@ class DevPane(QtWidgets.QWidget):
 
         self.query_label = QtWidgets.QLabel("No question yet.", self)
         self.query_label.setWordWrap(True)
-        self.query_label.setTextInteractionFlags(QtCore.Qt.TextSelectableByMouse)
+        self.query_label.setTextInteractionFlags(QtCore.Qt.TextInteractionFlag.TextSelectableByMouse)
         self.status_label = QtWidgets.QLabel("", self)
         self.status_label.setWordWrap(True)
 
@@ -145,13 +145,13 @@ class DevPane(QtWidgets.QWidget):
         self.table.setHorizontalHeaderLabels(list(COLUMNS))
         self.table.setAccessibleName("Retrieved chunks")
         self.table.verticalHeader().hide()
-        self.table.setEditTriggers(QtWidgets.QAbstractItemView.NoEditTriggers)
-        self.table.setSelectionBehavior(QtWidgets.QAbstractItemView.SelectRows)
+        self.table.setEditTriggers(QtWidgets.QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.setSelectionBehavior(QtWidgets.QAbstractItemView.SelectionBehavior.SelectRows)
         self.table.setAlternatingRowColors(True)
         self.table.setWordWrap(False)
-        self.table.setTextElideMode(QtCore.Qt.ElideRight)
+        self.table.setTextElideMode(QtCore.Qt.TextElideMode.ElideRight)
         header = self.table.horizontalHeader()
-        header.setSectionResizeMode(QtWidgets.QHeaderView.Interactive)
+        header.setSectionResizeMode(QtWidgets.QHeaderView.ResizeMode.Interactive)
         header.setStretchLastSection(False)
         self.candidates_box = QtWidgets.QCheckBox("All candidates", self)
         self.candidates_box.setAccessibleName("Show every fused candidate chunk")
@@ -167,26 +167,26 @@ class DevPane(QtWidgets.QWidget):
 
         # Timings.
         self.timings_label = QtWidgets.QLabel("", self)
-        self.timings_label.setTextFormat(QtCore.Qt.RichText)
+        self.timings_label.setTextFormat(QtCore.Qt.TextFormat.RichText)
         self.timings_label.setWordWrap(True)
         self.timings_label.setAccessibleName("Stage timings")
 
         # Prompt.
         self.prompt_info = QtWidgets.QLabel("", self)
         self.prompt_info.setWordWrap(True)
-        self.prompt_info.setTextFormat(QtCore.Qt.RichText)
+        self.prompt_info.setTextFormat(QtCore.Qt.TextFormat.RichText)
         self.prompt_view = QtWidgets.QPlainTextEdit(self)
         self.prompt_view.setReadOnly(True)
         self.prompt_view.setAccessibleName("Prompt sent to the language model")
         self.prompt_view.setPlaceholderText("The exact prompt of the last answer shows here.")
-        self.prompt_view.setLineWrapMode(QtWidgets.QPlainTextEdit.WidgetWidth)
-        mono = QtGui.QFontDatabase.systemFont(QtGui.QFontDatabase.FixedFont)
+        self.prompt_view.setLineWrapMode(QtWidgets.QPlainTextEdit.LineWrapMode.WidgetWidth)
+        mono = QtGui.QFontDatabase.systemFont(QtGui.QFontDatabase.SystemFont.FixedFont)
         self.prompt_view.setFont(mono)
 
         results_page = QtWidgets.QWidget(self)
         rl = QtWidgets.QVBoxLayout(results_page)
         rl.setContentsMargins(0, 0, 0, 0)
-        inner = QtWidgets.QSplitter(QtCore.Qt.Vertical, results_page)
+        inner = QtWidgets.QSplitter(QtCore.Qt.Orientation.Vertical, results_page)
         inner.addWidget(self.table)
         inner.addWidget(self.chunk_text)
         inner.setStretchFactor(0, 3)
@@ -327,7 +327,7 @@ class DevPane(QtWidgets.QWidget):
         self._results = results
         self.table.setSortingEnabled(False)
         self.table.setRowCount(len(results))
-        muted = self.palette().color(QtGui.QPalette.Disabled, QtGui.QPalette.Text)
+        muted = self.palette().color(QtGui.QPalette.ColorGroup.Disabled, QtGui.QPalette.ColorRole.Text)
         for row, result in enumerate(results):
             fate = "–"
             if self._prompt_fate is not None:
@@ -337,7 +337,9 @@ class DevPane(QtWidgets.QWidget):
             for col, text in enumerate(cells):
                 item = QtWidgets.QTableWidgetItem(text)
                 if col in _NUMERIC or col in (0, 3, 6, 8):
-                    item.setTextAlignment(QtCore.Qt.AlignRight | QtCore.Qt.AlignVCenter)
+                    item.setTextAlignment(
+                        QtCore.Qt.AlignmentFlag.AlignRight | QtCore.Qt.AlignmentFlag.AlignVCenter
+                    )
                 if passed is False:
                     item.setForeground(muted)
                 if col == 2:
@@ -349,7 +351,7 @@ class DevPane(QtWidgets.QWidget):
                 self.table.setItem(row, col, item)
         self.table.resizeColumnsToContents()
         self.table.setColumnWidth(2, min(self.table.columnWidth(2), 200))
-        self.table.horizontalHeader().setSectionResizeMode(4, QtWidgets.QHeaderView.Stretch)
+        self.table.horizontalHeader().setSectionResizeMode(4, QtWidgets.QHeaderView.ResizeMode.Stretch)
         self.chunk_text.clear()
 
     def _show_selected_text(self) -> None:
@@ -398,7 +400,8 @@ class DevPane(QtWidgets.QWidget):
     def show_prompt(self, view: Any) -> None:
         """Show the exact prompt sent to the model and its token accounting.
 
-        ``view`` is the worker's ``PromptView`` (``prompt`` and ``rendered``), an engine ``Prompt``, or a string.
+        ``view`` is the worker's ``PromptView`` (``prompt`` and ``rendered``), an engine ``Prompt``, or a
+        string.
         """
         if isinstance(view, str):
             self.prompt_view.setPlainText(view)
@@ -451,8 +454,9 @@ class DevPane(QtWidgets.QWidget):
         self.prompt_info.setText("<br>".join(lines))
 
     def show_done(self, event: Any) -> None:
-        """Add the answer's timings (time to first token, prompt processing, tokens per second) from ``Done``."""
-        timings = dict(_get(event, "timings") or {})
+        """Add the answer's timings (time to first token, prompt processing, tokens per second) from
+        ``Done``."""
+        timings: dict[str, Any] = dict(_get(event, "timings") or {})
         names = {
             "retrieval_s": "retrieval",
             "wait_s": "model wait",

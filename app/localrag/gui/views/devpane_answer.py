@@ -136,26 +136,26 @@ class _Page(QtWidgets.QWidget):
         self.columns = columns
         self.info = QtWidgets.QLabel(empty, self)
         self.info.setWordWrap(True)
-        self.info.setTextFormat(QtCore.Qt.RichText)
+        self.info.setTextFormat(QtCore.Qt.TextFormat.RichText)
         self.table = QtWidgets.QTableWidget(0, len(columns), self)
         self.table.setHorizontalHeaderLabels(list(columns))
         self.table.setAccessibleName(name)
         self.table.setToolTip(help_text)
         self.table.verticalHeader().hide()
-        self.table.setEditTriggers(QtWidgets.QAbstractItemView.NoEditTriggers)
-        self.table.setSelectionBehavior(QtWidgets.QAbstractItemView.SelectRows)
-        self.table.setSelectionMode(QtWidgets.QAbstractItemView.SingleSelection)
+        self.table.setEditTriggers(QtWidgets.QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.setSelectionBehavior(QtWidgets.QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QtWidgets.QAbstractItemView.SelectionMode.SingleSelection)
         self.table.setAlternatingRowColors(True)
         self.table.setWordWrap(False)
-        self.table.setTextElideMode(QtCore.Qt.ElideRight)
-        self.table.horizontalHeader().setSectionResizeMode(QtWidgets.QHeaderView.Interactive)
+        self.table.setTextElideMode(QtCore.Qt.TextElideMode.ElideRight)
+        self.table.horizontalHeader().setSectionResizeMode(QtWidgets.QHeaderView.ResizeMode.Interactive)
         self.table.horizontalHeader().setStretchLastSection(True)
         self.table.itemSelectionChanged.connect(self._on_selection)
         self.detail = QtWidgets.QPlainTextEdit(self)
         self.detail.setReadOnly(True)
         self.detail.setPlaceholderText(placeholder)
         self.detail.setAccessibleName(f"{name}: the selected row")
-        split = QtWidgets.QSplitter(QtCore.Qt.Vertical, self)
+        split = QtWidgets.QSplitter(QtCore.Qt.Orientation.Vertical, self)
         split.addWidget(self.table)
         split.addWidget(self.detail)
         split.setStretchFactor(0, 3)
@@ -183,7 +183,9 @@ class _Page(QtWidgets.QWidget):
             for col, text in enumerate(cells):
                 item = QtWidgets.QTableWidgetItem(text)
                 if col in numeric:
-                    item.setTextAlignment(QtCore.Qt.AlignRight | QtCore.Qt.AlignVCenter)
+                    item.setTextAlignment(
+                        QtCore.Qt.AlignmentFlag.AlignRight | QtCore.Qt.AlignmentFlag.AlignVCenter
+                    )
                 if bold and r in bold:
                     font = item.font()
                     font.setBold(True)
@@ -261,7 +263,8 @@ class EvidencePage(_Page):
         features = field_of(span, "features") or {}
         where = (
             f"[{field_of(span, 'number')}] {field_of(span, 'title') or field_of(span, 'path')} · page "
-            f"{field_of(span, 'page_number')} · chars {field_of(span, 'char_start')}–{field_of(span, 'char_end')}"
+            f"{field_of(span, 'page_number')} · chars "
+            f"{field_of(span, 'char_start')}–{field_of(span, 'char_end')}"
         )
         parts = " · ".join(f"{k} {fmt(v)}" for k, v in features.items())
         scores = f"score {fmt(field_of(span, 'score'))}: {parts}"
@@ -322,4 +325,5 @@ class CheckedPage(_Page):
                 f"Matched in source [{field_of(g, 'number')}], page {field_of(g, 'page_number')}, chars "
                 f"{field_of(g, 'char_start')}–{field_of(g, 'char_end')}:"
             )
-        return f"{head}\n\nGenerated:\n{field_of(g, 'text') or ''}\n\n{where}\n{field_of(g, 'source_text') or ''}"
+        generated, source = field_of(g, "text") or "", field_of(g, "source_text") or ""
+        return f"{head}\n\nGenerated:\n{generated}\n\n{where}\n{source}"

@@ -19,6 +19,7 @@ from localrag.gui.views.documents_model import (
     DocumentRow,
     DocumentsFilter,
     DocumentsModel,
+    ModelIndex,
     format_eta,
 )
 
@@ -27,7 +28,7 @@ class _StatusDelegate(QtWidgets.QStyledItemDelegate):
     """Draws a thin progress bar under the status text of a document being indexed."""
 
     def paint(
-        self, painter: QtGui.QPainter, option: QtWidgets.QStyleOptionViewItem, index: QtCore.QModelIndex
+        self, painter: QtGui.QPainter, option: QtWidgets.QStyleOptionViewItem, index: ModelIndex
     ) -> None:
         super().paint(painter, option, index)
         row: DocumentRow | None = index.data(ROW_ROLE)

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from localrag.gui import theme
 from localrag.gui.qt import QtCore, QtGui
+
+# What Qt passes as a model index to the overrides below.
+ModelIndex = QtCore.QModelIndex | QtCore.QPersistentModelIndex
 
 TYPE_LABELS = {
     "pdf": "PDF",
@@ -141,16 +144,16 @@ class DocumentsModel(QtCore.QAbstractTableModel):
 
     # -- Qt model -----------------------------------------------------------------------------------------
 
-    def rowCount(self, parent: QtCore.QModelIndex = QtCore.QModelIndex()) -> int:  # noqa: N802, B008
+    def rowCount(self, parent: ModelIndex = QtCore.QModelIndex()) -> int:  # noqa: N802, B008
         return 0 if parent.isValid() else len(self.rows)
 
-    def columnCount(self, parent: QtCore.QModelIndex = QtCore.QModelIndex()) -> int:  # noqa: N802, B008
+    def columnCount(self, parent: ModelIndex = QtCore.QModelIndex()) -> int:  # noqa: N802, B008
         return 0 if parent.isValid() else len(self.COLUMNS)
 
-    def headerData(
+    def headerData(  # noqa: N802
         self,
         section: int,
-        orientation: QtCore.Qt.Orientation,  # noqa: N802
+        orientation: QtCore.Qt.Orientation,
         role: int = QtCore.Qt.ItemDataRole.DisplayRole,
     ) -> Any:
         if orientation == QtCore.Qt.Orientation.Horizontal and role == QtCore.Qt.ItemDataRole.DisplayRole:
@@ -159,7 +162,7 @@ class DocumentsModel(QtCore.QAbstractTableModel):
             return int(QtCore.Qt.AlignmentFlag.AlignRight | QtCore.Qt.AlignmentFlag.AlignVCenter)
         return None
 
-    def data(self, index: QtCore.QModelIndex, role: int = QtCore.Qt.ItemDataRole.DisplayRole) -> Any:
+    def data(self, index: ModelIndex, role: int = QtCore.Qt.ItemDataRole.DisplayRole) -> Any:
         if not index.isValid():
             return None
         row = self.rows[index.row()]
@@ -203,7 +206,7 @@ class DocumentsModel(QtCore.QAbstractTableModel):
         """Replace the listing; rows still being added (no id yet) stay on top."""
         pending = [r for r in self.rows if r.doc_id is None and r.status == "adding"]
         self.beginResetModel()
-        self.rows = pending + [r for r in rows]
+        self.rows = pending + list(rows)
         self._reindex()
         self.endResetModel()
 
@@ -213,7 +216,8 @@ class DocumentsModel(QtCore.QAbstractTableModel):
 
     def upsert_many(self, rows: list[DocumentRow], replaces_path: bool = True) -> None:
         """``upsert`` each of ``rows`` in turn. Rows already shown change in place; new ones go on top in one
-        insertion, so a repaint that brings thousands of rows costs one pass over the table, not one per row."""
+        insertion, so a repaint that brings thousands of rows costs one pass over the table, not one per
+        row."""
         new: dict[str, DocumentRow] = {}
         for row in rows:
             i = self._index.get(row.key)
@@ -235,7 +239,8 @@ class DocumentsModel(QtCore.QAbstractTableModel):
         self.remove_keys([key])
 
     def remove_keys(self, keys: Iterable[str]) -> None:
-        """Remove the rows with these keys (unknown keys are ignored), one block of adjacent rows at a time."""
+        """Remove the rows with these keys (unknown keys are ignored), one block of adjacent rows at a
+        time."""
         found = sorted({i for key in keys if (i := self._index.get(key)) is not None})
         while found:
             first = last = found.pop()
@@ -274,8 +279,8 @@ class DocumentsFilter(QtCore.QSortFilterProxyModel):
             self.search, self.doc_type = search.strip().lower(), doc_type
             self.invalidateRowsFilter()
 
-    def filterAcceptsRow(self, source_row: int, source_parent: QtCore.QModelIndex) -> bool:  # noqa: N802
-        row: DocumentRow = self.sourceModel().rows[source_row]
+    def filterAcceptsRow(self, source_row: int, source_parent: ModelIndex) -> bool:  # noqa: N802
+        row = cast(DocumentsModel, self.sourceModel()).rows[source_row]
         if self.doc_type and row.doc_type != self.doc_type:
             return False
         if self.search:

@@ -1,9 +1,10 @@
 """The source viewer: the cited page rendered with the passage highlighted, and the passage in its context.
 
 A citation points at a span of one page's text (``char_start``..``char_end`` of the page text the loader
-extracted). For a PDF the page is rendered with pypdfium2 and the span's characters are outlined on it; for every
-format the dialog shows the indexed text around the span with the span highlighted, read back from the store.
-The file work and the database query run off the UI thread (``load_source_view``); the dialog only paints.
+extracted). For a PDF the page is rendered with pypdfium2 and the span's characters are outlined on it; for
+every format the dialog shows the indexed text around the span with the span highlighted, read back from the
+store. The file work and the database query run off the UI thread (``load_source_view``); the dialog only
+paints.
 """
 
 from __future__ import annotations
@@ -232,7 +233,7 @@ def passage_context(library: Library, ref: SourceRef, context_chunks: int = CONT
                     (ref.doc_id, ref.page_number, max(ref.char_end, ref.char_start + 1), ref.char_start),
                 ).fetchone()
                 lo, hi = found if found and found[0] is not None else (None, None)
-            if lo is not None:
+            if lo is not None and hi is not None:
                 rows = conn.execute(
                     "SELECT char_start, char_end, text FROM document_chunks "
                     "WHERE doc_id = %s AND page_number = %s AND chunk_index BETWEEN %s AND %s "
@@ -325,14 +326,16 @@ def page_pixmap(page: PageImage) -> QtGui.QPixmap:
     """The rendered page with its highlight rectangles painted over it."""
     pixels = np.ascontiguousarray(page.pixels)
     height, width = pixels.shape[:2]
-    image = QtGui.QImage(pixels.data, width, height, pixels.strides[0], QtGui.QImage.Format_RGB888).copy()
+    image = QtGui.QImage(
+        pixels.data, width, height, pixels.strides[0], QtGui.QImage.Format.Format_RGB888
+    ).copy()
     painter = QtGui.QPainter(image)
     try:
-        painter.setRenderHint(QtGui.QPainter.Antialiasing)
-        painter.setCompositionMode(QtGui.QPainter.CompositionMode_Multiply)
+        painter.setRenderHint(QtGui.QPainter.RenderHint.Antialiasing)
+        painter.setCompositionMode(QtGui.QPainter.CompositionMode.CompositionMode_Multiply)
         for x, y, w, h in page.rects:
             painter.fillRect(QtCore.QRectF(x - 1, y - 1, w + 2, h + 2), HIGHLIGHT)
-        painter.setCompositionMode(QtGui.QPainter.CompositionMode_SourceOver)
+        painter.setCompositionMode(QtGui.QPainter.CompositionMode.CompositionMode_SourceOver)
         if page.rects:  # a bar in the margin so the passage is found at a glance
             top = min(r[1] for r in page.rects)
             bottom = max(r[1] + r[3] for r in page.rects)
@@ -376,7 +379,7 @@ class SourceViewer(QtWidgets.QDialog):
         self.ref = source if isinstance(source, SourceRef) else SourceRef.from_any(source, number)
         self.view: SourceView | None = None
         self._closed = False
-        self.setAttribute(QtCore.Qt.WA_DeleteOnClose)
+        self.setAttribute(QtCore.Qt.WidgetAttribute.WA_DeleteOnClose)
         self.setObjectName("source-viewer")
         title = self.ref.title or Path(self.ref.path).name or "Source"
         tag = f"[{self.ref.number}] " if self.ref.number else ""
@@ -388,26 +391,26 @@ class SourceViewer(QtWidgets.QDialog):
         self.resize(1100, 760)
 
         header = QtWidgets.QLabel(self)
-        header.setTextFormat(QtCore.Qt.RichText)
+        header.setTextFormat(QtCore.Qt.TextFormat.RichText)
         header.setWordWrap(True)
         header.setText(self._header_html())
         self.status = QtWidgets.QLabel("Loading the page…", self)
         self.status.setObjectName("source-status")
 
         self.page_label = QtWidgets.QLabel(self)
-        self.page_label.setAlignment(QtCore.Qt.AlignHCenter | QtCore.Qt.AlignTop)
+        self.page_label.setAlignment(QtCore.Qt.AlignmentFlag.AlignHCenter | QtCore.Qt.AlignmentFlag.AlignTop)
         self.page_label.setAccessibleName("Page image")
         self.page_scroll = QtWidgets.QScrollArea(self)
         self.page_scroll.setWidget(self.page_label)
         self.page_scroll.setWidgetResizable(True)
-        self.page_scroll.setAlignment(QtCore.Qt.AlignHCenter)
-        self.page_scroll.setBackgroundRole(QtGui.QPalette.Dark)
+        self.page_scroll.setAlignment(QtCore.Qt.AlignmentFlag.AlignHCenter)
+        self.page_scroll.setBackgroundRole(QtGui.QPalette.ColorRole.Dark)
 
         self.passage_view = QtWidgets.QTextBrowser(self)
         self.passage_view.setAccessibleName("Cited passage")
         self.passage_view.setOpenLinks(False)
 
-        self.splitter = QtWidgets.QSplitter(QtCore.Qt.Horizontal, self)
+        self.splitter = QtWidgets.QSplitter(QtCore.Qt.Orientation.Horizontal, self)
         self.splitter.addWidget(self.page_scroll)
         self.splitter.addWidget(self.passage_view)
         self.splitter.setStretchFactor(0, 3)
@@ -462,7 +465,7 @@ class SourceViewer(QtWidgets.QDialog):
         if 0 <= passage.start < passage.end:
             cursor = QtGui.QTextCursor(doc)
             cursor.setPosition(passage.start)
-            cursor.setPosition(min(passage.end, len(passage.text)), QtGui.QTextCursor.KeepAnchor)
+            cursor.setPosition(min(passage.end, len(passage.text)), QtGui.QTextCursor.MoveMode.KeepAnchor)
             fmt = QtGui.QTextCharFormat()
             fmt.setBackground(QtGui.QColor(255, 228, 92))
             cursor.mergeCharFormat(fmt)
@@ -498,7 +501,7 @@ class SourceViewer(QtWidgets.QDialog):
         self.loaded.emit(view)
 
     def eventFilter(self, obj: QtCore.QObject, event: QtCore.QEvent) -> bool:  # noqa: N802 (Qt override)
-        if event.type() == QtCore.QEvent.Resize and self._pixmap is not None:
+        if event.type() == QtCore.QEvent.Type.Resize and self._pixmap is not None:
             self._fit_page()
         return super().eventFilter(obj, event)
 
@@ -509,7 +512,7 @@ class SourceViewer(QtWidgets.QDialog):
         width = max(200, self.page_scroll.viewport().width() - 4)
         pixmap = self._pixmap
         if width < pixmap.width():
-            pixmap = pixmap.scaledToWidth(width, QtCore.Qt.SmoothTransformation)
+            pixmap = pixmap.scaledToWidth(width, QtCore.Qt.TransformationMode.SmoothTransformation)
         self.page_label.setPixmap(pixmap)
 
     def _scroll_to_highlight(self) -> None:

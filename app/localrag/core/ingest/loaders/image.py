@@ -65,9 +65,13 @@ def _result_lines(result: Any) -> list[str]:
         result = result[0]  # rapidocr_onnxruntime 1.x: (lines, timings)
     lines = []
     for item in result or []:
-        if isinstance(item, (list, tuple)) and len(item) >= 2 and isinstance(item[1], str):
-            if item[1].strip():
-                lines.append(item[1].strip())
+        if (
+            isinstance(item, (list, tuple))
+            and len(item) >= 2
+            and isinstance(item[1], str)
+            and item[1].strip()
+        ):
+            lines.append(item[1].strip())
     return lines
 
 

@@ -141,7 +141,7 @@ class _Pypdf:
     def __init__(self, path: Path) -> None:
         import pypdf
 
-        self.file = open(path, "rb")
+        self.file = open(path, "rb")  # noqa: SIM115 - the reader reads it page by page; close() closes it
         try:
             self.reader = pypdf.PdfReader(self.file, strict=False)
             if self.reader.is_encrypted and not self.reader.decrypt(""):
@@ -209,7 +209,7 @@ def _open_backend(path: Path) -> tuple[Any, list[str]]:
         raise BadDocument(f"{name} is not a valid PDF (no PDF header).", code="corrupt")
     truncated = _looks_truncated(path)
     warnings: list[str] = []
-    file = open(path, "rb")
+    file = open(path, "rb")  # noqa: SIM115 - the backend reads it page by page and closes it
     try:
         backend: Any = _Pdfium(file)
     except pdfium.PdfiumError as exc:
@@ -322,7 +322,7 @@ def _pages_phrase(numbers: list[int]) -> str:
 def _ranges(numbers: list[int]) -> str:
     parts: list[str] = []
     start = prev = numbers[0]
-    for n in numbers[1:] + [-1]:
+    for n in [*numbers[1:], -1]:
         if n == prev + 1:
             prev = n
             continue

@@ -1,4 +1,4 @@
-"""Screenshots of the main views, light and dark, for the README: ``python -m localrag.gui.screenshots``.
+"""Screenshots of the main views, light and dark, for the README: ``python -m localrag.devtools.screenshots``.
 
 Each theme runs in a fresh process with its own temporary data folder: a real embedded PostgreSQL, the bundled
 models, and a small library of documents written here (a PDF field guide, Markdown, a Word file, the project's
@@ -21,6 +21,10 @@ import textwrap
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from localrag.gui.mainwindow import MainWindow
 
 QUESTION = "Why are there two high tides a day?"
 
@@ -100,7 +104,7 @@ def _pdf(path: Path, pages: list[list[str]], title: str, password: str | None = 
     writer = PdfWriter()
     font = writer._add_object(
         DictionaryObject(
-            {  # noqa: SLF001 - pypdf has no public call for a bare font
+            {
                 NameObject("/Type"): NameObject("/Font"),
                 NameObject("/Subtype"): NameObject("/Type1"),
                 NameObject("/BaseFont"): NameObject("/Helvetica"),
@@ -117,7 +121,7 @@ def _pdf(path: Path, pages: list[list[str]], title: str, password: str | None = 
         ops = ["BT /F1 11 Tf 15 TL 72 730 Td"] + [f"({ln}) Tj T*" for ln in escaped] + ["ET"]
         stream = DecodedStreamObject()
         stream.set_data("\n".join(ops).encode("cp1252", "replace"))
-        page[NameObject("/Contents")] = writer._add_object(stream)  # noqa: SLF001
+        page[NameObject("/Contents")] = writer._add_object(stream)
     writer.add_metadata({"/Title": title})
     if password:
         writer.encrypt(user_password=password, algorithm="RC4-128")
@@ -129,7 +133,7 @@ def _pdf(path: Path, pages: list[list[str]], title: str, password: str | None = 
 def _wrap(text: str, width: int = 88) -> list[str]:
     lines: list[str] = []
     for para in textwrap.dedent(text).split("\n\n"):
-        lines += textwrap.wrap(" ".join(para.split()), width) + [""]
+        lines += [*textwrap.wrap(" ".join(para.split()), width), ""]
     return lines
 
 
@@ -141,7 +145,7 @@ def _stdlib_pages() -> list[list[str]]:
     for name in ("json", "pathlib", "sqlite3", "argparse", "csv", "datetime"):
         doc = pydoc.plaintext.document(__import__(name))  # type: ignore[attr-defined]
         text = doc.encode("ascii", "ignore").decode()
-        lines += [f"Module {name}", ""] + [ln[:95] for ln in text.splitlines() if ln.strip()][:600]
+        lines += [f"Module {name}", "", *[ln[:95] for ln in text.splitlines() if ln.strip()][:600]]
     return [lines[i : i + 46] for i in range(0, min(len(lines), 46 * 60), 46)]
 
 
@@ -150,7 +154,7 @@ def write_library(folder: Path, repo: Path | None) -> tuple[list[Path], Path]:
     from docx import Document
 
     folder.mkdir(parents=True, exist_ok=True)
-    guide_pages = [[title, ""] + _wrap(body) for title, body in FIELD_GUIDE.items()]
+    guide_pages = [[title, "", *_wrap(body)] for title, body in FIELD_GUIDE.items()]
     docs = [_pdf(folder / "Night birds field guide.pdf", guide_pages, "Night birds: a field guide")]
     (folder / "Tides and the Moon.md").write_text(TIDES_MD, encoding="utf-8")
     docs.append(folder / "Tides and the Moon.md")
@@ -212,7 +216,8 @@ def shoot(theme_name: str, out: Path, repo: Path | None) -> None:
             180,
             "the model",
         )
-        window.ingest_worker.event.connect(
+        assert window.ingest_worker is not None  # started with the store
+        window.ingest_worker.ingest_event.connect(
             lambda e: statuses.__setitem__(Path(e.path).name, e.status) if e.path else None
         )
         _wait(
@@ -246,7 +251,7 @@ def shoot(theme_name: str, out: Path, repo: Path | None) -> None:
         _wait(app, lambda: statuses.get(big.name) == "embedding", 300, "the long document to start embedding")
         _wait(
             app,
-            lambda: (window.documents_panel.flush() or True) and _embedded(window, big) > 0,
+            lambda: _flushed(window) and _embedded(window, big) > 0,
             300,
             "a batch",
         )
@@ -288,8 +293,14 @@ def shoot(theme_name: str, out: Path, repo: Path | None) -> None:
         window.close()
 
 
-def _embedded(window: object, path: Path) -> int:
-    for row in window.documents_panel.model.rows:  # type: ignore[attr-defined]
+def _flushed(window: MainWindow) -> bool:
+    """Apply the documents panel's pending updates now (a condition to wait on that is always met)."""
+    window.documents_panel.flush()
+    return True
+
+
+def _embedded(window: MainWindow, path: Path) -> int:
+    for row in window.documents_panel.model.rows:
         if row.path == str(path.absolute()):
             return row.chunks_embedded
     return 0
@@ -297,7 +308,7 @@ def _embedded(window: object, path: Path) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m localrag.gui.screenshots", description=__doc__.splitlines()[0]
+        prog="python -m localrag.devtools.screenshots", description=__doc__.splitlines()[0]
     )
     parser.add_argument("--out", type=Path, default=Path("docs/screenshots"))
     parser.add_argument("--theme", choices=("light", "dark"))
@@ -326,7 +337,7 @@ def main(argv: list[str] | None = None) -> int:
                 [
                     sys.executable,
                     "-m",
-                    "localrag.gui.screenshots",
+                    "localrag.devtools.screenshots",
                     "--theme",
                     theme_name,
                     "--out",
