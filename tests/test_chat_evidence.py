@@ -69,6 +69,49 @@ def test_sentences_keep_their_offsets_and_short_lines_stand_alone():
         assert FAQ_PAGE[s.start : s.end] == s.text
 
 
+def test_a_short_line_that_breaks_off_mid_sentence_does_not_end_it():
+    text = (
+        "The command update.packages() is the simplest way to ensure that all the packages on\n"
+        "your system are up to date. The command-line editing depends on the GNU readline\n"
+        "library (including its headers): version 6.0 or later is needed for all the features.\n"
+        "A much longer line that sets the longest width of this passage for the short-line rule of the splitter.\n"
+        "set logscale <axes> {<base>}\n"
+        "unset logscale <axes>\n"
+    )
+    texts = [" ".join(s.text.split()) for s in spans.split_spans(text)]
+    assert (
+        "The command update.packages() is the simplest way to ensure that all the packages on your system are up to date."
+        in texts
+    )
+    assert any(
+        t.startswith("The command-line editing") and t.endswith("for all the features.") for t in texts
+    )
+    assert "set logscale <axes> {<base>}" in texts  # syntax lines still stand alone
+
+
+DEB_OPTIONS = (
+    "Supporting the standardized environment variable DEB_BUILD_OPTIONS is recommended.\n"
+    "Package maintainers may assume that DEB_BUILD_OPTIONS will not contain conflicting tags.\n"
+    "nocheck\n"
+    "This tag says to not run any build-time test suite provided by the package.\n"
+    "nodoc\n"
+    "This tag says to skip any build steps that only generate package documentation.\n"
+)
+
+
+def test_a_definition_list_entry_answers_with_its_term(embed):
+    ev = find_evidence(
+        "Which DEB_BUILD_OPTIONS flag tells a package build to skip running its test suite?",
+        [Passage(DEB_OPTIONS, title="Debian Policy", path="/docs/policy.pdf", page_number=36)],
+        embed,
+    )
+    assert ev.answered
+    best = max(ev.spans, key=lambda s: s.score)
+    # the term and its description are one entry; a sentence that only repeats the question's own
+    # identifier (DEB_BUILD_OPTIONS) is not what "which flag" asks for
+    assert best.text.startswith("nocheck") and "test suite" in best.text
+
+
 def test_the_sentence_that_answers_is_quoted_with_its_page_and_exact_offsets(embed):
     passages = [
         Passage(GARDEN, doc_id=2, title="Garden", path="/docs/garden.txt", page_number=1),

@@ -96,6 +96,8 @@ def widen(result: Any, pages: dict[PageKey, str]) -> Any:
             new_start = a
         if a < end < b and (b < hi or hi == len(page)):
             new_end = b
+    while new_end > new_start and page[new_end - 1].isspace():
+        new_end -= 1
     text = page[new_start:new_end]
     before = after = ""
     if not page[:new_start].strip() and _starts_mid_sentence(text):

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 # The end of a sentence: . ! ? (and closing quotes or brackets) followed by white space and something that can
 # start a sentence; a paragraph break; a line break before a list item.
 _END = re.compile(
-    r"(?<=[.!?])[\"'”’)\]]*(?=\s+(?:[\"'“‘(\[]?[A-Z0-9`$.<>/\\#*_-]|$))|\n\s*\n"
+    r"(?<=[.!?])[\"'”’)\]]*(?=\s+(?:[\"'“‘(\[]?[A-Z0-9`$.<>/\\#*_-]|$)|[ \t]*\n)|\n\s*\n"
     r"|\n(?=\s*(?:[-*•◦▪]|\d{1,2}[.)]|#{1,6})\s)"
 )
 _LINE = re.compile(r"[^\n]*\n?")
