@@ -303,6 +303,20 @@ def test_summary_lists_each_section_with_its_central_sentence(corpus):
     _check_citations(found)
 
 
+def test_a_long_summary_names_every_section_and_quotes_the_first_ones(corpus, monkeypatch):
+    # The limits are lowered so that the three-section handbook stands for a manual with dozens of chapters.
+    monkeypatch.setattr(overview, "MAX_SECTIONS", 1)
+    monkeypatch.setattr(overview, "MAX_NAMED", 2)
+    found = _ask(corpus, "Summarize the gardening handbook")
+    assert found is not None
+    lines = found.text.splitlines()
+    assert lines[1].startswith("1. Tomatoes") and ": " in lines[1]  # quoted
+    assert lines[2].split(" [")[0] == "2. Basil"  # named and cited, not quoted
+    assert lines[2].endswith("]") and ": " not in lines[2]
+    assert lines[3] == "…and 1 more."
+    _check_citations(found)
+
+
 def test_selected_document_answers_a_question_that_names_none(corpus):
     doc_id = _doc_id(corpus, "fixture-manual.pdf")
     found = _ask(corpus, "What is this document about?", [doc_id])

@@ -48,7 +48,8 @@ from localrag.core.store.db import one
 log = logging.getLogger("localrag.chat.overview")
 
 OUTLINE, SUMMARY, COMPARE, WHICH_DOCUMENTS = "outline", "summary", "compare", "which_documents"
-MAX_SECTIONS = 15  # sections listed for one document; the rest are counted ("and N more")
+MAX_SECTIONS = 15  # sections of one document shown with a sentence each; the rest are named only
+MAX_NAMED = 60  # sections named for one document; the rest are counted ("and N more")
 MAX_SECTIONS_EACH = 8  # per document when several are summarized or compared
 MAX_DOCUMENTS = 5  # documents summarized or compared in one answer
 MAX_LISTED = 15  # documents listed for "which documents mention Z"
@@ -566,6 +567,7 @@ def _render(kind: str, outlines: list[tuple[_Doc, list[_Section]]]) -> Overview:
             book,
             sentences=kind != OUTLINE,
             limit=MAX_SECTIONS_EACH if several else MAX_SECTIONS,
+            named=MAX_SECTIONS_EACH if several else MAX_NAMED,
         )
         blocks.append("\n".join(lines))
         spans.extend(found)
@@ -578,20 +580,21 @@ def _render(kind: str, outlines: list[tuple[_Doc, list[_Section]]]) -> Overview:
 
 
 def _block(
-    doc: _Doc, sections: list[_Section], book: _Sources, *, sentences: bool, limit: int
+    doc: _Doc, sections: list[_Section], book: _Sources, *, sentences: bool, limit: int, named: int
 ) -> tuple[list[str], list[EvidenceSpan]]:
-    """One document's sections, one line each, with their representative sentences when ``sentences``."""
+    """One document's first ``named`` sections, one line each, the first ``limit`` with their representative
+    sentences when ``sentences``."""
     titled = [s for s in sections if s.title and (s.first or s.central)]
     if not titled:
         return _no_headings(doc, sections, book)
     lines = [f"{doc.title} has {_count(len(titled), 'top-level section')}:"]
     spans = []
-    for i, s in enumerate(titled[:limit], 1):
+    for i, s in enumerate(titled[:named], 1):
         anchor = s.first or s.central
         assert anchor is not None
         n = book.number(anchor)
         head = f"{i}. {s.title}" + (f" — p. {s.page}" if doc.pages > 1 else "")
-        quote = _representative(s) if sentences else None
+        quote = _representative(s) if sentences and i <= limit else None
         if quote is None:
             lines.append(f"{head} [{n}]")
             spans.append(_evidence(_heading_span(anchor, s.title), anchor, n))
@@ -601,8 +604,8 @@ def _block(
         cite = f" [{n}]" if m != n else ""
         lines.append(f"{head}{cite}: {sp.flat(sentence.text)} [{m}]")
         spans.append(_evidence(sentence, chunk, m))
-    if len(titled) > limit:
-        lines.append(f"…and {len(titled) - limit} more.")
+    if len(titled) > named:
+        lines.append(f"…and {len(titled) - named} more.")
     return lines, spans
 
 
