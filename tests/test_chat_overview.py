@@ -212,6 +212,23 @@ def test_section_keys_use_the_second_level_under_a_shared_title():
     assert section_keys(["A > x", "B", ""], [None, None, "text"]) == ["A", "B", ""]
 
 
+def test_without_headings_chapters_named_in_the_text_make_the_sections():
+    texts = [
+        "Filesystem Hierarchy Standard\nTable of Contents\n1. Introduction . . . . . . . . 1",
+        "Chapter 1. Introduction . . . . . . . . . . 1\nChapter 2. The Filesystem . . . . . . 2",  # contents
+        "1\nChapter 1. Introduction\n1.1. Purpose\nThis standard enables software to find files.",
+        "Users can predict where files are. More text of the introduction.",
+        "3\nChapter 2. The Root Filesystem\n2.1. Purpose\nThe root filesystem must be adequate to boot.",
+    ]
+    assert section_keys([""] * len(texts), texts) == [
+        "",
+        "",
+        "1 Introduction",
+        "1 Introduction",
+        "2 The Root Filesystem",
+    ]
+
+
 # -- sections stored at ingest ----------------------------------------------------------------------------
 
 

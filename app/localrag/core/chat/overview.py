@@ -285,6 +285,29 @@ def section_keys(heading_paths: Sequence[str], texts: Sequence[str | None]) -> l
     for i, text in enumerate(texts):
         if not keys[i] and text and following[i] and _opens_with(text, following[i]):
             keys[i] = following[i]
+    if not any(keys):  # no outline and no headings found: chapters named in the text ("Chapter 3. Title")
+        keys = chapter_keys(texts)
+    return keys
+
+
+# "Chapter 3. The Root Filesystem", "CHAPTER IV: Results", "Appendix A. Glossary" on a line of its own (not a
+# table of contents' line, which ends with dot leaders or a page number).
+_CHAPTER_LINE = re.compile(
+    r"^\s*(?:chapter|part|appendix)\s+(\d{1,3}|[ivxlc]{1,7}|[a-z])\s*[.:]?\s+(\S.{0,80}?)\s*$", re.IGNORECASE
+)
+
+
+def chapter_keys(texts: Sequence[str | None]) -> list[str]:
+    """Each chunk's chapter ("" before the first), from chapter lines near the start of the chunks' text."""
+    keys: list[str] = []
+    current = ""
+    for text in texts:
+        for line in (text or "").splitlines()[:6]:
+            m = _CHAPTER_LINE.match(line)
+            if m and not re.search(r"(?:\.\s?){3}|\s\d+$", m.group(2)):
+                current = f"{m.group(1)} {m.group(2)}"
+                break
+        keys.append(current)
     return keys
 
 
