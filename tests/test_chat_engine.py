@@ -4,6 +4,7 @@ mode, citations, follow-ups, history, and the failures (the LLM cannot load, the
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
@@ -250,7 +251,10 @@ def test_a_question_before_warm_up_waits_for_the_model(corpus, monkeypatch):
         return load_llm(settings)
 
     provider = LLMProvider(Settings(n_ctx=2048), loader=slow_load)
-    provider.start()
+    loader = threading.Thread(target=provider.load)  # the caller decides where the model loads
+    loader.start()
+    while provider.state.status != "loading":
+        time.sleep(0.01)
     engine = ChatEngine(corpus, provider)
     events = []
     for event in engine.ask(None, "How much sun do tomatoes need?", max_tokens=8, persist=False):
@@ -261,6 +265,7 @@ def test_a_question_before_warm_up_waits_for_the_model(corpus, monkeypatch):
     # The evidence does not wait for the model (the file's size says it is a small one); the rewording does.
     assert kinds[:4] == ["Searching", "Retrieved", "EvidenceReady", "WarmingUp"] and kinds[-1] == "Done"
     assert events[-1].timings["wait_s"] > 0
+    loader.join()
 
 
 def test_warm_up_primes_the_system_prompt(corpus):

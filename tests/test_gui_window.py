@@ -65,9 +65,7 @@ def open_window(qtbot, layout_file: Path, start: bool = True):
 
 
 def close_window(qtbot, window) -> None:
-    # The language model loads on a thread of its own that closing does not wait for; two windows of one
-    # process loading it at once can crash llama.cpp, so let a load under way finish first.
-    qtbot.waitUntil(lambda: window.chat_panel.worker.model_state != "loading", timeout=120000)
+    # Closing waits for every thread, a model load under way included.
     if not window._closing:
         with qtbot.waitSignal(window.shut_down, timeout=60000):
             window.close()

@@ -9,7 +9,7 @@ from localrag.core import paths
 
 
 def _setup_logging() -> None:
-    handler = logging.FileHandler(paths.logs_dir() / "localrag.log", encoding="utf-8")
+    handler = logging.FileHandler(paths.log_file(), encoding="utf-8")
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
     root.addHandler(handler)

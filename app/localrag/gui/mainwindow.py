@@ -25,7 +25,8 @@ from localrag.gui.views.documents import DocumentsPanel
 from localrag.gui.views.drop_overlay import DropOverlay, local_paths
 from localrag.gui.views.settings import SettingsDialog
 from localrag.gui.views.watched import WatchedFoldersDialog
-from localrag.gui.workers import EmbeddingWorker, IngestWorker, ReembedWorker, run_op, wait_for_ops
+from localrag.gui.tasks import Op, task_manager
+from localrag.gui.workers import EmbeddingWorker, IngestWorker, ReembedWorker
 
 log = logging.getLogger("localrag.gui")
 
@@ -254,12 +255,9 @@ class MainWindow(QtWidgets.QMainWindow):
         """Open the store and warm the models in the background; the window is usable at once."""
         self.banners.clear("store")
         self.banners.show_banner("startup", "Starting… opening your document store.")
-        run_op(
-            self.library.open,
-            lambda _: self._on_store_ready(),
-            lambda msg, _known: self._on_store_failed(msg),
-            parent=self,
-        )
+        Op(self.library.open, owner=self).success(lambda _: self._on_store_ready()).failure(
+            lambda msg, _known: self._on_store_failed(msg)
+        ).run_in_background()
         self._check_llm()
 
     def _on_store_ready(self) -> None:
@@ -320,12 +318,9 @@ class MainWindow(QtWidgets.QMainWindow):
     def retry_store(self) -> None:
         """The store banner's Retry: restart the embedded server if it died, reopen, and resume work."""
         self.banners.show_banner("store", "Reconnecting to the document store…", level="warning")
-        run_op(
-            self._reopen_store,
-            lambda _: self._on_store_ready(),
-            lambda msg, _known: self._on_store_failed(msg),
-            parent=self,
-        )
+        Op(self._reopen_store, owner=self).success(lambda _: self._on_store_ready()).failure(
+            lambda msg, _known: self._on_store_failed(msg)
+        ).run_in_background()
 
     def _reopen_store(self) -> None:
         library = self.library
@@ -370,12 +365,9 @@ class MainWindow(QtWidgets.QMainWindow):
         from localrag.core.chat.llm import gguf_path
 
         settings = self.library.settings
-        run_op(
-            lambda: str(gguf_path(settings)),
-            lambda _path: self._on_llm_checked(""),
-            lambda msg, _known: self._on_llm_checked(msg),
-            parent=self,
-        )
+        Op(lambda: str(gguf_path(settings)), owner=self).success(
+            lambda _path: self._on_llm_checked("")
+        ).failure(lambda msg, _known: self._on_llm_checked(msg)).run_in_background()
 
     def _on_llm_checked(self, problem: str) -> None:
         if problem:
@@ -415,12 +407,9 @@ class MainWindow(QtWidgets.QMainWindow):
         """Use ``path`` as the language model from now on (saved in the settings)."""
         settings = self.library.settings
         settings.gguf_path = str(Path(path).absolute())
-        run_op(
-            settings.save,
-            None,
-            lambda msg, _k: self.statusBar().showMessage(f"Settings not saved: {msg}"),
-            parent=self,
-        )
+        Op(settings.save, owner=self).failure(
+            lambda msg, _k: self.statusBar().showMessage(f"Settings not saved: {msg}")
+        ).run_in_background()
         self.statusBar().showMessage(f"Language model: {Path(path).name} (used from the next start)", 8000)
         self._check_llm()
 
@@ -447,12 +436,9 @@ class MainWindow(QtWidgets.QMainWindow):
             with self.library.connect() as conn:
                 return reembed_needed(conn, model)
 
-        run_op(
-            count,
-            self._on_reembed_count,
-            lambda msg, _k: log.warning("re-embed check failed: %s", msg),
-            parent=self,
-        )
+        Op(count, owner=self).success(self._on_reembed_count).failure(
+            lambda msg, _k: log.warning("re-embed check failed: %s", msg)
+        ).run_in_background()
 
     def _on_reembed_count(self, n: int) -> None:
         self.reembed_count = n
@@ -524,12 +510,9 @@ class MainWindow(QtWidgets.QMainWindow):
             self.documents_panel.set_documents(infos)
             self.documents_loaded.emit(len(infos))
 
-        run_op(
-            listing,
-            done,
-            lambda msg, known: self._on_store_lost(msg) if known else log.warning(msg),
-            parent=self,
-        )
+        Op(listing, owner=self).success(done).failure(
+            lambda msg, known: self._on_store_lost(msg) if known else log.warning(msg)
+        ).run_in_background()
 
     def add_paths(self, paths: list[str]) -> None:
         """Index these files and folders (a ``.gguf`` becomes the language model). Returns at once."""
@@ -645,7 +628,9 @@ class MainWindow(QtWidgets.QMainWindow):
     def show_about(self) -> AboutDialog:
         dialog = AboutDialog(self)
         model = self.embedding_worker.model_name if self.embedding_worker is not None else ""
-        run_op(lambda: collect_versions(self.library, model), dialog.set_versions, None, parent=dialog)
+        Op(lambda: collect_versions(self.library, model), owner=dialog).success(
+            dialog.set_versions
+        ).run_in_background()
         dialog.open()
         return dialog
 
@@ -746,7 +731,15 @@ class MainWindow(QtWidgets.QMainWindow):
 
     def shutdown_workers(self) -> None:
         """Stop and wait for every worker thread (a QThread destroyed while running aborts the process)."""
-        # Ingestion first (it pauses after the step in hand), then generation, then the embedding model.
+        # Every worker is asked to stop first, so that none waits on another one that is still running; then
+        # each is waited for: ingestion (it pauses after the step in hand), generation, the embedding model,
+        # and last the one-off operations.
+        for worker in (self.ingest_worker, self.reembed_worker):
+            if worker is not None:
+                worker.cancel() if isinstance(worker, ReembedWorker) else worker.request_stop()
+        self.chat_panel.worker.request_stop()
+        if self.embedding_worker is not None:
+            self.embedding_worker.request_stop()
         steps: list[tuple[str, Any]] = []
         for name, worker in (("re-embedding", self.reembed_worker), ("ingest", self.ingest_worker)):
             if worker is not None:
@@ -754,7 +747,7 @@ class MainWindow(QtWidgets.QMainWindow):
         steps.append(("generation", self.chat_panel.shutdown))
         if self.embedding_worker is not None:
             steps.append(("embedding", self.embedding_worker.stop))
-        steps.append(("background operations", wait_for_ops))
+        steps.append(("background operations", task_manager().shutdown))
         for name, stop in steps:
             started = time.monotonic()
             stop()

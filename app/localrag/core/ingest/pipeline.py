@@ -29,6 +29,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,7 +39,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from localrag.core.chat import overview
-from localrag.core.embed.service import BATCH, EmbeddingService
+from localrag.core.embed.service import BATCH
 from localrag.core.errors import BadDocument, KnownError, StoreUnavailable
 from localrag.core.ingest import loaders
 from localrag.core.ingest.chunking import iter_chunks
@@ -145,8 +146,6 @@ class Ingestor:
         self._cancel_docs: set[int] = set()
         self._cancel_lock = threading.Lock()
         self._paused = threading.Event()
-        self._own_service: EmbeddingService | None = None
-        self._own_thread: threading.Thread | None = None
 
     # -- connection ----------------------------------------------------------------------------------------
 
@@ -158,11 +157,6 @@ class Ingestor:
         return self._conn
 
     def close(self) -> None:
-        if self._own_service is not None:
-            self._own_service.stop()
-            if self._own_thread is not None:
-                self._own_thread.join(timeout=30)
-            self._own_service = self._own_thread = None
         if self._conn is not None:
             self._conn.close()
             self._conn = None
@@ -673,7 +667,7 @@ class Ingestor:
                 cancel.raise_if_cancelled()
                 te = time.monotonic()
                 assert pending is not None
-                vectors = pending.result()
+                vectors = self._vectors(pending, cancel)
                 summary.stage_seconds["embed"] += time.monotonic() - te
                 # Ask for the next batch before writing this one, so the model never waits on the database.
                 pending = self._submit([r[1] for r in batches[i + 1]]) if i + 1 < len(batches) else None
@@ -790,17 +784,30 @@ class Ingestor:
     # -- embedding -------------------------------------------------------------------------------------------
 
     def _submit(self, texts: list[str]) -> Future:
+        """Embed a batch: through the process's embedding service when a host runs one (the window, the command
+        line), else here and now."""
         service = self.library.embedding_service
-        if service is None:
-            if self._own_service is None:
-                embedder = self.library.embedder
-                self._own_service = EmbeddingService(lambda: embedder)
-                self._own_thread = threading.Thread(
-                    target=self._own_service.run, name="embedding", daemon=True
-                )
-                self._own_thread.start()
-            service = self._own_service
-        return service.submit(texts, BATCH)
+        if service is not None:
+            return service.submit(texts, BATCH)
+        future: Future = Future()
+        try:
+            future.set_result(self.library.embedder.embed(texts, batch_size=32))
+        except Exception as exc:
+            future.set_exception(exc)
+        return future
+
+    @staticmethod
+    def _vectors(pending: Future, cancel: _DocCancel) -> np.ndarray:
+        """The batch's vectors. Pausing or cancelling interrupts the wait; a batch failed because the embedding
+        worker stopped while pausing (the app is closing) is a pause, not the document's failure."""
+        while True:
+            try:
+                return pending.result(timeout=0.1)
+            except FutureTimeout:
+                cancel.raise_if_cancelled()
+            except KnownError:
+                cancel.raise_if_cancelled()
+                raise
 
     def _emit(self, event: IngestEvent) -> IngestEvent:
         if self.on_event is not None:

@@ -16,8 +16,9 @@ import logging
 from typing import Any
 
 from localrag.core.library import Library
-from localrag.gui.chat_worker import FAILED, LOADING, AskRequest, ChatWorker, run_for
+from localrag.gui.chat_worker import FAILED, LOADING, AskRequest, ChatWorker
 from localrag.gui.qt import QtCore, QtGui, QtWidgets, Signal
+from localrag.gui.tasks import Op
 from localrag.gui.views.sources import SourceRef, SourceViewer
 from localrag.gui.views.transcript import (
     OVERVIEW_KINDS,
@@ -595,7 +596,7 @@ class ChatPanel(QtWidgets.QWidget):
             if seq == self._load_seq:
                 self.status_label.setText(f"The chat cannot be loaded: {message}")
 
-        run_for(self, work, done, failed)
+        Op(work, owner=self).success(done).failure(failed).run_in_background()
 
     def _refresh_title(self) -> None:
         from localrag.core.chat import history
@@ -612,7 +613,7 @@ class ChatPanel(QtWidgets.QWidget):
             if chat is not None and chat_id == self.chat_id:
                 self.title_label.setText(str(_get(chat, "title") or "Chat"))
 
-        run_for(self, work, done, lambda *_: None)
+        Op(work, owner=self).success(done).failure(lambda *_: None).run_in_background()
 
     # -- sources -------------------------------------------------------------------------------------------
 

@@ -11,8 +11,8 @@ import logging
 from typing import Any
 
 from localrag.core.library import Library
-from localrag.gui.chat_worker import run_for
 from localrag.gui.qt import QtCore, QtGui, QtWidgets, Signal
+from localrag.gui.tasks import Op
 
 log = logging.getLogger("localrag.gui.chats")
 
@@ -140,7 +140,9 @@ class ChatsList(QtWidgets.QWidget):
             with self.library.connect() as conn:
                 return list(history.list_chats(conn))
 
-        run_for(self, work, lambda chats: self._fill(chats, keep), self._on_failed)
+        Op(work, owner=self).success(lambda chats: self._fill(chats, keep)).failure(
+            self._on_failed
+        ).run_in_background()
 
     def _fill(self, chats: list[Any], select_id: int | None) -> None:
         self._selecting = True
@@ -252,7 +254,7 @@ class ChatsList(QtWidgets.QWidget):
             self.chat_renamed.emit(chat_id, title)
             self.refresh(chat_id)
 
-        run_for(self, work, done, self._on_failed)
+        Op(work, owner=self).success(done).failure(self._on_failed).run_in_background()
 
     def _delete_current(self) -> None:
         chat_id = self.current_id()
@@ -282,4 +284,4 @@ class ChatsList(QtWidgets.QWidget):
             self.chat_deleted.emit(chat_id)
             self.refresh()
 
-        run_for(self, work, done, self._on_failed)
+        Op(work, owner=self).success(done).failure(self._on_failed).run_in_background()

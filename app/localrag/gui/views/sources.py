@@ -20,8 +20,8 @@ import numpy as np
 
 from localrag.core.library import Library
 from localrag.core.pdfium_lock import PDFIUM_LOCK
-from localrag.gui.chat_worker import run_for
 from localrag.gui.qt import QtCore, QtGui, QtWidgets, Signal
+from localrag.gui.tasks import Op
 
 log = logging.getLogger("localrag.gui.sources")
 
@@ -441,7 +441,9 @@ class SourceViewer(QtWidgets.QDialog):
         else:
             self.splitter.setSizes([640, 440])
         self._show_passage(Passage(self.ref.text, 0, len(self.ref.text)))
-        run_for(self, lambda: load_source_view(self.library, self.ref), self._on_loaded, self._on_failed)
+        Op(lambda: load_source_view(self.library, self.ref), owner=self).success(self._on_loaded).failure(
+            self._on_failed
+        ).run_in_background()
 
     def _header_html(self) -> str:
         from html import escape
