@@ -747,7 +747,7 @@ class MainWindow(QtWidgets.QMainWindow):
         steps.append(("generation", self.chat_panel.shutdown))
         if self.embedding_worker is not None:
             steps.append(("embedding", self.embedding_worker.stop))
-        steps.append(("background operations", task_manager().shutdown))
+        steps.append(("background operations", lambda: task_manager().shutdown(root=self)))
         for name, stop in steps:
             started = time.monotonic()
             stop()

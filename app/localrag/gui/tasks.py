@@ -214,8 +214,13 @@ class TaskManager(QObject):
         self._ops: set[Op[Any]] = set()
         self._threads: list[WorkerThread] = []
         self._kept: list[WorkerThread] = []  # stuck threads: a running QThread must never be destroyed
+        self._closed: list[QObject] = []  # windows that have shut down: their widgets start no more ops
 
     def start(self, op: Op[Any]) -> None:
+        if op.owner is not None and self._closed_under(op.owner):
+            log.debug("not starting %s: its window has shut down", op.name)
+            op._finished.set()
+            return
         op._prepare(self)
         self._ops.add(op)
         self.pool.start(_Runnable(op))
@@ -233,8 +238,19 @@ class TaskManager(QObject):
         thread.setParent(None)
         self._kept.append(thread)
 
-    def shutdown(self, timeout_ms: int = 30000) -> bool:
-        """Cancel and wait for every op, then stop and wait for every worker thread still running."""
+    def _closed_under(self, obj: QObject) -> bool:
+        node: QObject | None = obj
+        while node is not None:
+            if any(node is root for root in self._closed):
+                return True
+            node = node.parent()
+        return False
+
+    def shutdown(self, timeout_ms: int = 30000, root: QObject | None = None) -> bool:
+        """Cancel and wait for every op, then stop and wait for every worker thread still running. With ``root``
+        (a window that is closing), objects under it start no more ops afterwards."""
+        if root is not None:
+            self._closed = [r for r in self._closed if _exists(r)] + [root]
         self.pool.clear()  # ops not started yet never start
         for op in list(self._ops):
             op.cancel.cancel()
