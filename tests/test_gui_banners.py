@@ -119,6 +119,71 @@ def test_embedding_worker_failure_restarts_once_then_offers_restart(qtbot, clean
     close(qtbot, window)
 
 
+def test_a_model_load_that_hangs_shows_the_banner_and_the_window_keeps_painting(
+    qtbot, clean_db, tmp_path, monkeypatch
+):
+    """The watchdog's failure path runs on the UI thread; it must never wait for the load it gives up on."""
+    import threading
+    import time
+
+    import localrag.core.library as library_module
+    import localrag.gui.mainwindow as mainwindow
+    from localrag.gui.qt import QtCore
+
+    gate = threading.Event()
+    real_load = library_module.load_embedder
+    hung = []
+
+    def hanging_load(
+        *args, **kwargs
+    ):  # the fault injected: a model load that hangs until the test lets it go
+        hung.append(1)
+        gate.wait(300)
+        return real_load(*args, **kwargs)
+
+    load_timeout_s = 3.0
+    monkeypatch.setattr(library_module, "load_embedder", hanging_load)
+    monkeypatch.setattr(mainwindow, "EMBED_LOAD_TIMEOUT_S", load_timeout_s)
+    window = make_window(qtbot, tmp_path)
+
+    paints: list[float] = []
+
+    class Painted(QtCore.QObject):
+        def eventFilter(self, obj, event):  # noqa: N802 (Qt override)
+            if event.type() == QtCore.QEvent.Type.Paint:
+                paints.append(time.monotonic())
+            return False
+
+    painted = Painted()
+    window.banners.installEventFilter(painted)
+    repaint = QtCore.QTimer()
+    repaint.timeout.connect(window.banners.update)
+    repaint.start(20)
+    try:
+        with qtbot.waitSignal(window.store_ready, timeout=60000):
+            window.start()
+        worker = window.embedding_worker
+        with qtbot.waitSignal(worker.restarting, timeout=60000) as restarting:
+            pass
+        assert "did not finish loading" in restarting.args[0]
+        assert "did not finish loading" in (window.banners.text("embedder") or "")
+        # The replacement's load hangs too: after its own timeout the banner offers Restart.
+        with qtbot.waitSignal(window.embedder_failed, timeout=60000):
+            pass
+        assert window.banners.banner("embedder").button.text() == "Restart"
+        assert len(hung) >= 2
+        stalls = [b - a for a, b in zip(paints, paints[1:])]
+    finally:
+        repaint.stop()
+        gate.set()  # the hung loads finish; their models are not kept
+    # Had the UI thread waited for a hung load even once, it would have stopped painting for a load timeout.
+    assert len(paints) > 2 * load_timeout_s / 0.1 and max(stalls) < load_timeout_s, max(stalls)
+    with qtbot.waitSignal(window.embedder_ready, timeout=60000):
+        click_action(window, "embedder")
+    assert window.banners.text("embedder") is None
+    close(qtbot, window)
+
+
 def test_reembed_banner_runs_in_the_background_and_clears(qtbot, clean_db, tmp_path):
     from localrag.core.ingest.pipeline import Ingestor
     from localrag.core.store import models

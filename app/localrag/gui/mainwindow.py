@@ -31,6 +31,8 @@ from localrag.gui.workers import EmbeddingWorker, IngestWorker, ReembedWorker
 log = logging.getLogger("localrag.gui")
 
 WATCH_SCAN_MS = 60_000
+# How long the embedding model may take to load before the watchdog replaces its worker (and says so).
+EMBED_LOAD_TIMEOUT_S = 300.0
 LAYOUT_VERSION = 1
 
 
@@ -271,7 +273,9 @@ class MainWindow(QtWidgets.QMainWindow):
         self.statusBar().showMessage("Database ready", 3000)
         self.store_ready.emit()
         if self.embedding_worker is None:
-            self.embedding_worker = EmbeddingWorker(self.library, parent=self)
+            self.embedding_worker = EmbeddingWorker(
+                self.library, load_timeout_s=EMBED_LOAD_TIMEOUT_S, parent=self
+            )
             self.embedding_worker.ready.connect(self._on_embedder_ready)
             self.embedding_worker.restarting.connect(self._on_embedder_restarting)
             self.embedding_worker.failed.connect(self._on_embedder_failed)
