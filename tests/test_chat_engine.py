@@ -319,6 +319,35 @@ def test_store_down_answers_ungrounded_and_says_so(llm, home):
     assert strict.answer.startswith("I cannot search your documents")
 
 
+def test_a_bug_in_retrieval_is_an_internal_error_not_the_store_being_down(engine, monkeypatch, caplog):
+    """A ``ProgrammingError`` (a bug in our SQL) is not "your documents could not be searched": the answer fails
+    as an internal error that names the log, and the traceback is logged."""
+    import logging
+
+    import psycopg
+
+    from localrag.core.retrieve import retrieve, retriever
+
+    def broken_fetch(
+        conn, *_args, **_kwargs
+    ):  # the fault injected: a query with a typo, on the real database
+        return conn.execute("SELECT no_such_column FROM documents").fetchall()
+
+    monkeypatch.setattr(retriever, "_fetch", broken_fetch)
+    with pytest.raises(psycopg.errors.UndefinedColumn):
+        retrieve(engine.library, "How do I install Local RAG on Windows?")
+    with caplog.at_level(logging.ERROR):
+        events = _run(engine, None, "How do I install Local RAG on Windows?")
+    failed = events[-1]
+    assert isinstance(failed, Failed) and not failed.known
+    assert failed.message.startswith("Internal error") and "UndefinedColumn" in failed.message
+    assert "localrag.log" in failed.message
+    assert not any(isinstance(e, Retrieved) for e in events)  # nothing pretended the store was down
+    assert any(
+        r.exc_info and isinstance(r.exc_info[1], psycopg.errors.UndefinedColumn) for r in caplog.records
+    )
+
+
 def test_empty_question_fails_plainly(engine):
     assert _kinds(list(engine.ask(None, "   "))) == ["Failed"]
 

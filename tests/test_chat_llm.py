@@ -236,6 +236,28 @@ def test_provider_loads_on_the_callers_thread_and_reports_failure(tmp_path):
     loader.join()
 
 
+def test_a_bug_while_loading_is_logged_as_one_and_not_called_a_missing_model(caplog):
+    """A missing or unreadable file is the person's problem (a warning, its message); any other exception while
+    loading is a bug: logged with its traceback, and the state says "Internal error" and names the log."""
+    import logging
+
+    def buggy(settings):  # the fault injected: a loader with a bug
+        raise AttributeError("'NoneType' object has no attribute 'n_ctx'")
+
+    provider = LLMProvider(Settings(n_ctx=256), loader=buggy)
+    with caplog.at_level(logging.INFO), pytest.raises(ModelMissing, match="Internal error"):
+        provider.get()
+    assert "AttributeError" in provider.state.error and str(paths.log_file()) in provider.state.error
+    record = next(r for r in caplog.records if r.levelno == logging.ERROR)
+    assert isinstance(record.exc_info[1], AttributeError)
+
+    caplog.clear()
+    missing = LLMProvider(Settings(gguf_path="/nowhere/model.gguf", n_ctx=256))
+    with caplog.at_level(logging.INFO), pytest.raises(ModelMissing, match="does not exist"):
+        missing.get()
+    assert [r.levelno for r in caplog.records if r.name == "localrag.llm"] == [logging.WARNING]
+
+
 def test_a_load_is_cancelled_on_its_own_thread_and_can_start_again(tmp_path):
     """Cancelling the load under way (closing the window) stops it at its next step; the provider is idle again
     and the next ``get`` loads."""

@@ -386,7 +386,7 @@ class ChatEngine:
             if prompt is None or cancel.cancelled:
                 return 0
             llm.prime(prompt.tokens, cancel=cancel)
-        except (KnownError, Cancelled, psycopg.Error) as exc:
+        except (KnownError, Cancelled, psycopg.OperationalError) as exc:  # a bug is raised to the caller
             log.debug("question not prepared: %s", exc)
             return 0
         return 0 if cancel.cancelled else len(prompt.tokens)

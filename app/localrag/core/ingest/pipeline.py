@@ -40,7 +40,7 @@ from psycopg.types.json import Jsonb
 
 from localrag.core.chat import overview
 from localrag.core.embed.service import BATCH
-from localrag.core.errors import BadDocument, KnownError, StoreUnavailable
+from localrag.core.errors import BadDocument, KnownError, StoreUnavailable, internal_error
 from localrag.core.ingest import loaders
 from localrag.core.ingest.chunking import iter_chunks
 from localrag.core.ingest.documents import UNFINISHED_STATUSES, remove_document
@@ -500,9 +500,7 @@ class Ingestor:
             return self._fail(doc_id, path, title, doc_type, exc.code, exc.message)
         except Exception as exc:  # a bug: this file fails with a trace in the log, the others go on
             log.exception("indexing %s failed", path)
-            return self._fail(
-                doc_id, path, title, doc_type, "error", f"Internal error: {type(exc).__name__}: {exc}"
-            )
+            return self._fail(doc_id, path, title, doc_type, "error", internal_error(exc))
         finally:
             with self._cancel_lock:
                 self._cancel_docs.discard(doc_id)

@@ -503,7 +503,7 @@ class ChatPanel(QtWidgets.QWidget):
         turn = self._pending_turn()
         if turn is None:
             return
-        turn.error = message if known else f"Something went wrong: {message}"
+        turn.error = message  # a bug's message says "Internal error" and names the log
 
     def _on_request_finished(self) -> None:
         if self._request is not None:  # not a question of another panel sharing the worker

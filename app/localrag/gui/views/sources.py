@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from localrag.core.errors import as_known
 from localrag.core.library import Library
 from localrag.core.pdfium_lock import PDFIUM_LOCK
 from localrag.gui.qt import QtCore, QtGui, QtWidgets, Signal
@@ -240,7 +241,9 @@ def passage_context(library: Library, ref: SourceRef, context_chunks: int = CONT
                     "ORDER BY char_start",
                     (ref.doc_id, ref.page_number, lo - context_chunks, hi + context_chunks),
                 ).fetchall()
-    except Exception as exc:  # the store is down: the cited text alone still helps
+    except Exception as exc:  # the store is down: the cited text alone still helps; a bug is raised
+        if as_known(exc) is None:
+            raise
         log.info("passage context unavailable: %s", exc)
     if not rows:
         return Passage(ref.text, 0, len(ref.text))
