@@ -127,7 +127,7 @@ def test_a_model_load_that_hangs_shows_the_banner_and_the_window_keeps_painting(
     import time
 
     import localrag.core.library as library_module
-    import localrag.gui.mainwindow as mainwindow
+    import localrag.gui.services as services
     from localrag.gui.qt import QtCore
 
     gate = threading.Event()
@@ -143,7 +143,7 @@ def test_a_model_load_that_hangs_shows_the_banner_and_the_window_keeps_painting(
 
     load_timeout_s = 3.0
     monkeypatch.setattr(library_module, "load_embedder", hanging_load)
-    monkeypatch.setattr(mainwindow, "EMBED_LOAD_TIMEOUT_S", load_timeout_s)
+    monkeypatch.setattr(services, "EMBED_LOAD_TIMEOUT_S", load_timeout_s)
     window = make_window(qtbot, tmp_path)
 
     paints: list[float] = []

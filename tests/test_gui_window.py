@@ -670,7 +670,7 @@ def test_a_watched_folder_is_picked_up_and_follows_deletions(qtbot, window, tmp_
     folder.mkdir()
     (folder / "tides.txt").write_text("Tides rise twice a day because the Moon pulls on the oceans. " * 4)
     dialog = WatchedFoldersDialog(window.library, window)
-    dialog.changed.connect(window._scan_watched)  # as File → Watched folders… wires it
+    dialog.changed.connect(window.services.scan_watched)  # as File → Watched folders… wires it
     qtbot.addWidget(dialog)
     with qtbot.waitSignal(
         window.ingest_worker.ingest_event,
@@ -688,7 +688,7 @@ def test_a_watched_folder_is_picked_up_and_follows_deletions(qtbot, window, tmp_
         timeout=30000,
         check_params_cb=lambda e: e.status == "removed" and e.doc_id == doc_id,
     ):
-        window._scan_watched()
+        window.services.scan_watched()
     window.documents_panel.flush()
     assert window.documents_panel.model.row_for(f"doc:{doc_id}") is None
 
