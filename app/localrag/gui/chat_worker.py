@@ -101,15 +101,15 @@ class ChatWorker(QObject):
         model_failed(str): the model cannot be loaded (questions then get their sources only).
         waiting(): a question is waiting for the model to finish loading.
         searching(): retrieval started.
-        retrieved(object): the engine's ``Retrieved`` event (``query``, ``response``, ``packed``, ``sources``,
+        retrieved(Retrieved): the engine's event (``query``, ``response``, ``packed``, ``sources``,
             ``notice``; see ``core.chat.engine``).
-        evidence(object): the engine's ``EvidenceReady`` event: the sentences quoted from the sources and what
+        evidence(EvidenceReady): the engine's event: the sentences quoted from the sources and what
             leads the answer (``lead``), right after ``retrieved`` and before the model runs.
-        prompt(object): a ``PromptView``: the exact prompt sent to the model.
+        prompt(PromptView): the exact prompt sent to the model.
         token(str): the next piece of the answer, in order.
-        checked(object): the engine's ``Checked`` event: one generated sentence checked against the sources
+        checked(Checked): the engine's event: one generated sentence checked against the sources
             (``sentence``, a ``CheckedSentence``, and ``shown``: whether the answer keeps it).
-        done(object): the engine's ``Done`` event (chat id, message id, answer, citations, sources, timings,
+        done(Done): the engine's event (chat id, message id, answer, citations, sources, timings,
             notice, cancelled, and the answer's parts: ``lead``, ``evidence``, ``generated``).
         failed(str, bool): the answer failed; the message says why, the flag whether it is a known
             (environment) problem rather than a bug.
@@ -122,12 +122,12 @@ class ChatWorker(QObject):
     model_failed = Signal(str)
     waiting = Signal()
     searching = Signal()
-    retrieved = Signal(object)
-    evidence = Signal(object)
-    prompt = Signal(object)
+    retrieved = Signal(chat.Retrieved)
+    evidence = Signal(chat.EvidenceReady)
+    prompt = Signal(PromptView)
     token = Signal(str)
-    checked = Signal(object)
-    done = Signal(object)
+    checked = Signal(chat.Checked)
+    done = Signal(chat.Done)
     failed = Signal(str, bool)
     request_finished = Signal()
     prepared = Signal(int)
