@@ -19,6 +19,8 @@ from localrag.core.ingest.pipeline import IngestEvent
 from localrag.core.library import Library
 from localrag.gui import theme
 from localrag.gui.qt import QtCore, QtGui, QtWidgets, Signal
+from localrag.gui.services import AppServices
+from localrag.gui.tasks import Op
 from localrag.gui.views.about import AboutDialog, collect_versions
 from localrag.gui.views.banners import BannerArea
 from localrag.gui.views.chat import ChatPanel
@@ -28,8 +30,6 @@ from localrag.gui.views.documents import DocumentsPanel
 from localrag.gui.views.drop_overlay import DropOverlay, local_paths
 from localrag.gui.views.settings import SettingsDialog
 from localrag.gui.views.watched import WatchedFoldersDialog
-from localrag.gui.services import AppServices
-from localrag.gui.tasks import Op
 from localrag.gui.workers import EmbeddingWorker, IngestWorker, ReembedWorker
 
 log = logging.getLogger("localrag.gui")

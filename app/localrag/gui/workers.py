@@ -24,6 +24,7 @@ from typing import Any
 from localrag.core.embed.service import EmbeddingService
 from localrag.core.errors import StoreUnavailable, as_known, describe
 from localrag.core.ingest.pipeline import IngestEvent, Ingestor
+from localrag.core.ingest.status import EMBEDDING, EXTRACTING, READY, REMOVED, UNFINISHED
 from localrag.core.library import Library
 from localrag.core.progress import CancelToken
 from localrag.gui.qt import QObject, QTimer, Signal
@@ -361,7 +362,7 @@ class IngestWorker(QObject):
         """
         if event.doc_id is not None:
             with self._cancel_lock:
-                if event.status in ("queued", "extracting", "embedding"):
+                if event.status in UNFINISHED:
                     self._unfinished.add(event.doc_id)
                 else:
                     self._unfinished.discard(event.doc_id)
@@ -374,7 +375,7 @@ class IngestWorker(QObject):
                 if (
                     last is not None
                     and last[0] == event.status
-                    and event.status in ("extracting", "embedding")
+                    and event.status in (EXTRACTING, EMBEDDING)
                     and now - last[1] < self._min_gap
                 ):
                     return
@@ -412,8 +413,8 @@ class IngestWorker(QObject):
         with self.library.connect() as conn:
             paths, removed = scan_watched(conn)
         for doc_id in removed:
-            self.ingest_event.emit(
-                IngestEvent(doc_id, "", "", "", "removed", message="file deleted from a watched folder")
+            self.event.emit(
+                IngestEvent(doc_id, "", "", "", REMOVED, message="file deleted from a watched folder")
             )
         if paths:
             self.intake.enqueue(paths)
@@ -501,7 +502,7 @@ class ReembedWorker(QObject):
         return self._op.wait(timeout_s)
 
     def _on_event(self, event: IngestEvent) -> None:  # UI thread
-        if event.status == "ready":
+        if event.status == READY:
             self.done += 1
         self.ingest_event.emit(event)
         self.progress.emit(self.done, max(self.total, self.done), event.title)

@@ -53,6 +53,7 @@ from localrag.core.chat.pages import around, page_texts, widen
 from localrag.core.chat.prompts import GROUNDED, NOT_FOUND, PLAIN, STRICT, Prompt, Turn
 from localrag.core.chat.query import follow_up_query, relevant
 from localrag.core.chat.spans import flat
+from localrag.core.chat.support import CheckedSentence, SentenceStream, SupportChecker
 from localrag.core.errors import KnownError, ModelMissing, StoreUnavailable, describe
 from localrag.core.progress import Cancelled, CancelToken
 
