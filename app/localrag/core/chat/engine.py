@@ -678,7 +678,7 @@ class _Run:
         try:
             with self.library.pool.connection() as conn:
                 texts = page_texts(conn, around((s.doc_id, s.page_number) for s in top))
-        except psycopg.Error as exc:  # the passages as retrieved still answer
+        except (StoreUnavailable, psycopg.OperationalError) as exc:  # the store is down; a bug is raised
             log.warning("pages not read for whole sentences: %s", exc)
             return list(sources)
         return [widen(s, texts) for s in top] + list(sources[PASSAGES:])
