@@ -1,5 +1,5 @@
-"""Errors are sorted in one place: the environment's problems become the person's message, anything else is a bug,
-logged with its traceback and shown as an internal error that names the log."""
+"""Errors are sorted in one place: the environment's problems become the person's message, anything else is a
+bug, logged with its traceback and shown as an internal error that names the log."""
 
 from __future__ import annotations
 

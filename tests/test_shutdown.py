@@ -1,6 +1,7 @@
-"""Closing the window at any moment ends the process at once: every thread and child process the app started is
-stopped and waited for, and Qt prints no warning. The window runs in a process of its own (``window_process.py``)
-on the session's database, with the real models; SIGTERM closes it the way the window's own Quit does."""
+"""Closing the window at any moment ends the process at once: every thread and child process the app started
+is stopped and waited for, and Qt prints no warning. The window runs in a process of its own
+(``window_process.py``) on the session's database, with the real models; SIGTERM closes it the way the
+window's own Quit does."""
 
 from __future__ import annotations
 

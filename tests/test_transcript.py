@@ -1,4 +1,5 @@
-"""The transcript is plain functions over plain data: it renders without Qt (in a process that never loads it)."""
+"""The transcript is plain functions over plain data: it renders without Qt (in a process that never loads
+it)."""
 
 from __future__ import annotations
 

@@ -12,8 +12,8 @@ from localrag.core.embed.service import EmbeddingService
 
 @contextlib.contextmanager
 def embedding_service(library: Any) -> Iterator[EmbeddingService]:
-    """Serve the library's embeddings from one model while the block runs (ingestion then embeds the next batch
-    while it writes the last one); the threads are stopped and joined on the way out."""
+    """Serve the library's embeddings from one model while the block runs (ingestion then embeds the next
+    batch while it writes the last one); the threads are stopped and joined on the way out."""
     service = EmbeddingService(lambda: library.embedder)
     threads = [
         threading.Thread(target=service.run, name="embedding", daemon=True),

@@ -1,8 +1,8 @@
 """Errors from the environment (a bad file, a dead server, a missing model) as opposed to bugs: sorted here.
 
 A ``KnownError`` carries a message meant for the user; ``as_known`` turns the environment's own exceptions
-(database unreachable, disk full, file unreadable) into one. Anything else is a bug: ``describe`` logs it with its
-traceback and gives the person an internal-error line that names the log file.
+(database unreachable, disk full, file unreadable) into one. Anything else is a bug: ``describe`` logs it with
+its traceback and gives the person an internal-error line that names the log file.
 """
 
 from __future__ import annotations
@@ -59,15 +59,17 @@ class DiskFull(KnownError):
     code = "disk_full"
 
 
-# -- sorting an exception: the environment's problem, or a bug ----------------------------------------------------
+# -- sorting an exception: the environment's problem, or a bug
+# ----------------------------------------------------
 
 
 def as_known(exc: BaseException) -> KnownError | None:
     """The environment problem ``exc`` stands for, with a message for the person; ``None`` when it is a bug.
 
-    Environment problems: a ``KnownError``; the database gone, refusing connections, out of space or cancelling
-    a statement that ran too long (``psycopg.OperationalError``); a file or disk that cannot be read or written
-    (``OSError``). Everything else (a ``ProgrammingError`` in our SQL, a ``TypeError``...) is a bug.
+    Environment problems: a ``KnownError``; the database gone, refusing connections, out of space or
+    cancelling a statement that ran too long (``psycopg.OperationalError``); a file or disk that cannot be
+    read or written (``OSError``). Everything else (a ``ProgrammingError`` in our SQL, a ``TypeError``...) is
+    a bug.
     """
     if isinstance(exc, KnownError):
         return exc

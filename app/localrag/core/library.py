@@ -46,8 +46,8 @@ class Library:
         self.conninfo = ""
         self._embedder: OnnxEmbedder | None = None
         # ``_state_lock`` guards the model reference and the query cache and is never held across slow work;
-        # ``_load_lock`` makes concurrent first uses share one load. ``drop_embedder`` replaces the load lock, so
-        # a load that hangs keeps only the old lock, and never blocks whoever drops it (the UI's watchdog).
+        # ``_load_lock`` makes concurrent first uses share one load. ``drop_embedder`` replaces the load lock,
+        # so a load that hangs keeps only the old lock, and never blocks whoever drops it (the UI's watchdog).
         self._state_lock = threading.Lock()
         self._load_lock = threading.Lock()
         self._generation = 0
@@ -164,7 +164,7 @@ class Library:
             else:
                 fresh = self.embedder.embed(missing, batch_size=32)
             with self._state_lock:
-                for t, v in zip(missing, fresh):
+                for t, v in zip(missing, fresh, strict=True):
                     vectors[t] = v
                     self._query_cache[(name, t)] = v
                 while len(self._query_cache) > QUERY_CACHE_SIZE:

@@ -86,7 +86,8 @@ class ChatWorker(QObject):
         warm_up(): start the thread; load the embedding model and the language model there.
         ask(request) -> bool: queue a question (False while another one is in hand).
         prepare(request) -> bool: evaluate the prompt of a question still being typed, in the background, so
-            that its answer starts at once when it is sent; cancelled by the next draft, by typing, or by a
+        that
+            its answer starts at once when it is sent; cancelled by the next draft, by typing, or by a
             question.
         cancel_draft(): stop preparing (the text changed).
         cancel(): stop the answer in hand (Esc); the engine keeps and saves what was generated.

@@ -1,9 +1,9 @@
 """The main window: chats and documents on the left, the chat in the middle, the developer pane docked right.
 
-The window only shows: ``AppServices`` (gui/services.py) opens the store in the background, runs the workers and
-stops them at the end; the window turns its signals into banners, the status bar and the views' contents. It shows
-at once; then the store opens, the embedding worker loads its model and the ingest worker resumes unfinished
-documents. Every banner appears and clears on a signal.
+The window only shows: ``AppServices`` (gui/services.py) opens the store in the background, runs the workers
+and stops them at the end; the window turns its signals into banners, the status bar and the views' contents.
+It shows at once; then the store opens, the embedding worker loads its model and the ingest worker resumes
+unfinished documents. Every banner appears and clears on a signal.
 Files and folders dropped anywhere on the window are indexed; a dropped ``.gguf`` becomes the language model.
 """
 
@@ -218,7 +218,8 @@ class MainWindow(QtWidgets.QMainWindow):
         self.about_action.setMenuRole(QtGui.QAction.MenuRole.AboutRole)
         help_menu.addAction(self.about_action)
 
-    # -- what the services and workers say --------------------------------------------------------------------
+    # -- what the services and workers say
+    # --------------------------------------------------------------------
 
     @property
     def store_is_ready(self) -> bool:
@@ -404,7 +405,8 @@ class MainWindow(QtWidgets.QMainWindow):
                 docs = f"{n} document{'s' if n != 1 else ''}"
                 self.banners.show_banner(
                     "reembed",
-                    f"{docs} {'were' if n != 1 else 'was'} indexed with a different embedding model. Re-embed "
+                    f"{docs} {'were' if n != 1 else 'was'} indexed with a different embedding model. "
+                    "Re-embed "
                     f"{'them' if n != 1 else 'it'} with the current model to search by meaning again.",
                     level="warning",
                     action=f"Re-embed {docs}",

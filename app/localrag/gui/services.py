@@ -1,4 +1,5 @@
-"""What the window runs, without a widget: the store, the workers, the models' state, re-embedding and shutdown.
+"""What the window runs, without a widget: the store, the workers, the models' state, re-embedding and
+shutdown.
 
 ``AppServices`` is to the window what Anki's main window's collection and task manager are to its views: it
 opens the store in the background, starts the embedding, ingest and generation workers once the store is open,
@@ -42,7 +43,8 @@ class AppServices(QObject):
         check_reembed(), start_reembed(), cancel_reembed(): documents without vectors from the active model.
         restart_embedder(), set_gguf(path), check_llm(), settings_changed(names): the models.
         shutdown(root): stop every worker in order, wait for them, close the library.
-        chat_worker, embedding_worker, ingest_worker, reembed_worker: the workers (the latter three exist once the
+        chat_worker, embedding_worker, ingest_worker, reembed_worker: the workers (the latter three exist once
+        the
             store has opened, or a re-embedding started); store_is_ready; model_name; reembed_count.
 
     Signals:
@@ -50,9 +52,11 @@ class AppServices(QObject):
         store_failed(str): the database could not be opened or went away (the message says why).
         embedder_ready(str): the embedding model (its name) is loaded and answering.
         embedder_restarting(str): the embedding worker failed and is being recreated.
-        embedder_failed(str): the embedding worker failed and was not recreated (``restart_embedder`` retries).
+        embedder_failed(str): the embedding worker failed and was not recreated (``restart_embedder``
+        retries).
         llm_checked(str): the language model file was checked: "" when usable, else why not.
-        model_state_changed(str): the language model is ``loading``, ``ready`` or ``failed`` (``model_error``).
+        model_state_changed(str): the language model is ``loading``, ``ready`` or ``failed``
+        (``model_error``).
         ingest_event(IngestEvent): what happened to one file (ingestion or re-embedding).
         paths_enqueued(list): these dropped paths (strings) are walked and recorded.
         documents_listed(list): a fresh listing: a list of ``DocumentInfo``.
@@ -304,8 +308,8 @@ class AppServices(QObject):
     # -- shutdown --------------------------------------------------------------------------------------------
 
     def shutdown(self, root: QObject | None = None) -> None:
-        """Stop every worker and wait for it (a QThread destroyed while running aborts the process), then close
-        the library. ``root`` (the window) starts no more background work afterwards."""
+        """Stop every worker and wait for it (a QThread destroyed while running aborts the process), then
+        close the library. ``root`` (the window) starts no more background work afterwards."""
         self.closing = True
         self.watch_timer.stop()
         # Every worker is asked to stop first, so that none waits on another one that is still running; then

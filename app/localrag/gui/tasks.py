@@ -1,13 +1,13 @@
 """The one way the window runs background work (in the manner of Anki's ``QueryOp`` over its task manager).
 
-- ``Op``: one blocking call (open the store, list documents, load a chat, re-embed) run off the UI thread on the
-  task manager's pool. Its success, failure and progress are delivered on the UI thread; they are dropped once
-  the op's owner (a widget) has been destroyed. Failures are sorted by ``core.errors.describe``: an environment
-  problem is the person's message, anything else a bug, logged with its traceback.
+- ``Op``: one blocking call (open the store, list documents, load a chat, re-embed) run off the UI thread on
+  the task manager's pool. Its success, failure and progress are delivered on the UI thread; they are dropped
+  once the op's owner (a widget) has been destroyed. Failures are sorted by ``core.errors.describe``: an
+  environment problem is the person's message, anything else a bug, logged with its traceback.
 - ``WorkerThread``: a named QThread running one long-lived loop (embedding, ingestion, generation). The object
   that starts it stops it and waits for it; the task manager knows every one.
-- ``TaskManager``: the pool and the worker threads of the process; ``shutdown`` cancels the ops in hand, waits for
-  them and for every worker thread, and says what (if anything) is still running.
+- ``TaskManager``: the pool and the worker threads of the process; ``shutdown`` cancels the ops in hand, waits
+  for them and for every worker thread, and says what (if anything) is still running.
 
 Core objects never start threads: they offer blocking calls that take a ``CancelToken``; this module decides
 where they run.
@@ -78,7 +78,8 @@ class Op(Generic[T]):
         return self
 
     def failure(self, callback: Callable[[str, bool], None] | None) -> Op[T]:
-        """``callback(message, known)``: ``known`` is False for a bug (the message then names the log file)."""
+        """``callback(message, known)``: ``known`` is False for a bug (the message then names the log
+        file)."""
         self._on_failure = callback
         return self
 
@@ -87,7 +88,8 @@ class Op(Generic[T]):
         return self
 
     def report(self, value: Any) -> None:
-        """Called by the op's function (on its thread): ``value`` reaches the progress callback on the UI thread."""
+        """Called by the op's function (on its thread): ``value`` reaches the progress callback on the UI
+        thread."""
         if self._signals is not None:
             self._signals.progress.emit(value)
 
@@ -105,7 +107,8 @@ class Op(Generic[T]):
         (manager or task_manager()).start(self)
         return self
 
-    # -- the task manager's side ------------------------------------------------------------------------------
+    # -- the task manager's side
+    # ------------------------------------------------------------------------------
 
     def _prepare(self, manager: TaskManager) -> None:
         self._manager = manager
@@ -192,7 +195,8 @@ class WorkerThread(QThread):
             self._request_stop()
 
     def stop(self, timeout_ms: int | None = None) -> bool:
-        """Ask the loop to end and wait for it (``timeout_ms`` None: as long as it takes); True if it ended."""
+        """Ask the loop to end and wait for it (``timeout_ms`` None: as long as it takes); True if it
+        ended."""
         self.request_stop()
         return self.wait() if timeout_ms is None else self.wait(timeout_ms)
 
@@ -203,7 +207,8 @@ class TaskManager(QObject):
     Public:
         start(op): queue an op.
         running(): names of the ops and worker threads still running.
-        shutdown(timeout_ms) -> bool: cancel queued and running ops, stop every worker thread still running, and
+        shutdown(timeout_ms) -> bool: cancel queued and running ops, stop every worker thread still running,
+        and
             wait for all of them; True if everything ended.
     """
 
@@ -247,8 +252,8 @@ class TaskManager(QObject):
         return False
 
     def shutdown(self, timeout_ms: int = 30000, root: QObject | None = None) -> bool:
-        """Cancel and wait for every op, then stop and wait for every worker thread still running. With ``root``
-        (a window that is closing), objects under it start no more ops afterwards."""
+        """Cancel and wait for every op, then stop and wait for every worker thread still running. With
+        ``root`` (a window that is closing), objects under it start no more ops afterwards."""
         if root is not None:
             self._closed = [r for r in self._closed if _exists(r)] + [root]
         self.pool.clear()  # ops not started yet never start

@@ -1,13 +1,13 @@
 """The window's long-lived workers. They get the core facade, never a widget, and report by signals.
 
-- ``EmbeddingWorker`` hosts the process's one ``EmbeddingService`` on two ``WorkerThread``s (its batch loop and
-  its query lane), with a watchdog.
-- ``IngestWorker`` indexes dropped files on two ``WorkerThread``s of its own: an intake thread records files as
-  queued (and removes or re-indexes documents), a runner thread extracts and embeds them.
+- ``EmbeddingWorker`` hosts the process's one ``EmbeddingService`` on two ``WorkerThread``s (its batch loop
+  and its query lane), with a watchdog.
+- ``IngestWorker`` indexes dropped files on two ``WorkerThread``s of its own: an intake thread records files
+  as queued (and removes or re-indexes documents), a runner thread extracts and embeds them.
 - ``ReembedWorker`` re-embeds the library with the active model as one cancellable ``Op``.
 
-Each worker's ``stop()`` ends and waits for its threads; the application services call them in order before the
-Library closes. Short one-off calls are ``tasks.Op``s.
+Each worker's ``stop()`` ends and waits for its threads; the application services call them in order before
+the Library closes. Short one-off calls are ``tasks.Op``s.
 """
 
 from __future__ import annotations
@@ -32,7 +32,8 @@ from localrag.gui.tasks import Op, WorkerThread, task_manager
 
 log = logging.getLogger("localrag.gui.workers")
 
-# How long stopping waits for a thread that may be stuck in a model load before leaving it to the process's end.
+# How long stopping waits for a thread that may be stuck in a model load before leaving it to the process's
+# end.
 STUCK_WAIT_MS = 10_000
 
 
@@ -156,9 +157,9 @@ class EmbeddingWorker(QObject):
     def stop(self, stuck_wait_ms: int = STUCK_WAIT_MS) -> bool:
         """Stop the service and wait for its threads (they end within one slice of the request in hand).
 
-        A thread still stuck after ``stuck_wait_ms`` (a model load that hangs) is handed to the task manager to
-        keep until the process ends (destroying a running QThread would abort it). Returns whether every thread
-        ended.
+        A thread still stuck after ``stuck_wait_ms`` (a model load that hangs) is handed to the task manager
+        to keep until the process ends (destroying a running QThread would abort it). Returns whether every
+        thread ended.
         """
         self._stopping = True
         self.watchdog.stop()

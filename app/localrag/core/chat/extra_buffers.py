@@ -11,6 +11,7 @@ the app turns the extra buffers on only where that child came back.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import os
@@ -71,10 +72,8 @@ def _run_probe(command: list[str], env: dict[str, str], cancel: CancelToken | No
                 if cancel is not None:
                     cancel.raise_if_cancelled()
                 raise subprocess.TimeoutExpired(command, _PROBE_TIMEOUT_S)
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(0.1)
-            except subprocess.TimeoutExpired:
-                pass
         stdout = proc.stdout.read() if proc.stdout is not None else ""
         return proc.returncode, stdout
 

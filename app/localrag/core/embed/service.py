@@ -4,9 +4,9 @@
 ``WorkerThread``s, the command line on plain threads it joins): ``run``, which loads the model and embeds
 ingestion batches, and ``serve_queries``, the query lane: a second session of the same model with one thread,
 so a question asked during a long ingest is embedded at once instead of waiting for the batch in hand (p95
-1.35 s → see docs/benchmarks.md). Until the lane is open, or should its session fail to open, queries go through
-the priority queue: a query (priority 0) is taken before any queued ingestion batch (priority 1), and an
-ingestion batch is embedded a slice at a time with waiting queries served between slices.
+1.35 s → see docs/benchmarks.md). Until the lane is open, or should its session fail to open, queries go
+through the priority queue: a query (priority 0) is taken before any queued ingestion batch (priority 1), and
+an ingestion batch is embedded a slice at a time with waiting queries served between slices.
 ``stop`` ends both loops within one slice; ``last_beat`` is the watchdog's ping.
 """
 
@@ -60,7 +60,8 @@ class EmbeddingService:
         self._settled = threading.Event()  # the model loaded, or failed to
         self.query_lane = query_lane
 
-    # -- callers (any thread) --------------------------------------------------------------------------------
+    # -- callers (any thread)
+    # ---------------------------------------------------------------------------------
 
     def submit(self, texts: list[str], priority: int = BATCH) -> Future:
         fut: Future = Future()
@@ -87,7 +88,8 @@ class EmbeddingService:
         if lane is not None:
             lane.put(_Request(-1, -1, [], Future()))
 
-    # -- the worker ------------------------------------------------------------------------------------------
+    # -- the worker
+    # --------------------------------------------------------------------------------------------
 
     def run(self) -> None:
         """The worker loop; returns after ``stop``."""
@@ -130,8 +132,9 @@ class EmbeddingService:
     def serve_queries(self) -> None:
         """The query lane's loop, for a thread of its own beside ``run``; returns after ``stop``.
 
-        It waits for ``run`` to load the model, opens a one-thread session of it and embeds queries there. When the
-        session cannot open (or ``query_lane`` is off) it returns at once: queries then share ``run``'s queue.
+        It waits for ``run`` to load the model, opens a one-thread session of it and embeds queries there.
+        When the session cannot open (or ``query_lane`` is off) it returns at once: queries then share
+        ``run``'s queue.
         """
         if not self.query_lane:
             return

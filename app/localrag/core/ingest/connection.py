@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import psycopg
@@ -33,10 +34,8 @@ class Connection:
     def drop(self) -> None:
         """Forget a connection the server dropped (the next ``get`` connects again)."""
         if self._conn is not None:
-            try:
+            with contextlib.suppress(psycopg.Error):
                 self._conn.close()
-            except psycopg.Error:
-                pass
             self._conn = None
 
     close = drop

@@ -13,7 +13,7 @@ class IngestEvent:
     path: str
     title: str
     doc_type: str
-    status: str  # one of ``status``: queued | extracting | embedding | ready | failed | cancelled | skipped | removed
+    status: str  # a name from ``status``: queued, extracting, embedding, ready, failed, cancelled, skipped…
     pages_done: int = 0
     pages: int = 0
     chunks_embedded: int = 0

@@ -4,14 +4,15 @@ A document moves ``queued → extracting → embedding → ready`` (or ``failed`
 ``status``). The work is split along its seams:
 
 - ``queue``: ``enqueue`` hashes each file and records a ``queued`` row at once, so the panel shows it
-  immediately. The same content again is a no-op ("already indexed"); a changed file gets a new row that replaces
-  the old one when ready, so the old version keeps answering until then. Each ingestor claims the next
-  unfinished document under a per-document advisory lock, so the window and a terminal can share one database.
+  immediately. The same content again is a no-op ("already indexed"); a changed file gets a new row that
+  replaces the old one when ready, so the old version keeps answering until then. Each ingestor claims the
+  next unfinished document under a per-document advisory lock, so the window and a terminal can share one
+  database.
 - ``steps``: extraction and chunking (one transaction with the switch to ``embedding``), vectors in committed
-  batches (COPY; identical text reuses a stored vector; after a kill only missing vectors are embedded), then one
-  transaction that adds the BM25 postings and sections, marks the document ``ready`` and drops older versions.
-  Retrieval only sees ``ready`` documents, so nothing is ever half-visible; a version overtaken by a newer one is
-  dropped instead of finishing.
+  batches (COPY; identical text reuses a stored vector; after a kill only missing vectors are embedded), then
+  one transaction that adds the BM25 postings and sections, marks the document ``ready`` and drops older
+  versions. Retrieval only sees ``ready`` documents, so nothing is ever half-visible; a version overtaken by a
+  newer one is dropped instead of finishing.
 - ``reembed``: vectors from a newly chosen embedding model for every ready document.
 
 ``Ingestor`` (here) holds them together for one thread: its connection, cancellation and pausing, and the loop
@@ -96,8 +97,9 @@ class Ingestor:
         self.cancellation.cancel(doc_id)
 
     def pause(self) -> None:
-        """Stop ``run`` between steps without cancelling anything (thread-safe): the document in hand keeps its
-        committed work and its status, and the next ``run`` (or the next start of the app) carries on with it."""
+        """Stop ``run`` between steps without cancelling anything (thread-safe): the document in hand keeps
+        its committed work and its status, and the next ``run`` (or the next start of the app) carries on with
+        it."""
         self.cancellation.pause()
 
     def unpause(self) -> None:
@@ -125,7 +127,8 @@ class Ingestor:
         return events[0] if events else None
 
     def reembed(self, cancel: CancelToken | None = None) -> IngestSummary:
-        """Give every ready document a vector from the active model for each chunk that lacks one (``reembed``)."""
+        """Give every ready document a vector from the active model for each chunk that lacks one
+        (``reembed``)."""
         return reembed(self.queue, self.steps, cancel)
 
     # -- the work ------------------------------------------------------------------------------------------

@@ -112,7 +112,8 @@ class IngestQueue:
                 message="a language model, not a document",
             )
         try:
-            # The checks that need no parsing (missing, empty, too large, wrong type) fail fast, before hashing.
+            # The checks that need no parsing (missing, empty, too large, wrong type) fail fast, before
+            # hashing.
             loaders.check_file(path, self.max_bytes)
             sha = file_sha256(path)
             mtime = path.stat().st_mtime
@@ -179,8 +180,8 @@ class IngestQueue:
             except OSError:
                 size, mtime = 0, None
             doc_id = conn.execute(
-                "INSERT INTO documents (path, path_bytes, title, doc_type, sha256, bytes, status, error_code, "
-                "error, source_mtime) VALUES (%s, %s, %s, %s, '', %s, %s, %s, %s, %s) RETURNING id",
+                "INSERT INTO documents (path, path_bytes, title, doc_type, sha256, bytes, status, "
+                "error_code, error, source_mtime) VALUES (%s, %s, %s, %s, '', %s, %s, %s, %s, %s) RETURNING id",
                 (
                     db_path,
                     db_raw,

@@ -1,7 +1,7 @@
 """Re-embedding: after switching embedding models, every ready document gets vectors from the active model.
 
-Batches are committed as they go (a kill loses at most one), the documents stay ready and searchable throughout,
-and the previous model's vectors are kept.
+Batches are committed as they go (a kill loses at most one), the documents stay ready and searchable
+throughout, and the previous model's vectors are kept.
 """
 
 from __future__ import annotations

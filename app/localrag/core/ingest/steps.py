@@ -1,9 +1,10 @@
 """The steps of indexing one document, each ending in a committed state a crash can resume from.
 
-``extract`` reads and chunks the file and writes every chunk with the switch to ``embedding`` in one transaction;
-``embed`` writes vectors in committed batches (reusing stored vectors of identical text; a kill loses at most one
-batch); ``finish`` adds the BM25 postings and sections, marks the document ``ready`` and drops its older
-versions, unless a newer version overtook it. ``process`` runs them from wherever a document stands.
+``extract`` reads and chunks the file and writes every chunk with the switch to ``embedding`` in one
+transaction; ``embed`` writes vectors in committed batches (reusing stored vectors of identical text; a kill
+loses at most one batch); ``finish`` adds the BM25 postings and sections, marks the document ``ready`` and
+drops its older versions, unless a newer version overtook it. ``process`` runs them from wherever a document
+stands.
 """
 
 from __future__ import annotations
@@ -316,7 +317,7 @@ class DocumentSteps:
             with conn.cursor().copy(
                 "COPY chunk_embeddings (chunk_id, embedding_model, embedding) FROM STDIN"
             ) as copy:
-                for (chunk_id, _text, _n), vec in zip(batch, vectors):
+                for (chunk_id, _text, _n), vec in zip(batch, vectors, strict=True):
                     copy.write_row((chunk_id, model, "[" + ",".join(f"{x:.7g}" for x in vec) + "]"))
             conn.execute(
                 "UPDATE documents SET chunks_embedded = (SELECT count(*) FROM chunk_embeddings e JOIN "
@@ -348,9 +349,9 @@ class DocumentSteps:
         )
 
     def mark_ready(self, doc_id: int) -> tuple[int, int]:
-        """Add the BM25 postings and the sections, mark the document ready and drop the older versions of its file
-        (the one this row was queued to replace among them; unfinished ones drop themselves when their turn
-        comes). Call inside a transaction. Returns (pages, chunks)."""
+        """Add the BM25 postings and the sections, mark the document ready and drop the older versions of its
+        file (the one this row was queued to replace among them; unfinished ones drop themselves when their
+        turn comes). Call inside a transaction. Returns (pages, chunks)."""
         conn = self.conn
         bm25.index_document(conn, doc_id)
         pages, chunks = conn.execute(
@@ -372,8 +373,9 @@ class DocumentSteps:
         return pages, chunks
 
     def store_sections(self, doc_id: int) -> None:
-        """Store the document's top-level sections and their central chunks (core/chat/overview.py). A failure is
-        logged and undone (a savepoint) and the document still becomes ready: the chat computes them later."""
+        """Store the document's top-level sections and their central chunks (core/chat/overview.py). A failure
+        is logged and undone (a savepoint) and the document still becomes ready: the chat computes them
+        later."""
         try:
             overview.compute_sections(self.conn, doc_id, self.library.embedder.name)
         except Exception:
@@ -384,8 +386,8 @@ class DocumentSteps:
         transaction). Returns whether it did."""
         return (
             self.conn.execute(
-                "DELETE FROM documents d WHERE d.id = %s AND EXISTS (SELECT 1 FROM documents n WHERE n.id > d.id "
-                "AND n.path = d.path AND n.path_bytes IS NOT DISTINCT FROM d.path_bytes "
+                "DELETE FROM documents d WHERE d.id = %s AND EXISTS (SELECT 1 FROM documents n "
+                "WHERE n.id > d.id AND n.path = d.path AND n.path_bytes IS NOT DISTINCT FROM d.path_bytes "
                 "AND n.status = ANY(%s)) RETURNING d.id",
                 (doc_id, list(status.LIVE)),
             ).fetchone()
@@ -395,8 +397,8 @@ class DocumentSteps:
     # -- embedding -------------------------------------------------------------------------------------------
 
     def submit(self, texts: list[str]) -> Future:
-        """Embed a batch: through the process's embedding service when a host runs one (the window, the command
-        line), else here and now."""
+        """Embed a batch: through the process's embedding service when a host runs one (the window, the
+        command line), else here and now."""
         service = self.library.embedding_service
         if service is not None:
             return service.submit(texts, BATCH)
@@ -409,8 +411,8 @@ class DocumentSteps:
 
     @staticmethod
     def vectors(pending: Future, cancel: DocCancel) -> np.ndarray:
-        """The batch's vectors. Pausing or cancelling interrupts the wait; a batch failed because the embedding
-        worker stopped while pausing (the app is closing) is a pause, not the document's failure."""
+        """The batch's vectors. Pausing or cancelling interrupts the wait; a batch failed because the
+        embedding worker stopped while pausing (the app is closing) is a pause, not the document's failure."""
         while True:
             try:
                 return pending.result(timeout=0.1)

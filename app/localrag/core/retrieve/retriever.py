@@ -98,8 +98,8 @@ def retrieve(
     """The best ``k`` passages for ``query``; see the package docstring for the contract.
 
     An environment problem (the store down or out of space, a statement that ran too long) is answered with
-    ``reason`` ``error`` and its message: the chat then answers without the documents and says why. Anything else
-    is a bug and is raised.
+    ``reason`` ``error`` and its message: the chat then answers without the documents and says why. Anything
+    else is a bug and is raised.
 
     Raises:
         Cancelled: ``cancel`` was cancelled between two stages.

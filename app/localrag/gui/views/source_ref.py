@@ -1,4 +1,5 @@
-"""Where a citation points (``SourceRef``): plain data, no Qt, shared by the transcript and the source viewer."""
+"""Where a citation points (``SourceRef``): plain data, no Qt, shared by the transcript and the source
+viewer."""
 
 from __future__ import annotations
 
