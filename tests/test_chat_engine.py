@@ -320,8 +320,8 @@ def test_store_down_answers_ungrounded_and_says_so(llm, home):
 
 
 def test_a_bug_in_retrieval_is_an_internal_error_not_the_store_being_down(engine, monkeypatch, caplog):
-    """A ``ProgrammingError`` (a bug in our SQL) is not "your documents could not be searched": the answer fails
-    as an internal error that names the log, and the traceback is logged."""
+    """A ``ProgrammingError`` (a bug in our SQL) is not "your documents could not be searched": the answer
+    fails as an internal error that names the log, and the traceback is logged."""
     import logging
 
     import psycopg

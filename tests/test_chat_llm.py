@@ -237,8 +237,9 @@ def test_provider_loads_on_the_callers_thread_and_reports_failure(tmp_path):
 
 
 def test_a_bug_while_loading_is_logged_as_one_and_not_called_a_missing_model(caplog):
-    """A missing or unreadable file is the person's problem (a warning, its message); any other exception while
-    loading is a bug: logged with its traceback, and the state says "Internal error" and names the log."""
+    """A missing or unreadable file is the person's problem (a warning, its message); any other exception
+    while loading is a bug: logged with its traceback, and the state says "Internal error" and names the
+    log."""
     import logging
 
     def buggy(settings):  # the fault injected: a loader with a bug
@@ -259,8 +260,8 @@ def test_a_bug_while_loading_is_logged_as_one_and_not_called_a_missing_model(cap
 
 
 def test_a_load_is_cancelled_on_its_own_thread_and_can_start_again(tmp_path):
-    """Cancelling the load under way (closing the window) stops it at its next step; the provider is idle again
-    and the next ``get`` loads."""
+    """Cancelling the load under way (closing the window) stops it at its next step; the provider is idle
+    again and the next ``get`` loads."""
     provider = LLMProvider(Settings(n_ctx=256))
     cancel = CancelToken()
     cancel.cancel()

@@ -1,5 +1,5 @@
-"""Whole sentences for the evidence: pages laid out from their chunks, running headers blanked, passages widened
-to the sentences they cut — on the page and across a page break.
+"""Whole sentences for the evidence: pages laid out from their chunks, running headers blanked, passages
+widened to the sentences they cut — on the page and across a page break.
 
 Real parts: a PDF written here goes through the real ingestion pipeline into the real store; the chat engine
 quotes from it with the real embedding model (the sources lead, so no language model runs)."""
@@ -7,8 +7,8 @@ quotes from it with the real embedding model (the sources lead, so no language m
 from __future__ import annotations
 
 import pytest
-from fixtures_docs import write_pdf
 
+from fixtures_docs import write_pdf
 from localrag.core.chat.engine import ChatEngine, EvidenceReady
 from localrag.core.chat.pages import WholePassage, clean_page, page_texts, widen
 from localrag.core.retrieve.results import Result

@@ -123,6 +123,7 @@ def test_a_model_load_that_hangs_shows_the_banner_and_the_window_keeps_painting(
     qtbot, clean_db, tmp_path, monkeypatch
 ):
     """The watchdog's failure path runs on the UI thread; it must never wait for the load it gives up on."""
+    import itertools
     import threading
     import time
 
@@ -172,7 +173,7 @@ def test_a_model_load_that_hangs_shows_the_banner_and_the_window_keeps_painting(
             pass
         assert window.banners.banner("embedder").button.text() == "Restart"
         assert len(hung) >= 2
-        stalls = [b - a for a, b in zip(paints, paints[1:])]
+        stalls = [b - a for a, b in itertools.pairwise(paints)]
     finally:
         repaint.stop()
         gate.set()  # the hung loads finish; their models are not kept

@@ -89,7 +89,7 @@ def main(phase: str, folder: str = "") -> int:
                 say()
 
         def add() -> None:  # once the store is open and the workers run
-            window.ingest_worker.event.connect(on_event)
+            window.ingest_worker.ingest_event.connect(on_event)
             window.add_paths([folder])
 
         window.store_ready.connect(lambda: QtCore.QTimer.singleShot(0, add))

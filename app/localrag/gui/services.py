@@ -13,6 +13,7 @@ import logging
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from localrag.core.ingest.documents import DocumentInfo
 from localrag.core.ingest.pipeline import IngestEvent
@@ -23,6 +24,8 @@ from localrag.gui.tasks import Op, task_manager
 from localrag.gui.workers import EmbeddingWorker, IngestWorker, ReembedWorker
 
 log = logging.getLogger("localrag.gui.services")
+
+T = TypeVar("T")
 
 WATCH_SCAN_MS = 60_000
 # How long the embedding model may take to load before the watchdog replaces its worker (and says so).
@@ -102,7 +105,7 @@ class AppServices(QObject):
         self.watch_timer.setInterval(WATCH_SCAN_MS)
         self.watch_timer.timeout.connect(self.scan_watched)
 
-    def _op(self, fn: Callable[[], object]) -> Op[object]:
+    def _op(self, fn: Callable[[], T]) -> Op[T]:
         return Op(fn, owner=self)
 
     # -- the store -------------------------------------------------------------------------------------------
@@ -142,7 +145,7 @@ class AppServices(QObject):
             worker.start()
         if self.ingest_worker is None:
             ingest = IngestWorker(self.library, parent=self)
-            ingest.event.connect(self.ingest_event)
+            ingest.ingest_event.connect(self.ingest_event)
             ingest.enqueued.connect(self.paths_enqueued)
             ingest.store_failed.connect(self._on_store_lost)
             ingest.watched_scanned.connect(self.watched_scanned)
@@ -259,7 +262,7 @@ class AppServices(QObject):
         self.reembed_worker = worker
         worker.progress.connect(self.reembed_progress)
         worker.finished_run.connect(self._on_reembed_done)
-        worker.event.connect(self.ingest_event)
+        worker.ingest_event.connect(self.ingest_event)
         worker.start()
 
     def cancel_reembed(self) -> None:

@@ -16,7 +16,7 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -259,14 +259,14 @@ class IngestWorker(QObject):
     changes are always delivered, in order.
 
     Signals:
-        event(IngestEvent): what happened to one file.
+        ingest_event(IngestEvent): what happened to one file.
         enqueued(list): these dropped paths (strings) are walked and recorded; each file had its event.
         busy_changed(bool): the runner started or finished a round of work.
         store_failed(str): the database went away during ingestion; the work resumes with ``resume()``.
         watched_scanned(int, int): a scan of watched folders found this many files to add / documents gone.
     """
 
-    event = Signal(IngestEvent)
+    ingest_event = Signal(IngestEvent)
     enqueued = Signal(list)
     busy_changed = Signal(bool)
     store_failed = Signal(str)
@@ -414,7 +414,7 @@ class IngestWorker(QObject):
         with self.library.connect() as conn:
             paths, removed = scan_watched(conn)
         for doc_id in removed:
-            self.event.emit(
+            self.ingest_event.emit(
                 IngestEvent(doc_id, "", "", "", REMOVED, message="file deleted from a watched folder")
             )
         if paths:
@@ -469,12 +469,12 @@ class ReembedWorker(QObject):
         total: how many documents need it (for the progress), as counted before the start.
 
     Signals:
-        event(IngestEvent): ``embedding`` progress, ``ready`` when a document is done.
+        ingest_event(IngestEvent): ``embedding`` progress, ``ready`` when a document is done.
         progress(int, int, str): documents done, documents in all, the title of the one in hand.
         finished_run(str): the run ended; the message is empty on success, else says what went wrong.
     """
 
-    event = Signal(IngestEvent)
+    ingest_event = Signal(IngestEvent)
     progress = Signal(int, int, str)
     finished_run = Signal(str)
 

@@ -18,8 +18,9 @@ What makes the first token come sooner on a CPU (figures in docs/benchmarks.md, 
 - **Batch sizes, threads and OpenMP waiting** measured on the target machine (``N_BATCH``, ``N_UBATCH``,
   below).
 
-``LLMProvider`` loads the model once, on the thread of its first caller (the GUI's generation worker, or a thread
-the command line starts), and hands it out; ``LocalLLM.lock`` serialises use. No thread is started here.
+``LLMProvider`` loads the model once, on the thread of its first caller (the GUI's generation worker, or a
+thread the command line starts), and hands it out; ``LocalLLM.lock`` serialises use. No thread is started
+here.
 """
 
 from __future__ import annotations
@@ -453,9 +454,9 @@ class LocalLLM:
 
 
 def load_llm(settings: Settings, cancel: CancelToken | None = None) -> LocalLLM:
-    """Load the configured model: for the bundled one, its fast copy when ``settings.fast_llm_copy`` (converted
-    on first use; the original when that fails). Blocking; ``cancel`` stops it between steps (and ends the
-    child process that checks the AMX kernels).
+    """Load the configured model: for the bundled one, its fast copy when ``settings.fast_llm_copy``
+    (converted on first use; the original when that fails). Blocking; ``cancel`` stops it between steps (and
+    ends the child process that checks the AMX kernels).
 
     Raises:
         ModelMissing: the file is missing or llama.cpp cannot load it.

@@ -17,6 +17,7 @@ from localrag.core.ingest.connection import Connection
 from localrag.core.ingest.events import IngestEvent, IngestSummary
 from localrag.core.ingest.loaders._common import display_name
 from localrag.core.progress import CancelToken
+from localrag.core.store.db import one
 
 ADVISORY_NS = 0x1A6  # advisory-lock namespace for "a process is ingesting this document"
 
@@ -147,21 +148,23 @@ class IngestQueue:
                 "AND status = %s ORDER BY id DESC LIMIT 1",
                 (db_path, db_raw, status.READY),
             ).fetchone()
-            doc_id = conn.execute(
-                "INSERT INTO documents (path, path_bytes, title, doc_type, sha256, bytes, status, replaces_id, "
-                "source_mtime) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
-                (
-                    db_path,
-                    db_raw,
-                    name,
-                    doc_type,
-                    sha,
-                    path.stat().st_size,
-                    status.QUEUED,
-                    old[0] if old else None,
-                    mtime,
-                ),
-            ).fetchone()[0]
+            doc_id = one(
+                conn.execute(
+                    "INSERT INTO documents (path, path_bytes, title, doc_type, sha256, bytes, status, "
+                    "replaces_id, source_mtime) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
+                    (
+                        db_path,
+                        db_raw,
+                        name,
+                        doc_type,
+                        sha,
+                        path.stat().st_size,
+                        status.QUEUED,
+                        old[0] if old else None,
+                        mtime,
+                    ),
+                )
+            )[0]
         message = "changed: re-indexing" if old else "queued"
         return IngestEvent(doc_id, db_path, name, doc_type or "", status.QUEUED, message=message)
 
@@ -179,21 +182,24 @@ class IngestQueue:
                 size, mtime = path.stat().st_size, path.stat().st_mtime
             except OSError:
                 size, mtime = 0, None
-            doc_id = conn.execute(
-                "INSERT INTO documents (path, path_bytes, title, doc_type, sha256, bytes, status, "
-                "error_code, error, source_mtime) VALUES (%s, %s, %s, %s, '', %s, %s, %s, %s, %s) RETURNING id",
-                (
-                    db_path,
-                    db_raw,
-                    display_name(path),
-                    doc_type or "unknown",
-                    size,
-                    status.FAILED,
-                    exc.code,
-                    exc.message,
-                    mtime,
-                ),
-            ).fetchone()[0]
+            doc_id = one(
+                conn.execute(
+                    "INSERT INTO documents (path, path_bytes, title, doc_type, sha256, bytes, status, "
+                    "error_code, error, source_mtime) "
+                    "VALUES (%s, %s, %s, %s, '', %s, %s, %s, %s, %s) RETURNING id",
+                    (
+                        db_path,
+                        db_raw,
+                        display_name(path),
+                        doc_type or "unknown",
+                        size,
+                        status.FAILED,
+                        exc.code,
+                        exc.message,
+                        mtime,
+                    ),
+                )
+            )[0]
         return IngestEvent(
             doc_id,
             db_path,

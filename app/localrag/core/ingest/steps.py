@@ -33,6 +33,7 @@ from localrag.core.ingest.loaders._common import display_name
 from localrag.core.ingest.queue import path_from_db, path_to_db
 from localrag.core.progress import Cancelled, CancelToken
 from localrag.core.retrieve import bm25
+from localrag.core.store.db import one
 
 log = logging.getLogger("localrag.ingest")
 
@@ -75,6 +76,8 @@ class DocumentSteps:
             "SELECT path, path_bytes, title, doc_type, status FROM documents WHERE id = %s", (doc_id,)
         ).fetchone()
         self.conn.commit()
+        if row is None:  # removed since it was claimed
+            return None
         path, raw, title, doc_type, state = row
         fs_path = path_from_db(path, raw)
         doc_cancel = DocCancel(self.cancellation, doc_id, cancel)
@@ -265,13 +268,11 @@ class DocumentSteps:
             "ORDER BY c.chunk_index",
             (doc_id, model),
         ).fetchall()
-        total = conn.execute("SELECT count(*) FROM document_chunks WHERE doc_id = %s", (doc_id,)).fetchone()[
-            0
-        ]
+        total = one(conn.execute("SELECT count(*) FROM document_chunks WHERE doc_id = %s", (doc_id,)))[0]
         conn.commit()
         summary.stage_seconds["write"] += time.monotonic() - tw
         done = total - len(todo)
-        pages = conn.execute("SELECT pages FROM documents WHERE id = %s", (doc_id,)).fetchone()[0]
+        pages = one(conn.execute("SELECT pages FROM documents WHERE id = %s", (doc_id,)))[0]
         conn.commit()
         started, first_done = time.monotonic(), done
         batches = [todo[i : i + EMBED_BATCH] for i in range(0, len(todo), EMBED_BATCH)]
@@ -354,11 +355,13 @@ class DocumentSteps:
         turn comes). Call inside a transaction. Returns (pages, chunks)."""
         conn = self.conn
         bm25.index_document(conn, doc_id)
-        pages, chunks = conn.execute(
-            "UPDATE documents SET status = %s, chunks_embedded = chunks_total, indexed_at = now(), "
-            "updated_at = now() WHERE id = %s RETURNING pages, chunks_total",
-            (status.READY, doc_id),
-        ).fetchone()
+        pages, chunks = one(
+            conn.execute(
+                "UPDATE documents SET status = %s, chunks_embedded = chunks_total, indexed_at = now(), "
+                "updated_at = now() WHERE id = %s RETURNING pages, chunks_total",
+                (status.READY, doc_id),
+            )
+        )
         self.store_sections(doc_id)
         older = conn.execute(
             "SELECT o.id, o.status FROM documents o JOIN documents d ON d.id = %s "
@@ -487,7 +490,7 @@ class _Bridge(CancelToken):
         self._owner = owner
 
     @property
-    def cancelled(self) -> bool:  # type: ignore[override]
+    def cancelled(self) -> bool:
         return self._owner.cancelled
 
     def raise_if_cancelled(self) -> None:

@@ -72,7 +72,7 @@ def scan_watched(conn: psycopg.Connection[Any]) -> tuple[list[Path], list[int]]:
                 if entry is None or (entry[2] in (READY, FAILED) and entry[1] != mtime):
                     to_enqueue.append(path)
         for key, (doc_id, _mtime, status) in known.items():
-            if key not in seen and status != FAILED and not Path(key).exists():
-                if remove_document(conn, doc_id):
-                    removed.append(doc_id)
+            gone = key not in seen and status != FAILED and not Path(key).exists()
+            if gone and remove_document(conn, doc_id):
+                removed.append(doc_id)
     return to_enqueue, removed

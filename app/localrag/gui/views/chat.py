@@ -652,7 +652,7 @@ class ChatPanel(QtWidgets.QWidget):
 
     def _open_viewer(self, ref: SourceRef) -> SourceViewer:
         viewer = SourceViewer(self.library, ref, self.window())
-        viewer.setWindowFlag(QtCore.Qt.Window, True)
+        viewer.setWindowFlag(QtCore.Qt.WindowType.Window, True)
         self.viewers.append(viewer)
         viewer.destroyed.connect(lambda *_: self.viewers.remove(viewer) if viewer in self.viewers else None)
         viewer.show()

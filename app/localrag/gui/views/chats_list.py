@@ -151,7 +151,7 @@ class ChatsList(QtWidgets.QWidget):
                 title = chat.title or "New chat"
                 item = QtWidgets.QListWidgetItem(title)
                 item.setData(_ID_ROLE, chat_id)
-                item.setFlags(item.flags() | QtCore.Qt.ItemIsEditable)
+                item.setFlags(item.flags() | QtCore.Qt.ItemFlag.ItemIsEditable)
                 when = _when(chat.updated_at)
                 count = chat.message_count
                 tip = title + (f"\n{when}" if when else "") + (f" · {count} messages" if count else "")
