@@ -238,6 +238,10 @@ class TaskManager(QObject):
         names = [op.name for op in self._ops if not op.finished]
         return names + [t.objectName() for t in self._threads if _exists(t) and t.isRunning()]
 
+    def stuck(self) -> list[str]:
+        """Names of the threads kept because they would not stop, and still running."""
+        return [t.objectName() for t in self._kept if _exists(t) and t.isRunning()]
+
     def keep(self, thread: WorkerThread) -> None:
         """Keep a thread that would not stop referenced until the process ends (destroying it would abort)."""
         thread.setParent(None)

@@ -157,17 +157,18 @@ class EmbeddingWorker(QObject):
     def stop(self, stuck_wait_ms: int = STUCK_WAIT_MS) -> bool:
         """Stop the service and wait for its threads (they end within one slice of the request in hand).
 
-        A thread still stuck after ``stuck_wait_ms`` (a model load that hangs) is handed to the task manager
-        to keep until the process ends (destroying a running QThread would abort it). Returns whether every
-        thread ended.
+        A thread still stuck after ``stuck_wait_ms`` in all (a model load that hangs) is handed to the task
+        manager to keep until the process ends (destroying a running QThread would abort it). Returns whether
+        every thread ended.
         """
         self._stopping = True
         self.watchdog.stop()
         self._retire()
         ok = True
+        deadline = time.monotonic() + stuck_wait_ms / 1000  # one budget for all: stuck loads do not add up
         for hosted in self._retired:
             for thread in hosted.threads:
-                if not thread.wait(stuck_wait_ms):
+                if not thread.wait(max(0, int((deadline - time.monotonic()) * 1000))):
                     log.error(
                         "embedding thread %s is stuck; leaving it to the end of the process",
                         thread.objectName(),
