@@ -56,7 +56,7 @@ class Op(Generic[T]):
 
     Example::
 
-        Op(lambda: list_documents(conn)).success(panel.set_documents).failure(show).run_in_background(panel)
+        Op(listing, owner=panel).success(panel.set_documents).failure(show).run_in_background()
     """
 
     def __init__(self, fn: Callable[[], T], owner: QObject | None = None) -> None:
