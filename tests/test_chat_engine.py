@@ -4,6 +4,7 @@ mode, citations, follow-ups, history, and the failures (the LLM cannot load, the
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
@@ -250,7 +251,10 @@ def test_a_question_before_warm_up_waits_for_the_model(corpus, monkeypatch):
         return load_llm(settings)
 
     provider = LLMProvider(Settings(n_ctx=2048), loader=slow_load)
-    provider.start()
+    loader = threading.Thread(target=provider.load)  # the caller decides where the model loads
+    loader.start()
+    while provider.state.status != "loading":
+        time.sleep(0.01)
     engine = ChatEngine(corpus, provider)
     events = []
     for event in engine.ask(None, "How much sun do tomatoes need?", max_tokens=8, persist=False):
@@ -261,6 +265,7 @@ def test_a_question_before_warm_up_waits_for_the_model(corpus, monkeypatch):
     # The evidence does not wait for the model (the file's size says it is a small one); the rewording does.
     assert kinds[:4] == ["Searching", "Retrieved", "EvidenceReady", "WarmingUp"] and kinds[-1] == "Done"
     assert events[-1].timings["wait_s"] > 0
+    loader.join()
 
 
 def test_warm_up_primes_the_system_prompt(corpus):
@@ -312,6 +317,35 @@ def test_store_down_answers_ungrounded_and_says_so(llm, home):
     assert done.message_id is None and done.sources == []
     strict = _run(engine, None, "How do I back up my library?", strict=True)[-1]
     assert strict.answer.startswith("I cannot search your documents")
+
+
+def test_a_bug_in_retrieval_is_an_internal_error_not_the_store_being_down(engine, monkeypatch, caplog):
+    """A ``ProgrammingError`` (a bug in our SQL) is not "your documents could not be searched": the answer
+    fails as an internal error that names the log, and the traceback is logged."""
+    import logging
+
+    import psycopg
+
+    from localrag.core.retrieve import retrieve, retriever
+
+    def broken_fetch(
+        conn, *_args, **_kwargs
+    ):  # the fault injected: a query with a typo, on the real database
+        return conn.execute("SELECT no_such_column FROM documents").fetchall()
+
+    monkeypatch.setattr(retriever, "_fetch", broken_fetch)
+    with pytest.raises(psycopg.errors.UndefinedColumn):
+        retrieve(engine.library, "How do I install Local RAG on Windows?")
+    with caplog.at_level(logging.ERROR):
+        events = _run(engine, None, "How do I install Local RAG on Windows?")
+    failed = events[-1]
+    assert isinstance(failed, Failed) and not failed.known
+    assert failed.message.startswith("Internal error") and "UndefinedColumn" in failed.message
+    assert "localrag.log" in failed.message
+    assert not any(isinstance(e, Retrieved) for e in events)  # nothing pretended the store was down
+    assert any(
+        r.exc_info and isinstance(r.exc_info[1], psycopg.errors.UndefinedColumn) for r in caplog.records
+    )
 
 
 def test_empty_question_fails_plainly(engine):

@@ -74,14 +74,16 @@ def test_a_short_line_that_breaks_off_mid_sentence_does_not_end_it():
         "The command update.packages() is the simplest way to ensure that all the packages on\n"
         "your system are up to date. The command-line editing depends on the GNU readline\n"
         "library (including its headers): version 6.0 or later is needed for all the features.\n"
-        "A much longer line that sets the longest width of this passage for the short-line rule,\n"
-        "of the splitter.\n"
+        "A much longer line that sets the longest width of this passage for the short-line rule of the "
+        "splitter.\n"
         "set logscale <axes> {<base>}\n"
         "unset logscale <axes>\n"
     )
     texts = [" ".join(s.text.split()) for s in spans.split_spans(text)]
-    whole = "The command update.packages() is the simplest way to ensure that all the packages on your system"
-    assert f"{whole} are up to date." in texts
+    assert (
+        "The command update.packages() is the simplest way to ensure that all the packages on your system "
+        "are up to date." in texts
+    )
     assert any(
         t.startswith("The command-line editing") and t.endswith("for all the features.") for t in texts
     )

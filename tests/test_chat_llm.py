@@ -202,26 +202,73 @@ def test_a_garbage_file_fails_to_load_with_a_clear_message(tmp_path):
         load_llm(Settings(gguf_path=str(tmp_path / "missing.gguf")))
 
 
-def test_provider_loads_in_the_background_and_reports_failure(tmp_path):
+def test_provider_loads_on_the_callers_thread_and_reports_failure(tmp_path):
     bad = tmp_path / "broken.gguf"
     bad.write_bytes(b"\0" * 4096)
+    before = set(threading.enumerate())
     provider = LLMProvider(Settings(gguf_path=str(bad), n_ctx=256))
     states = []
     provider.add_listener(lambda s: states.append(s.status))
-    provider.start()
     with pytest.raises(ModelMissing):
-        provider.get(timeout=60)
+        provider.get(timeout=60)  # loads on this thread
     assert provider.failed and "broken.gguf" in provider.state.error
     assert states == ["loading", "failed"]
+    assert set(threading.enumerate()) == before  # the provider started no thread
+
+    # Loaded on a thread the caller owns; another caller waits for that load, and can stop waiting.
+    gate = threading.Event()
+
+    def gated(settings):  # a fault injector: a load that waits for the test
+        gate.wait(60)
+        return load_llm(settings)
+
+    waiting = LLMProvider(Settings(n_ctx=256), loader=gated)
+    loader = threading.Thread(target=waiting.load)
+    loader.start()
+    while waiting.state.status != "loading":
+        time.sleep(0.01)
     cancel = CancelToken()
     cancel.cancel()
-    loading = threading.Event()  # held until the cancelled wait is over: the load is still going on then
-    waiting = LLMProvider(Settings(n_ctx=256), loader=lambda s: (loading.wait(60), load_llm(s))[1])
-    waiting.start()
     with pytest.raises(Cancelled):
         waiting.get(cancel)
-    loading.set()
+    gate.set()
     assert waiting.get(timeout=60).n_ctx == 256
+    loader.join()
+
+
+def test_a_bug_while_loading_is_logged_as_one_and_not_called_a_missing_model(caplog):
+    """A missing or unreadable file is the person's problem (a warning, its message); any other exception
+    while loading is a bug: logged with its traceback, and the state says "Internal error" and names the
+    log."""
+    import logging
+
+    def buggy(settings):  # the fault injected: a loader with a bug
+        raise AttributeError("'NoneType' object has no attribute 'n_ctx'")
+
+    provider = LLMProvider(Settings(n_ctx=256), loader=buggy)
+    with caplog.at_level(logging.INFO), pytest.raises(ModelMissing, match="Internal error"):
+        provider.get()
+    assert "AttributeError" in provider.state.error and str(paths.log_file()) in provider.state.error
+    record = next(r for r in caplog.records if r.levelno == logging.ERROR)
+    assert isinstance(record.exc_info[1], AttributeError)
+
+    caplog.clear()
+    missing = LLMProvider(Settings(gguf_path="/nowhere/model.gguf", n_ctx=256))
+    with caplog.at_level(logging.INFO), pytest.raises(ModelMissing, match="does not exist"):
+        missing.get()
+    assert [r.levelno for r in caplog.records if r.name == "localrag.llm"] == [logging.WARNING]
+
+
+def test_a_load_is_cancelled_on_its_own_thread_and_can_start_again(tmp_path):
+    """Cancelling the load under way (closing the window) stops it at its next step; the provider is idle
+    again and the next ``get`` loads."""
+    provider = LLMProvider(Settings(n_ctx=256))
+    cancel = CancelToken()
+    cancel.cancel()
+    with pytest.raises(Cancelled):
+        provider.get(cancel)
+    assert provider.state.status == "idle" and provider.llm is None
+    assert provider.get().n_ctx == 256 and provider.ready
 
 
 def test_the_model_runs_one_thread_fewer_while_other_work_keeps_a_core_busy():

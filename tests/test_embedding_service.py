@@ -17,14 +17,15 @@ def test_a_query_during_a_running_batch_does_not_wait_for_it(embedder, query_lan
     could not open), it is served between two slices of the batch. Either way it does not wait for the
     batch."""
     service = EmbeddingService(lambda: embedder, query_lane=query_lane)
-    thread = threading.Thread(target=service.run, daemon=True)
-    thread.start()
+    threads = [threading.Thread(target=service.run), threading.Thread(target=service.serve_queries)]
+    for thread in threads:
+        thread.start()
     try:
         texts = [
             f"Passage {i} about river deltas and the sediment they carry to the sea. " * 8 for i in range(128)
         ]
         batch = service.submit(texts, BATCH)
-        while service.busy_since is None:  # the batch is being embedded
+        while service.busy_since is None or (query_lane and not service.lane_open):  # the batch is in hand
             time.sleep(0.005)
         vector = service.embed_query("where do rivers leave their sediment?", timeout=120)
         query_done = time.monotonic()
@@ -38,5 +39,29 @@ def test_a_query_during_a_running_batch_does_not_wait_for_it(embedder, query_lan
         assert (service._lane is not None) == query_lane
     finally:
         service.stop()
+        for thread in threads:
+            thread.join(timeout=60)
+    assert not any(thread.is_alive() for thread in threads)
+
+
+def test_stop_ends_both_loops_within_a_slice_of_the_batch_in_hand(embedder):
+    """Stopping fails the batch in hand between two slices (it does not wait for the whole batch) and ends the
+    batch loop and the query lane; nothing the service ran is left behind."""
+    from localrag.core.errors import KnownError
+
+    service = EmbeddingService(lambda: embedder)
+    threads = [threading.Thread(target=service.run), threading.Thread(target=service.serve_queries)]
+    for thread in threads:
+        thread.start()
+    texts = [f"Passage {i} about glaciers and the fresh water they hold. " * 8 for i in range(256)]
+    batch = service.submit(texts, BATCH)
+    while service.busy_since is None:
+        time.sleep(0.005)
+    service.stop()
+    for thread in threads:
         thread.join(timeout=60)
-    assert not thread.is_alive()
+    assert not any(thread.is_alive() for thread in threads)
+    with pytest.raises(KnownError, match="stopped"):
+        batch.result(timeout=0)
+    with pytest.raises(KnownError, match="stopped"):
+        service.submit(["too late"]).result(timeout=0)

@@ -38,9 +38,7 @@ def make_window(qtbot, tmp_path: Path, **overrides):
 
 
 def close(qtbot, window) -> None:
-    # The language model loads on a thread of its own that closing does not wait for; two windows of one
-    # process loading it at once can crash llama.cpp, so let a load under way finish first.
-    qtbot.waitUntil(lambda: window.chat_panel.worker.model_state != "loading", timeout=120000)
+    # Closing waits for every thread, a model load under way included.
     if not window._closing:
         with qtbot.waitSignal(window.shut_down, timeout=60000):
             window.close()
@@ -118,6 +116,72 @@ def test_embedding_worker_failure_restarts_once_then_offers_restart(qtbot, clean
         click_action(window, "embedder")
     assert window.banners.text("embedder") is None
     assert window.library.embed_query("ocean tides").shape == (384,)
+    close(qtbot, window)
+
+
+def test_a_model_load_that_hangs_shows_the_banner_and_the_window_keeps_painting(
+    qtbot, clean_db, tmp_path, monkeypatch
+):
+    """The watchdog's failure path runs on the UI thread; it must never wait for the load it gives up on."""
+    import itertools
+    import threading
+    import time
+
+    import localrag.core.library as library_module
+    import localrag.gui.services as services
+    from localrag.gui.qt import QtCore
+
+    gate = threading.Event()
+    real_load = library_module.load_embedder
+    hung = []
+
+    def hanging_load(
+        *args, **kwargs
+    ):  # the fault injected: a model load that hangs until the test lets it go
+        hung.append(1)
+        gate.wait(300)
+        return real_load(*args, **kwargs)
+
+    load_timeout_s = 3.0
+    monkeypatch.setattr(library_module, "load_embedder", hanging_load)
+    monkeypatch.setattr(services, "EMBED_LOAD_TIMEOUT_S", load_timeout_s)
+    window = make_window(qtbot, tmp_path)
+
+    paints: list[float] = []
+
+    class Painted(QtCore.QObject):
+        def eventFilter(self, obj, event):  # noqa: N802 (Qt override)
+            if event.type() == QtCore.QEvent.Type.Paint:
+                paints.append(time.monotonic())
+            return False
+
+    painted = Painted()
+    window.banners.installEventFilter(painted)
+    repaint = QtCore.QTimer()
+    repaint.timeout.connect(window.banners.update)
+    repaint.start(20)
+    try:
+        with qtbot.waitSignal(window.store_ready, timeout=60000):
+            window.start()
+        worker = window.embedding_worker
+        with qtbot.waitSignal(worker.restarting, timeout=60000) as restarting:
+            pass
+        assert "did not finish loading" in restarting.args[0]
+        assert "did not finish loading" in (window.banners.text("embedder") or "")
+        # The replacement's load hangs too: after its own timeout the banner offers Restart.
+        with qtbot.waitSignal(window.embedder_failed, timeout=60000):
+            pass
+        assert window.banners.banner("embedder").button.text() == "Restart"
+        assert len(hung) >= 2
+        stalls = [b - a for a, b in itertools.pairwise(paints)]
+    finally:
+        repaint.stop()
+        gate.set()  # the hung loads finish; their models are not kept
+    # Had the UI thread waited for a hung load even once, it would have stopped painting for a load timeout.
+    assert len(paints) > 2 * load_timeout_s / 0.1 and max(stalls) < load_timeout_s, max(stalls)
+    with qtbot.waitSignal(window.embedder_ready, timeout=60000):
+        click_action(window, "embedder")
+    assert window.banners.text("embedder") is None
     close(qtbot, window)
 
 

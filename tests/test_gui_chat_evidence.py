@@ -309,29 +309,14 @@ def test_a_reloaded_turn_shows_its_evidence_again(qtbot, panel, short, monkeypat
 
 
 def test_an_old_message_without_parts_renders_as_before():
+    from localrag.core.chat.citations import Source
+    from localrag.core.chat.history import Message
     from localrag.gui.views.transcript import link_citations, turn_html, turns_from_messages
 
-    source = {
-        "number": 1,
-        "doc_id": 1,
-        "title": "Manual",
-        "path": "/m.md",
-        "doc_type": "markdown",
-        "page_number": 1,
-        "heading_path": "",
-        "chunk_ids": [1],
-        "cited": True,
-    }
+    source = Source(1, 1, "Manual", "/m.md", "markdown", 1, "", [1], cited=True)
     messages = [
-        {"role": "user", "content": "When is the lamp lit?", "grounded": True},
-        {
-            "role": "assistant",
-            "content": "At sunset [1].",
-            "id": 9,
-            "grounded": True,
-            "sources": [source],
-            "parts": None,
-        },
+        Message(8, 1, "user", "When is the lamp lit?", grounded=True),
+        Message(9, 1, "assistant", "At sunset [1].", grounded=True, sources=[source], parts=None),
     ]
     (turn,) = turns_from_messages(messages)
     assert turn.evidence is None and turn.lead == "" and turn.generated == []

@@ -97,11 +97,11 @@ def _top(library, query, doc_type):
 
 
 def test_pdf_source_shows_the_page_with_the_passage_highlighted(qtbot, library, docs):
-    from localrag.gui.views.sources import SourceViewer, page_pixmap
+    from localrag.gui.views.sources import SourceRef, SourceViewer, page_pixmap
 
     result = _top(library, "How often are the turbine intake screens cleaned?", "pdf")
     assert result.page_number == 2
-    viewer = SourceViewer(library, result, number=2)
+    viewer = SourceViewer(library, SourceRef.from_result(result, 2))
     qtbot.addWidget(viewer)
     with qtbot.waitSignal(viewer.loaded, timeout=20000) as blocker:
         viewer.show()
@@ -131,10 +131,12 @@ def test_pdf_source_shows_the_page_with_the_passage_highlighted(qtbot, library, 
 
 
 def test_text_source_shows_the_passage_in_its_context(qtbot, library, docs):
-    from localrag.gui.views.sources import SourceViewer
+    from localrag.core.chat.citations import Source
+    from localrag.gui.views.sources import SourceRef, SourceViewer
 
     result = _top(library, "When is diesel sold at the fuel berth?", "markdown")
-    viewer = SourceViewer(library, result.to_dict(), number=1)  # the stored form of a source works too
+    stored = Source.from_dict(Source.from_result(1, result).to_dict())  # as kept with the message
+    viewer = SourceViewer(library, SourceRef.from_source(stored))
     qtbot.addWidget(viewer)
     with qtbot.waitSignal(viewer.loaded, timeout=20000) as blocker:
         viewer.show()
@@ -159,7 +161,7 @@ def test_missing_file_still_shows_the_indexed_text(qtbot, library, docs, tmp_pat
     from localrag.gui.views.sources import SourceRef, SourceViewer
 
     result = _top(library, "What does each turbine produce?", "pdf")
-    ref = SourceRef.from_any(result)
+    ref = SourceRef.from_result(result)
     ref.path = str(tmp_path / "moved-away.pdf")
     viewer = SourceViewer(library, ref)
     qtbot.addWidget(viewer)

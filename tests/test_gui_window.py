@@ -65,9 +65,7 @@ def open_window(qtbot, layout_file: Path, start: bool = True):
 
 
 def close_window(qtbot, window) -> None:
-    # The language model loads on a thread of its own that closing does not wait for; two windows of one
-    # process loading it at once can crash llama.cpp, so let a load under way finish first.
-    qtbot.waitUntil(lambda: window.chat_panel.worker.model_state != "loading", timeout=120000)
+    # Closing waits for every thread, a model load under way included.
     if not window._closing:
         with qtbot.waitSignal(window.shut_down, timeout=60000):
             window.close()
@@ -672,7 +670,7 @@ def test_a_watched_folder_is_picked_up_and_follows_deletions(qtbot, window, tmp_
     folder.mkdir()
     (folder / "tides.txt").write_text("Tides rise twice a day because the Moon pulls on the oceans. " * 4)
     dialog = WatchedFoldersDialog(window.library, window)
-    dialog.changed.connect(window._scan_watched)  # as File → Watched folders… wires it
+    dialog.changed.connect(window.services.scan_watched)  # as File → Watched folders… wires it
     qtbot.addWidget(dialog)
     with qtbot.waitSignal(
         window.ingest_worker.ingest_event,
@@ -690,7 +688,7 @@ def test_a_watched_folder_is_picked_up_and_follows_deletions(qtbot, window, tmp_
         timeout=30000,
         check_params_cb=lambda e: e.status == "removed" and e.doc_id == doc_id,
     ):
-        window._scan_watched()
+        window.services.scan_watched()
     window.documents_panel.flush()
     assert window.documents_panel.model.row_for(f"doc:{doc_id}") is None
 

@@ -12,8 +12,10 @@ ID`` (continue that chat: its earlier questions make follow-ups work).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
+import threading
 import time
 from typing import Any
 
@@ -87,7 +89,9 @@ def run(args: argparse.Namespace) -> int:
     if args.reword is not None:
         library.settings.reword = args.reword
     provider = LLMProvider(library.settings)
-    provider.start()  # the model loads while the store opens and retrieval runs
+    # The model loads on a thread of this command's own while the store opens and retrieval runs.
+    loading = threading.Thread(target=_load_quietly, args=(provider,), name="llm-load", daemon=True)
+    loading.start()
     try:
         library.open()
     except KnownError as exc:  # the answer goes on, ungrounded, and says why
@@ -142,6 +146,7 @@ def run(args: argparse.Namespace) -> int:
                     print(f"local-rag: {event.message}", file=sys.stderr)
                     _print_retrieved(out.get("sources", []))
     finally:
+        loading.join()
         library.close()
     out.setdefault("timings", {})["wall_s"] = round(time.monotonic() - started, 3)
     out["model"] = provider.state.model
@@ -149,6 +154,14 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(out, ensure_ascii=False, indent=2))
     return code
+
+
+def _load_quietly(provider: Any) -> None:
+    """Load the model; a failure is kept in ``provider.state`` and reported by the engine's answer."""
+    from localrag.core.errors import ModelMissing
+
+    with contextlib.suppress(ModelMissing):
+        provider.load()
 
 
 def _done(event: Any) -> dict[str, Any]:

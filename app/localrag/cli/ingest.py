@@ -9,6 +9,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
+from localrag.cli.embedding import embedding_service
 from localrag.core.ingest.pipeline import IngestEvent, Ingestor, IngestSummary
 from localrag.core.library import Library
 
@@ -82,6 +83,11 @@ def run(args: argparse.Namespace) -> int:
     library = Library(owner=False)
     library.open()
     ingestor = Ingestor(library, on_event=progress)
+    with embedding_service(library):
+        return _ingest(args, library, ingestor)
+
+
+def _ingest(args: argparse.Namespace, library: Library, ingestor: Ingestor) -> int:
     try:
         queued = ingestor.enqueue(args.paths)
         try:
@@ -160,7 +166,8 @@ def run_reembed(args: argparse.Namespace) -> int:
     library.open()
     ingestor = Ingestor(library, on_event=_ProgressLine(enabled=True))
     try:
-        summary = ingestor.reembed()
+        with embedding_service(library):
+            summary = ingestor.reembed()
     finally:
         ingestor.close()
         library.close()

@@ -45,7 +45,12 @@ class Library:
         self.server: EmbeddedServer | None = None
         self.conninfo = ""
         self._embedder: OnnxEmbedder | None = None
-        self._embedder_lock = threading.Lock()
+        # ``_state_lock`` guards the model reference and the query cache and is never held across slow work;
+        # ``_load_lock`` makes concurrent first uses share one load. ``drop_embedder`` replaces the load lock,
+        # so a load that hangs keeps only the old lock, and never blocks whoever drops it (the UI's watchdog).
+        self._state_lock = threading.Lock()
+        self._load_lock = threading.Lock()
+        self._generation = 0
         self._restart_lock = threading.Lock()
         self._query_cache: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
         # Set by a front end that runs an EmbeddingService (the GUI): embeddings then go through its queue.
@@ -112,15 +117,26 @@ class Library:
 
     @property
     def embedder(self) -> OnnxEmbedder:
-        """The one embedding model of this process, loaded on first use and registered with the store."""
-        with self._embedder_lock:
-            if self._embedder is None:
-                embedder = load_embedder(self.settings.embedding_model_dir or None)
-                if self.conninfo:
-                    with self.connect() as conn:
-                        models.register_model(conn, embedder.name, embedder.dimension)
-                self._embedder = embedder
-            return self._embedder
+        """The one embedding model of this process, loaded on first use and registered with the store.
+
+        Blocking (a load takes seconds); callers on several threads share one load.
+        """
+        with self._state_lock:
+            if self._embedder is not None:
+                return self._embedder
+            load_lock, generation = self._load_lock, self._generation
+        with load_lock:
+            with self._state_lock:
+                if self._embedder is not None and self._generation == generation:
+                    return self._embedder
+            embedder = load_embedder(self.settings.embedding_model_dir or None)
+            if self.conninfo:
+                with self.connect() as conn:
+                    models.register_model(conn, embedder.name, embedder.dimension)
+            with self._state_lock:
+                if self._generation == generation:
+                    self._embedder = embedder
+            return embedder
 
     def embed_query(self, text: str) -> np.ndarray:
         """The vector of one query, from an LRU cache, else from the embedding service (ahead of queued
@@ -132,7 +148,7 @@ class Library:
         ahead of queued ingestion batches; cached like queries, so the same sentence is embedded once."""
         name = self.embedder.name
         vectors: dict[str, np.ndarray] = {}
-        with self._embedder_lock:
+        with self._state_lock:
             for t in texts:
                 hit = self._query_cache.get((name, t))
                 if hit is not None:
@@ -147,7 +163,7 @@ class Library:
                 fresh = service.submit(missing, QUERY).result(60.0)
             else:
                 fresh = self.embedder.embed(missing, batch_size=32)
-            with self._embedder_lock:
+            with self._state_lock:
                 for t, v in zip(missing, fresh, strict=True):
                     vectors[t] = v
                     self._query_cache[(name, t)] = v
@@ -158,6 +174,11 @@ class Library:
         return np.stack([vectors[t] for t in texts])
 
     def drop_embedder(self) -> None:
-        """Forget the loaded model (after a crash of its worker); the next use loads it again."""
-        with self._embedder_lock:
+        """Forget the loaded model (after a crash or a hang of its worker); the next use loads it again.
+
+        Returns at once, even while a load is under way (its result is then not kept).
+        """
+        with self._state_lock:
             self._embedder = None
+            self._generation += 1
+            self._load_lock = threading.Lock()

@@ -63,5 +63,10 @@ def logs_dir() -> Path:
     return ensure_private_dir(data_dir() / "logs")
 
 
+def log_file() -> Path:
+    """The application's log (tracebacks of bugs go here; an internal error names this file)."""
+    return logs_dir() / "localrag.log"
+
+
 def settings_file() -> Path:
     return data_dir() / "settings.json"

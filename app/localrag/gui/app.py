@@ -9,7 +9,7 @@ from localrag.core import paths
 
 
 def _setup_logging() -> None:
-    handler = logging.FileHandler(paths.logs_dir() / "localrag.log", encoding="utf-8")
+    handler = logging.FileHandler(paths.log_file(), encoding="utf-8")
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
     root.addHandler(handler)
@@ -48,7 +48,23 @@ def run_gui(argv: list[str]) -> int:
     window.show()
     window.start()
     _close_on_signals(window)
-    return app.exec()  # type: ignore[attr-defined]
+    code = int(app.exec())  # type: ignore[attr-defined]
+    _end_despite_stuck_threads(code)
+    return code
+
+
+def _end_despite_stuck_threads(code: int) -> None:
+    """Every worker was stopped and waited for; a thread still stuck in native code (a model load that hangs)
+    cannot be stopped, and destroying its QThread at exit would abort the process: end it here instead."""
+    import os
+
+    from localrag.gui.tasks import task_manager
+
+    stuck = task_manager().stuck()
+    if stuck:
+        logging.getLogger("localrag.gui").error("ending with threads stuck in native code: %s", stuck)
+        logging.shutdown()
+        os._exit(code)
 
 
 def _close_on_signals(window: object) -> None:

@@ -15,15 +15,16 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from localrag.core.errors import KnownError
+from localrag.core.chat import engine as chat
+from localrag.core.errors import describe
 from localrag.core.library import Library
-from localrag.core.progress import CancelToken
-from localrag.gui.qt import QObject, QThread, Signal
+from localrag.core.progress import Cancelled, CancelToken
+from localrag.gui.qt import QObject, Signal
+from localrag.gui.tasks import WorkerThread
 
 log = logging.getLogger("localrag.gui.chat")
 
@@ -54,16 +55,6 @@ class AskRequest:
     cancel: CancelToken = field(default_factory=CancelToken)
 
 
-class _Thread(QThread):
-    def __init__(self, target: Callable[[], None], parent: QObject | None = None) -> None:
-        super().__init__(parent)
-        self._target = target
-        self.setObjectName("generation")
-
-    def run(self) -> None:
-        self._target()
-
-
 _LOAD, _STOP = "load", "stop"
 
 
@@ -72,39 +63,6 @@ class _Draft:
     """A question still being typed, to prepare (``ChatEngine.prepare``)."""
 
     request: AskRequest
-
-
-class _Life:
-    """Whether a QObject still exists (its Python wrapper outlives it)."""
-
-    def __init__(self, owner: QObject) -> None:
-        self.alive = True
-        owner.destroyed.connect(self._died)
-
-    def _died(self, *_: object) -> None:
-        self.alive = False
-
-
-def run_for(
-    owner: QObject,
-    fn: Callable[[], Any],
-    on_done: Callable[[Any], None] | None = None,
-    on_failed: Callable[[str, bool], None] | None = None,
-) -> None:
-    """``run_op`` for a widget: the callbacks are dropped once ``owner`` has been destroyed."""
-    from localrag.gui.workers import run_op
-
-    life: _Life | None = getattr(owner, "_localrag_life", None)
-    if life is None:
-        life = _Life(owner)
-        owner._localrag_life = life  # type: ignore[attr-defined]
-
-    def guard(callback: Callable[..., None] | None) -> Callable[..., None] | None:
-        if callback is None:
-            return None
-        return lambda *args: callback(*args) if life.alive else None
-
-    run_op(fn, guard(on_done), guard(on_failed))
 
 
 @dataclass
@@ -128,7 +86,8 @@ class ChatWorker(QObject):
         warm_up(): start the thread; load the embedding model and the language model there.
         ask(request) -> bool: queue a question (False while another one is in hand).
         prepare(request) -> bool: evaluate the prompt of a question still being typed, in the background, so
-            that its answer starts at once when it is sent; cancelled by the next draft, by typing, or by a
+        that
+            its answer starts at once when it is sent; cancelled by the next draft, by typing, or by a
             question.
         cancel_draft(): stop preparing (the text changed).
         cancel(): stop the answer in hand (Esc); the engine keeps and saves what was generated.
@@ -143,15 +102,15 @@ class ChatWorker(QObject):
         model_failed(str): the model cannot be loaded (questions then get their sources only).
         waiting(): a question is waiting for the model to finish loading.
         searching(): retrieval started.
-        retrieved(object): the engine's ``Retrieved`` event (``query``, ``response``, ``packed``, ``sources``,
+        retrieved(Retrieved): the engine's event (``query``, ``response``, ``packed``, ``sources``,
             ``notice``; see ``core.chat.engine``).
-        evidence(object): the engine's ``EvidenceReady`` event: the sentences quoted from the sources and what
+        evidence(EvidenceReady): the engine's event: the sentences quoted from the sources and what
             leads the answer (``lead``), right after ``retrieved`` and before the model runs.
-        prompt(object): a ``PromptView``: the exact prompt sent to the model.
+        prompt(PromptView): the exact prompt sent to the model.
         token(str): the next piece of the answer, in order.
-        checked(object): the engine's ``Checked`` event: one generated sentence checked against the sources
+        checked(Checked): the engine's event: one generated sentence checked against the sources
             (``sentence``, a ``CheckedSentence``, and ``shown``: whether the answer keeps it).
-        done(object): the engine's ``Done`` event (chat id, message id, answer, citations, sources, timings,
+        done(Done): the engine's event (chat id, message id, answer, citations, sources, timings,
             notice, cancelled, and the answer's parts: ``lead``, ``evidence``, ``generated``).
         failed(str, bool): the answer failed; the message says why, the flag whether it is a known
             (environment) problem rather than a bug.
@@ -164,12 +123,12 @@ class ChatWorker(QObject):
     model_failed = Signal(str)
     waiting = Signal()
     searching = Signal()
-    retrieved = Signal(object)
-    evidence = Signal(object)
-    prompt = Signal(object)
+    retrieved = Signal(chat.Retrieved)
+    evidence = Signal(chat.EvidenceReady)
+    prompt = Signal(PromptView)
     token = Signal(str)
-    checked = Signal(object)
-    done = Signal(object)
+    checked = Signal(chat.Checked)
+    done = Signal(chat.Done)
     failed = Signal(str, bool)
     request_finished = Signal()
     prepared = Signal(int)
@@ -181,7 +140,7 @@ class ChatWorker(QObject):
         self.library = library
         self._loader = loader
         self._queue: queue.Queue[Any] = queue.Queue()
-        self._thread: _Thread | None = None
+        self._thread: WorkerThread | None = None
         self._lock = threading.Lock()
         self._current: AskRequest | None = None
         self._draft: AskRequest | None = None
@@ -200,7 +159,7 @@ class ChatWorker(QObject):
 
     def _ensure_thread(self) -> None:
         if self._thread is None:
-            self._thread = _Thread(self._loop, self)
+            self._thread = WorkerThread("generation", self._loop, lambda: self._queue.put(_STOP), self)
             self._thread.start()
 
     def warm_up(self) -> None:
@@ -254,19 +213,24 @@ class ChatWorker(QObject):
             if self._current is not None:
                 self._current.cancel.cancel()
 
+    def request_stop(self) -> None:
+        """Cancel the question in hand and any model load, and ask the thread to end (returns at once)."""
+        self.cancel()
+        self.cancel_draft()
+        self._warm_cancel.cancel()
+        if self._thread is not None:
+            self._thread.request_stop()
+
     def shutdown(self, timeout_ms: int | None = None) -> bool:
         """Cancel the question in hand, end the thread and wait for it; True if it ended in time.
 
         Call it before the Library closes: a QThread destroyed while running aborts the process.
         """
-        self.cancel()
-        self.cancel_draft()
-        self._warm_cancel.cancel()
+        self.request_stop()
         thread = self._thread
         if thread is None:
             return True
-        self._queue.put(_STOP)
-        ended = thread.wait() if timeout_ms is None else thread.wait(timeout_ms)
+        ended = thread.stop(timeout_ms)
         if not ended:
             log.error("the generation thread did not stop in time")
             return False
@@ -319,8 +283,10 @@ class ChatWorker(QObject):
         try:
             timings = self.engine.warm_up(self._warm_cancel)
             log.info("warm-up: %s", {k: round(v, 2) for k, v in timings.items()})
-        except Exception:  # the engine reports model failures itself; anything else is a bug
-            log.error("warm-up failed:\n%s", traceback.format_exc())
+        except Cancelled:  # shutting down
+            pass
+        except Exception as exc:  # the engine reports model failures itself; anything else is a bug
+            describe(exc, "warming up the models", log)
         self._on_provider(provider.state)
         if self.model_state == LOADING and provider.state.status not in ("ready", "failed"):
             self.model_state = IDLE  # warm-up stopped before the model: the first question loads it
@@ -338,15 +304,16 @@ class ChatWorker(QObject):
                     doc_types=request.doc_types,
                     cancel=request.cancel,
                 )
-            except Exception:  # preparing is an optimisation: a failure shows when the question is asked
-                log.error("preparing a question failed:\n%s", traceback.format_exc())
+            except (
+                Exception
+            ) as exc:  # preparing is an optimisation: a failure shows when the question is asked
+                describe(exc, "preparing a question", log)
         with self._lock:
             if self._draft is request:
                 self._draft = None
         self.prepared.emit(n)
 
     def _answer(self, request: AskRequest) -> None:
-        from localrag.core.chat import engine as chat
         from localrag.core.chat.prompts import Prompt
 
         if request.cancel.cancelled:
@@ -383,11 +350,10 @@ class ChatWorker(QObject):
                     self.done.emit(event)
                 elif isinstance(event, chat.Failed):
                     self.failed.emit(event.message, event.known)
-        except KnownError as exc:
-            self.failed.emit(exc.message, True)
-        except Exception as exc:  # a bug: the traceback goes to the log, a short line to the user
-            log.error("answering failed:\n%s", traceback.format_exc())
-            self.failed.emit(f"{type(exc).__name__}: {exc}", False)
+        except (
+            Exception
+        ) as exc:  # an environment problem: its message; a bug: logged, an internal error shown
+            self.failed.emit(*describe(exc, "answering", log))
 
     def _prompt_view(self, prompt: Any) -> PromptView:
         """The prompt with its exact text, detokenized with the special tokens (on this thread: the

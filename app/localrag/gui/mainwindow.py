@@ -1,21 +1,26 @@
 """The main window: chats and documents on the left, the chat in the middle, the developer pane docked right.
 
-Start-up is in the background: the window shows at once, then the store opens, the embedding worker loads its
-model and the ingest worker resumes unfinished documents. Every banner appears and clears on a signal.
+The window only shows: ``AppServices`` (gui/services.py) opens the store in the background, runs the workers
+and stops them at the end; the window turns its signals into banners, the status bar and the views' contents.
+It shows at once; then the store opens, the embedding worker loads its model and the ingest worker resumes
+unfinished documents. Every banner appears and clears on a signal.
 Files and folders dropped anywhere on the window are indexed; a dropped ``.gguf`` becomes the language model.
 """
 
 from __future__ import annotations
 
 import logging
-import time
 from pathlib import Path
 from typing import Any
 
 from localrag.core import paths
+from localrag.core.ingest.documents import DocumentInfo
+from localrag.core.ingest.pipeline import IngestEvent
 from localrag.core.library import Library
 from localrag.gui import theme
 from localrag.gui.qt import QtCore, QtGui, QtWidgets, Signal
+from localrag.gui.services import AppServices
+from localrag.gui.tasks import Op
 from localrag.gui.views.about import AboutDialog, collect_versions
 from localrag.gui.views.banners import BannerArea
 from localrag.gui.views.chat import ChatPanel
@@ -25,11 +30,10 @@ from localrag.gui.views.documents import DocumentsPanel
 from localrag.gui.views.drop_overlay import DropOverlay, local_paths
 from localrag.gui.views.settings import SettingsDialog
 from localrag.gui.views.watched import WatchedFoldersDialog
-from localrag.gui.workers import EmbeddingWorker, IngestWorker, ReembedWorker, run_op, wait_for_ops
+from localrag.gui.workers import EmbeddingWorker, IngestWorker, ReembedWorker
 
 log = logging.getLogger("localrag.gui")
 
-WATCH_SCAN_MS = 60_000
 LAYOUT_VERSION = 1
 
 
@@ -69,14 +73,9 @@ class MainWindow(QtWidgets.QMainWindow):
     def __init__(self, library: Library, *, layout_file: Path | None = None) -> None:
         super().__init__()
         self.library = library
-        self.store_is_ready = False
+        self.services = AppServices(library, self)
         self._layout_file = layout_file
         self._closing = False
-        self._pending_paths: list[str] = []
-        self.embedding_worker: EmbeddingWorker | None = None
-        self.ingest_worker: IngestWorker | None = None
-        self.reembed_worker: ReembedWorker | None = None
-        self.reembed_count = 0
         self._report_reembed = False
         self.setWindowTitle("Local RAG")
         self.setWindowIcon(theme.app_icon())
@@ -129,11 +128,9 @@ class MainWindow(QtWidgets.QMainWindow):
         self.statusBar().addPermanentWidget(self.model_label)
         self.statusBar().showMessage("Starting…")
 
+        self._connect_services()
         self._connect_documents()
         self._build_menus()
-        self.watch_timer = QtCore.QTimer(self)
-        self.watch_timer.setInterval(WATCH_SCAN_MS)
-        self.watch_timer.timeout.connect(self._scan_watched)
         self._restore_layout()
         app = QtWidgets.QApplication.instance()
         if app is not None:
@@ -142,7 +139,7 @@ class MainWindow(QtWidgets.QMainWindow):
     # -- parts built by the chat side -----------------------------------------------------------------------
 
     def _build_chat_panel(self) -> ChatPanel:
-        return ChatPanel(self.library, self)
+        return ChatPanel(self.library, self, worker=self.services.chat_worker)
 
     def _build_chats_list(self) -> ChatsList:
         chats = ChatsList(self.library, self)
@@ -221,6 +218,43 @@ class MainWindow(QtWidgets.QMainWindow):
         self.about_action.setMenuRole(QtGui.QAction.MenuRole.AboutRole)
         help_menu.addAction(self.about_action)
 
+    # -- what the services and workers say
+    # --------------------------------------------------------------------
+
+    @property
+    def store_is_ready(self) -> bool:
+        return self.services.store_is_ready
+
+    @property
+    def embedding_worker(self) -> EmbeddingWorker | None:
+        return self.services.embedding_worker
+
+    @property
+    def ingest_worker(self) -> IngestWorker | None:
+        return self.services.ingest_worker
+
+    @property
+    def reembed_worker(self) -> ReembedWorker | None:
+        return self.services.reembed_worker
+
+    def _connect_services(self) -> None:
+        s = self.services
+        s.store_ready.connect(self._on_store_ready)
+        s.store_failed.connect(self._on_store_failed)
+        s.embedder_ready.connect(self._on_embedder_ready)
+        s.embedder_restarting.connect(self._on_embedder_restarting)
+        s.embedder_failed.connect(self._on_embedder_failed)
+        s.llm_checked.connect(self._on_llm_checked)
+        s.model_state_changed.connect(self._on_model_state)
+        s.ingest_event.connect(self._on_ingest_event)
+        s.paths_enqueued.connect(self.documents_panel.clear_placeholders)
+        s.documents_listed.connect(self._on_documents_listed)
+        s.watched_scanned.connect(self._on_watched_scanned)
+        s.reembed_checked.connect(self._on_reembed_checked)
+        s.reembed_progress.connect(self._on_reembed_progress)
+        s.reembed_done.connect(self._on_reembed_done)
+        s.settings_save_failed.connect(lambda msg: self.statusBar().showMessage(f"Settings not saved: {msg}"))
+
     # -- wiring ---------------------------------------------------------------------------------------------
 
     def _connect_documents(self) -> None:
@@ -228,8 +262,8 @@ class MainWindow(QtWidgets.QMainWindow):
         panel.add_files_requested.connect(self.add_documents_dialog)
         panel.add_folder_requested.connect(self.add_folder_dialog)
         panel.remove_requested.connect(self.remove_documents)
-        panel.reindex_requested.connect(self._reindex)
-        panel.cancel_requested.connect(self._cancel_documents)
+        panel.reindex_requested.connect(self.services.reindex_documents)
+        panel.cancel_requested.connect(self.services.cancel_documents)
         panel.cancel_all_requested.connect(self._cancel_all)
         panel.open_requested.connect(self._open_file)
         panel.scope_changed.connect(self._scope_changed)
@@ -237,7 +271,6 @@ class MainWindow(QtWidgets.QMainWindow):
         chat.retrieval_done.connect(self.dev_pane.show_retrieval)
         chat.prompt_ready.connect(self.dev_pane.show_prompt)
         chat.answer_done.connect(self.dev_pane.show_done)
-        chat.model_state_changed.connect(self._on_chat_model_state)
         chats = self.chats_list
         chats.chat_selected.connect(chat.open_chat)
         chats.new_chat_requested.connect(chat.new_chat)
@@ -254,53 +287,20 @@ class MainWindow(QtWidgets.QMainWindow):
         """Open the store and warm the models in the background; the window is usable at once."""
         self.banners.clear("store")
         self.banners.show_banner("startup", "Starting… opening your document store.")
-        run_op(
-            self.library.open,
-            lambda _: self._on_store_ready(),
-            lambda msg, _known: self._on_store_failed(msg),
-            parent=self,
-        )
-        self._check_llm()
+        self.services.start()
 
     def _on_store_ready(self) -> None:
-        if self._closing:
-            return
-        self.store_is_ready = True
         self.banners.clear("store")
         self.banners.show_banner(
             "startup", "Warming up… loading the embedding model. You can add documents already."
         )
         self.statusBar().showMessage("Database ready", 3000)
-        self.store_ready.emit()
-        if self.embedding_worker is None:
-            self.embedding_worker = EmbeddingWorker(self.library, parent=self)
-            self.embedding_worker.ready.connect(self._on_embedder_ready)
-            self.embedding_worker.restarting.connect(self._on_embedder_restarting)
-            self.embedding_worker.failed.connect(self._on_embedder_failed)
-            self.embedding_worker.start()
-        if self.ingest_worker is None:
-            self.ingest_worker = IngestWorker(self.library, parent=self)
-            self.ingest_worker.ingest_event.connect(self._on_ingest_event)
-            self.ingest_worker.enqueued.connect(self.documents_panel.clear_placeholders)
-            self.ingest_worker.store_failed.connect(self._on_store_lost)
-            self.ingest_worker.watched_scanned.connect(self._on_watched_scanned)
-            self.ingest_worker.start()
-            if self._pending_paths:
-                self.ingest_worker.add_paths(self._pending_paths)
-                self._pending_paths = []
-        else:
-            self.ingest_worker.resume()
-        self.refresh_documents()
-        self._scan_watched()
-        self.watch_timer.start()
         self.chats_list.refresh()
         if not self.chat_panel.warmed:
             self.chat_panel.warm_up()
+        self.store_ready.emit()
 
     def _on_store_failed(self, message: str) -> None:
-        if self._closing:
-            return
-        self.store_is_ready = False
         self.banners.clear("startup")
         self.banners.show_banner(
             "store",
@@ -312,37 +312,17 @@ class MainWindow(QtWidgets.QMainWindow):
         self.statusBar().showMessage("Database unavailable")
         self.store_failed.emit(message)
 
-    def _on_store_lost(self, message: str) -> None:
-        """The database went away after start-up (an ingest or a listing failed on it)."""
-        if self.store_is_ready:
-            self._on_store_failed(message)
-
     def retry_store(self) -> None:
         """The store banner's Retry: restart the embedded server if it died, reopen, and resume work."""
         self.banners.show_banner("store", "Reconnecting to the document store…", level="warning")
-        run_op(
-            self._reopen_store,
-            lambda _: self._on_store_ready(),
-            lambda msg, _known: self._on_store_failed(msg),
-            parent=self,
-        )
+        self.services.retry_store()
 
-    def _reopen_store(self) -> None:
-        library = self.library
-        if library.server is not None and library.conninfo:
-            library.ensure_store()  # restarts an embedded server that died
-            with library.connect() as conn:
-                conn.execute("SELECT 1")
-        else:
-            library.open()
-
-    def _on_embedder_ready(self, name: str) -> None:
+    def _on_embedder_ready(self, _name: str) -> None:
         self.banners.clear("startup")
         self.banners.clear("embedder")
         self.statusBar().showMessage("Ready", 3000)
         self._update_model_label()
         self.embedder_ready.emit()
-        self.check_reembed()
 
     def _on_embedder_restarting(self, message: str) -> None:
         self.banners.show_banner("embedder", f"{message} Restarting it…", level="warning")
@@ -362,25 +342,14 @@ class MainWindow(QtWidgets.QMainWindow):
         """The embedding banner's Restart: a fresh worker loads the model again."""
         if self.embedding_worker is not None:
             self.banners.show_banner("embedder", "Restarting the embedding worker…", level="warning")
-            self.embedding_worker.restart()
+            self.services.restart_embedder()
 
     # -- language model --------------------------------------------------------------------------------------
-
-    def _check_llm(self) -> None:
-        from localrag.core.chat.llm import gguf_path
-
-        settings = self.library.settings
-        run_op(
-            lambda: str(gguf_path(settings)),
-            lambda _path: self._on_llm_checked(""),
-            lambda msg, _known: self._on_llm_checked(msg),
-            parent=self,
-        )
 
     def _on_llm_checked(self, problem: str) -> None:
         if problem:
             self._on_llm_failed(problem)
-        elif self.chat_panel.worker.model_state == "failed":
+        elif self.services.model_state == "failed":
             # The chat tried the old file and failed; it loads its model once per start.
             name = Path(self.library.settings.gguf_path).name or "The bundled model"
             self.banners.show_banner("llm", f"{name} will be used the next time Local RAG starts.")
@@ -389,9 +358,9 @@ class MainWindow(QtWidgets.QMainWindow):
         self._update_model_label()
         self.llm_checked.emit(problem)
 
-    def _on_chat_model_state(self, state: str) -> None:
+    def _on_model_state(self, state: str) -> None:
         if state == "failed":
-            self._on_llm_failed(self.chat_panel.model_error)
+            self._on_llm_failed(self.services.model_error)
         elif state == "ready":
             self.banners.clear("llm")
 
@@ -413,21 +382,13 @@ class MainWindow(QtWidgets.QMainWindow):
 
     def set_gguf(self, path: str) -> None:
         """Use ``path`` as the language model from now on (saved in the settings)."""
-        settings = self.library.settings
-        settings.gguf_path = str(Path(path).absolute())
-        run_op(
-            settings.save,
-            None,
-            lambda msg, _k: self.statusBar().showMessage(f"Settings not saved: {msg}"),
-            parent=self,
-        )
+        self.services.set_gguf(path)
         self.statusBar().showMessage(f"Language model: {Path(path).name} (used from the next start)", 8000)
-        self._check_llm()
 
     def _update_model_label(self) -> None:
         parts = []
-        if self.embedding_worker is not None and self.embedding_worker.model_name:
-            parts.append(f"Embeddings: {self.embedding_worker.model_name}")
+        if self.services.model_name:
+            parts.append(f"Embeddings: {self.services.model_name}")
         gguf = self.library.settings.gguf_path
         parts.append(f"LLM: {Path(gguf).name if gguf else 'bundled SmolLM2'}")
         self.model_label.setText("  ·  ".join(parts))
@@ -436,66 +397,48 @@ class MainWindow(QtWidgets.QMainWindow):
 
     def check_reembed(self) -> None:
         """Count documents without vectors from the active model; the banner offers to re-embed them."""
-        from localrag.core.ingest.documents import reembed_needed
+        self.services.check_reembed()
 
-        worker = self.embedding_worker
-        if worker is None or not worker.model_name or not self.store_is_ready:
-            return
-        model = worker.model_name
-
-        def count() -> int:
-            with self.library.connect() as conn:
-                return reembed_needed(conn, model)
-
-        run_op(
-            count,
-            self._on_reembed_count,
-            lambda msg, _k: log.warning("re-embed check failed: %s", msg),
-            parent=self,
-        )
-
-    def _on_reembed_count(self, n: int) -> None:
-        self.reembed_count = n
-        if self.reembed_worker is not None and self.reembed_worker.running:
-            return
-        if n:
-            docs = f"{n} document{'s' if n != 1 else ''}"
-            self.banners.show_banner(
-                "reembed",
-                f"{docs} {'were' if n != 1 else 'was'} indexed with a different embedding model. Re-embed "
-                f"{'them' if n != 1 else 'it'} with the current model to search by meaning again.",
-                level="warning",
-                action=f"Re-embed {docs}",
-                on_action=self.start_reembed,
-            )
-        else:
-            self.banners.clear("reembed")
-        self.reembed_checked.emit(n)
+    def _on_reembed_checked(self, n: int) -> None:
+        if not self.services.reembedding:
+            if n:
+                docs = f"{n} document{'s' if n != 1 else ''}"
+                self.banners.show_banner(
+                    "reembed",
+                    f"{docs} {'were' if n != 1 else 'was'} indexed with a different embedding model. "
+                    "Re-embed "
+                    f"{'them' if n != 1 else 'it'} with the current model to search by meaning again.",
+                    level="warning",
+                    action=f"Re-embed {docs}",
+                    on_action=self.start_reembed,
+                )
+            else:
+                self.banners.clear("reembed")
+            self.reembed_checked.emit(n)
         if self._report_reembed:
             self._report_reembed = False
             self.reembed_finished.emit(n)
 
     def start_reembed(self) -> None:
         """Embed the chunks of every document that lacks vectors from the active model, in the background."""
-        if self.reembed_worker is not None and self.reembed_worker.running:
+        if self.services.reembedding:
             return
-        worker = ReembedWorker(self.library, total=self.reembed_count, parent=self)
-        self.reembed_worker = worker
         banner = self.banners.show_banner(
-            "reembed", "Re-embedding your documents…", level="info", action="Cancel", on_action=worker.cancel
+            "reembed",
+            "Re-embedding your documents…",
+            level="info",
+            action="Cancel",
+            on_action=self.services.cancel_reembed,
         )
         banner.set_progress(0, 0)
-        worker.progress.connect(self._on_reembed_progress)
-        worker.finished_run.connect(self._on_reembed_done)
-        worker.ingest_event.connect(self._on_ingest_event)
-        worker.start()
+        self.services.start_reembed()
 
     def _on_reembed_progress(self, done: int, total: int, title: str) -> None:
         self.banners.show_banner(
             "reembed",
             f"Re-embedding {title}… ({done} of {total} documents)",
             action="Cancel",
-            on_action=self.reembed_worker.cancel if self.reembed_worker else None,
+            on_action=self.services.cancel_reembed,
         )
         self.banners.set_progress("reembed", done, total)
 
@@ -504,32 +447,17 @@ class MainWindow(QtWidgets.QMainWindow):
             self.statusBar().showMessage(message, 8000)
         self.banners.set_progress("reembed", None)
         self.banners.clear("reembed")
-        worker = self.reembed_worker
-        if worker is not None:
-            worker.stop()  # it has emitted its last signal; wait for the thread to end
-        self._report_reembed = True
-        self.check_reembed()
+        self._report_reembed = True  # the count that follows says how many still lack vectors
 
     # -- documents -------------------------------------------------------------------------------------------
 
     def refresh_documents(self) -> None:
         """Reload the documents panel from the store (off the UI thread)."""
-        from localrag.core.ingest.documents import list_documents
+        self.services.refresh_documents()
 
-        def listing() -> list[Any]:
-            with self.library.connect() as conn:
-                return list_documents(conn)
-
-        def done(infos: list[Any]) -> None:
-            self.documents_panel.set_documents(infos)
-            self.documents_loaded.emit(len(infos))
-
-        run_op(
-            listing,
-            done,
-            lambda msg, known: self._on_store_lost(msg) if known else log.warning(msg),
-            parent=self,
-        )
+    def _on_documents_listed(self, infos: list[DocumentInfo]) -> None:
+        self.documents_panel.set_documents(infos)
+        self.documents_loaded.emit(len(infos))
 
     def add_paths(self, paths: list[str]) -> None:
         """Index these files and folders (a ``.gguf`` becomes the language model). Returns at once."""
@@ -540,10 +468,7 @@ class MainWindow(QtWidgets.QMainWindow):
         if not docs:
             return
         self.documents_panel.add_placeholders(docs)
-        if self.ingest_worker is not None:
-            self.ingest_worker.add_paths(docs)
-        else:
-            self._pending_paths.extend(docs)
+        self.services.add_paths(docs)
         n = len(docs)
         self.statusBar().showMessage(f"Adding {n} item{'s' if n != 1 else ''}…", 3000)
         self.paths_dropped.emit(docs)
@@ -573,38 +498,21 @@ class MainWindow(QtWidgets.QMainWindow):
             )
             if answer != QtWidgets.QMessageBox.StandardButton.Yes:
                 return
-        if self.ingest_worker is not None:
-            for doc_id in doc_ids:
-                self.ingest_worker.remove_document(doc_id)
-
-    def _reindex(self, doc_ids: list[int]) -> None:
-        if self.ingest_worker is not None:
-            for doc_id in doc_ids:
-                self.ingest_worker.reindex_document(doc_id)
-
-    def _cancel_documents(self, doc_ids: list[int]) -> None:
-        if self.ingest_worker is not None:
-            for doc_id in doc_ids:
-                self.ingest_worker.cancel_document(doc_id)
+        self.services.remove_documents(doc_ids)
 
     def _cancel_all(self) -> None:
-        if self.ingest_worker is not None:
-            self.ingest_worker.cancel_all()
-            self.statusBar().showMessage("Cancelling indexing…", 3000)
+        self.services.cancel_all()
+        self.statusBar().showMessage("Cancelling indexing…", 3000)
 
     def _open_file(self, path: str) -> None:
         QtGui.QDesktopServices.openUrl(QtCore.QUrl.fromLocalFile(path))
 
-    def _on_ingest_event(self, event: Any) -> None:
+    def _on_ingest_event(self, event: IngestEvent) -> None:
         self.documents_panel.apply_event(event)
         if event.status == "skipped" and event.message:
             self.statusBar().showMessage(f"{event.title or Path(event.path).name}: {event.message}", 5000)
 
     # -- watched folders -------------------------------------------------------------------------------------
-
-    def _scan_watched(self) -> None:
-        if self.ingest_worker is not None and self.store_is_ready:
-            self.ingest_worker.scan_watched()
 
     def _on_watched_scanned(self, added: int, removed: int) -> None:
         if added or removed:
@@ -612,7 +520,7 @@ class MainWindow(QtWidgets.QMainWindow):
 
     def watched_folders_dialog(self) -> None:
         dialog = WatchedFoldersDialog(self.library, self)
-        dialog.changed.connect(self._scan_watched)
+        dialog.changed.connect(self.services.scan_watched)
         dialog.open()
 
     # -- dialogs ---------------------------------------------------------------------------------------------
@@ -627,11 +535,9 @@ class MainWindow(QtWidgets.QMainWindow):
     def _on_settings_applied(self, changed: list[str]) -> None:
         if not changed:
             return
-        if "gguf_path" in changed:
-            self._check_llm()
         if "embedding_model_dir" in changed and self.embedding_worker is not None:
             self.banners.show_banner("startup", "Loading the new embedding model…")
-            self.embedding_worker.restart()
+        self.services.settings_changed(changed)
         later = [n for n in changed if n in ("database_url", "data_folder")]
         if later:
             self.statusBar().showMessage(
@@ -644,8 +550,10 @@ class MainWindow(QtWidgets.QMainWindow):
 
     def show_about(self) -> AboutDialog:
         dialog = AboutDialog(self)
-        model = self.embedding_worker.model_name if self.embedding_worker is not None else ""
-        run_op(lambda: collect_versions(self.library, model), dialog.set_versions, None, parent=dialog)
+        model = self.services.model_name
+        Op(lambda: collect_versions(self.library, model), owner=dialog).success(
+            dialog.set_versions
+        ).run_in_background()
         dialog.open()
         return dialog
 
@@ -738,24 +646,7 @@ class MainWindow(QtWidgets.QMainWindow):
         app = QtWidgets.QApplication.instance()
         if app is not None:
             app.removeEventFilter(self)
-        self.watch_timer.stop()
-        self.shutdown_workers()
-        self.library.close()
+        self.chat_panel.shutdown()  # its source viewers close
+        self.services.shutdown(root=self)
         self.shut_down.emit()
         event.accept()
-
-    def shutdown_workers(self) -> None:
-        """Stop and wait for every worker thread (a QThread destroyed while running aborts the process)."""
-        # Ingestion first (it pauses after the step in hand), then generation, then the embedding model.
-        steps: list[tuple[str, Any]] = []
-        for name, worker in (("re-embedding", self.reembed_worker), ("ingest", self.ingest_worker)):
-            if worker is not None:
-                steps.append((name, worker.stop))
-        steps.append(("generation", self.chat_panel.shutdown))
-        if self.embedding_worker is not None:
-            steps.append(("embedding", self.embedding_worker.stop))
-        steps.append(("background operations", wait_for_ops))
-        for name, stop in steps:
-            started = time.monotonic()
-            stop()
-            log.info("%s worker stopped in %.2f s", name, time.monotonic() - started)

@@ -1,12 +1,13 @@
-"""Background work for the window. Workers get the core facade, never a widget, and report by signals.
+"""The window's long-lived workers. They get the core facade, never a widget, and report by signals.
 
-- ``run_op`` runs one short blocking call (open the store, list documents) on the shared thread pool and
-  delivers its result or its error back on the main thread.
-- ``EmbeddingWorker`` hosts the process's one ``EmbeddingService`` in a QThread, with a watchdog.
-- ``IngestWorker`` indexes dropped files on two QThreads of its own: an intake thread records files as queued
-  (and removes or re-indexes documents), a runner thread extracts and embeds them.
+- ``EmbeddingWorker`` hosts the process's one ``EmbeddingService`` on two ``WorkerThread``s (its batch loop
+  and its query lane), with a watchdog.
+- ``IngestWorker`` indexes dropped files on two ``WorkerThread``s of its own: an intake thread records files
+  as queued (and removes or re-indexes documents), a runner thread extracts and embeds them.
+- ``ReembedWorker`` re-embeds the library with the active model as one cancellable ``Op``.
 
-Every QThread here is stopped and waited for by ``stop()``; the window calls it before closing the Library.
+Each worker's ``stop()`` ends and waits for its threads; the application services call them in order before
+the Library closes. Short one-off calls are ``tasks.Op``s.
 """
 
 from __future__ import annotations
@@ -15,110 +16,49 @@ import logging
 import queue
 import threading
 import time
-import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from localrag.core.embed.service import EmbeddingService
-from localrag.core.errors import KnownError, StoreUnavailable
+from localrag.core.errors import StoreUnavailable, as_known, describe
+from localrag.core.ingest.pipeline import IngestEvent, Ingestor
+from localrag.core.ingest.status import EMBEDDING, EXTRACTING, READY, REMOVED, UNFINISHED
 from localrag.core.library import Library
 from localrag.core.progress import CancelToken
-from localrag.gui.qt import QObject, QRunnable, QThread, QThreadPool, QTimer, Signal
+from localrag.gui.qt import QObject, QTimer, Signal
+from localrag.gui.tasks import Op, WorkerThread, task_manager
 
 log = logging.getLogger("localrag.gui.workers")
 
-
-# -- one-off operations --------------------------------------------------------------------------------------
-
-
-class _OpSignals(QObject):
-    """Signals: ``done(object)`` with the result, ``failed(str, bool)`` with a message and whether it is
-    known."""
-
-    done = Signal(object)
-    failed = Signal(str, bool)
-
-
-class _Op(QRunnable):
-    def __init__(self, fn: Callable[[], Any], signals: _OpSignals) -> None:
-        super().__init__()
-        self.fn = fn
-        self.signals = signals
-
-    def run(self) -> None:
-        try:
-            result = self.fn()
-        except KnownError as exc:
-            self.signals.failed.emit(exc.message, True)
-        except Exception as exc:  # a bug: keep the traceback in the log, tell the user briefly
-            log.error("background operation failed:\n%s", traceback.format_exc())
-            self.signals.failed.emit(_describe(exc), False)
-        else:
-            self.signals.done.emit(result)
-
-
-_live: set[_OpSignals] = set()
-_stuck_threads: list[QThread] = []  # hung threads that must outlive their worker (see EmbeddingWorker.stop)
-
-
-def run_op(
-    fn: Callable[[], Any],
-    on_done: Callable[[Any], None] | None = None,
-    on_failed: Callable[[str, bool], None] | None = None,
-    parent: QObject | None = None,
-) -> None:
-    """Run ``fn`` off the UI thread; call ``on_done(result)`` or ``on_failed(message, known)`` on the UI
-    thread."""
-    signals = _OpSignals(parent)
-    _live.add(signals)
-
-    def finished(*_: object) -> None:
-        _live.discard(signals)
-
-    if on_done:
-        signals.done.connect(on_done)
-    if on_failed:
-        signals.failed.connect(on_failed)
-    signals.done.connect(finished)
-    signals.failed.connect(finished)
-    QThreadPool.globalInstance().start(_Op(fn, signals))
-
-
-def wait_for_ops(timeout_ms: int = 30000) -> bool:
-    """Block until every queued operation has finished (shutdown only)."""
-    return QThreadPool.globalInstance().waitForDone(timeout_ms)
-
-
-def _describe(exc: BaseException) -> str:
-    if isinstance(exc, KnownError):
-        return exc.message
-    return f"{type(exc).__name__}: {exc}"
-
-
-class _Loop(QThread):
-    """A QThread that runs one Python callable (a worker's loop)."""
-
-    def __init__(self, target: Callable[[], None], name: str, parent: QObject | None = None) -> None:
-        super().__init__(parent)
-        self._target = target
-        self.setObjectName(name)
-
-    def run(self) -> None:
-        self._target()
+# How long stopping waits for a thread that may be stuck in a model load before leaving it to the process's
+# end.
+STUCK_WAIT_MS = 10_000
 
 
 # -- the embedding worker ------------------------------------------------------------------------------------
 
 
+@dataclass
+class _Hosted:
+    """One embedding service and the two threads that run its loops."""
+
+    service: EmbeddingService
+    threads: tuple[WorkerThread, WorkerThread]
+
+    def running(self) -> bool:
+        return any(t.isRunning() for t in self.threads)
+
+
 class EmbeddingWorker(QObject):
-    """The process's one embedding model, served by an ``EmbeddingService`` on its own QThread.
+    """The process's one embedding model, served by an ``EmbeddingService`` on threads of its own.
 
     The worker is single and lazy: it loads the model when started and is recreated after an error, a
     timeout (a request busy longer than ``busy_timeout_s``) or a missed watchdog ping (the service loop
     silent for ``stale_after_s``). After a failure it is recreated once by itself; if that fails too,
-    ``failed`` is emitted and ``restart()`` (the banner's button) tries again.
+    ``failed`` is emitted and ``restart()`` (the banner's button) tries again. The watchdog runs on the UI
+    thread and never waits: a load that hangs is left behind (its thread is retired) and a new one begins.
 
     Args:
         library: the facade; its ``embedding_service`` is pointed at the live service.
@@ -157,9 +97,9 @@ class EmbeddingWorker(QObject):
         self.model_name = ""
         self.is_ready = False
         self.last_error = ""
-        self._thread: _Loop | None = None
+        self._live: _Hosted | None = None
         self._started_at = 0.0
-        self._retired: list[_Loop] = []  # threads of replaced services still finishing their last request
+        self._retired: list[_Hosted] = []  # replaced services whose threads may still finish a request
         self._retries_left = 1
         self._stopping = False
         self._loaded.connect(self._on_loaded)
@@ -170,19 +110,23 @@ class EmbeddingWorker(QObject):
 
     @property
     def running(self) -> bool:
-        return self._thread is not None and self._thread.isRunning()
+        return self._live is not None and self._live.running()
 
     def start(self) -> None:
-        """Create the service and its thread; the model loads there. The UI thread does not wait."""
+        """Create the service and its threads; the model loads there. The UI thread does not wait."""
         self._stopping = False
         service = EmbeddingService(lambda: self._load_announcing(service))
         self.service = service
         self.is_ready = False
         self.library.embedding_service = service
-        thread = _Loop(lambda: self._serve(service), "embedding", self)
-        self._thread = thread
+        threads = (
+            WorkerThread("embedding", lambda: self._serve(service), service.stop, self),
+            WorkerThread("embed-queries", service.serve_queries, service.stop, self),
+        )
+        self._live = _Hosted(service, threads)
         self._started_at = time.monotonic()
-        thread.start()
+        for thread in threads:
+            thread.start()
         self.watchdog.start()
 
     def restart(self) -> None:
@@ -192,38 +136,45 @@ class EmbeddingWorker(QObject):
 
     def _recreate(self) -> None:
         self._retire()
-        self.library.drop_embedder()
+        self.library.drop_embedder()  # returns at once, even while a load hangs
         self.start()
 
     def _retire(self) -> None:
-        if self.service is not None:
-            self.service.stop()
-        if self._thread is not None:
-            self._retired.append(self._thread)
-        self._retired = [t for t in self._retired if t.isRunning()]
+        if self._live is not None:
+            self._live.service.stop()
+            self._retired.append(self._live)
+        self._retired = [h for h in self._retired if h.running()]
         self.service = None
-        self._thread = None
+        self._live = None
 
-    def stop(self, retired_timeout_ms: int = 30000) -> bool:
-        """Stop the service and wait for its thread (it ends after the request in hand).
+    def request_stop(self) -> None:
+        """Ask the service to stop (returns at once): queued requests fail, the loops end within one slice."""
+        self._stopping = True
+        self.watchdog.stop()
+        if self._live is not None:
+            self._live.service.stop()
 
-        Threads of services replaced after a hang get ``retired_timeout_ms`` each; one still stuck then is
-        kept referenced for the life of the process (destroying a running QThread would abort it). Returns
-        whether every thread ended.
+    def stop(self, stuck_wait_ms: int = STUCK_WAIT_MS) -> bool:
+        """Stop the service and wait for its threads (they end within one slice of the request in hand).
+
+        A thread still stuck after ``stuck_wait_ms`` in all (a model load that hangs) is handed to the task
+        manager to keep until the process ends (destroying a running QThread would abort it). Returns whether
+        every thread ended.
         """
         self._stopping = True
         self.watchdog.stop()
-        live = self._thread
         self._retire()
         ok = True
-        for thread in self._retired:
-            if thread is live:
-                thread.wait()
-            elif not thread.wait(retired_timeout_ms):
-                log.error("a replaced embedding thread is still stuck; leaving it to the end of the process")
-                thread.setParent(None)
-                _stuck_threads.append(thread)
-                ok = False
+        deadline = time.monotonic() + stuck_wait_ms / 1000  # one budget for all: stuck loads do not add up
+        for hosted in self._retired:
+            for thread in hosted.threads:
+                if not thread.wait(max(0, int((deadline - time.monotonic()) * 1000))):
+                    log.error(
+                        "embedding thread %s is stuck; leaving it to the end of the process",
+                        thread.objectName(),
+                    )
+                    task_manager().keep(thread)
+                    ok = False
         self._retired = []
         return ok
 
@@ -238,9 +189,8 @@ class EmbeddingWorker(QObject):
         try:
             service.run()
         except Exception as exc:
-            if not isinstance(exc, KnownError):
-                log.error("embedding worker crashed:\n%s", traceback.format_exc())
-            self._crashed.emit(service, _describe(exc))
+            message, _known = describe(exc, "the embedding worker", log)
+            self._crashed.emit(service, message)
 
     # -- main thread ----------------------------------------------------------------------------------------
 
@@ -310,14 +260,14 @@ class IngestWorker(QObject):
     changes are always delivered, in order.
 
     Signals:
-        ingest_event(object): an ``IngestEvent`` of one file.
+        ingest_event(IngestEvent): what happened to one file.
         enqueued(list): these dropped paths (strings) are walked and recorded; each file had its event.
         busy_changed(bool): the runner started or finished a round of work.
         store_failed(str): the database went away during ingestion; the work resumes with ``resume()``.
         watched_scanned(int, int): a scan of watched folders found this many files to add / documents gone.
     """
 
-    ingest_event = Signal(object)
+    ingest_event = Signal(IngestEvent)
     enqueued = Signal(list)
     busy_changed = Signal(bool)
     store_failed = Signal(str)
@@ -325,8 +275,6 @@ class IngestWorker(QObject):
 
     def __init__(self, library: Library, *, max_rate: float = 10.0, parent: QObject | None = None) -> None:
         super().__init__(parent)
-        from localrag.core.ingest.pipeline import Ingestor
-
         self.library = library
         self._min_gap = 1.0 / max_rate
         self._commands: queue.Queue[_Command] = queue.Queue()
@@ -340,8 +288,8 @@ class IngestWorker(QObject):
         self._emit_lock = threading.Lock()
         self.intake = Ingestor(library, on_event=self._on_event)
         self.runner = Ingestor(library, on_event=self._on_event)
-        self._intake_thread = _Loop(self._intake_loop, "ingest-intake", self)
-        self._runner_thread = _Loop(self._runner_loop, "ingest-runner", self)
+        self._intake_thread = WorkerThread("ingest-intake", self._intake_loop, self.request_stop, self)
+        self._runner_thread = WorkerThread("ingest-runner", self._runner_loop, self.request_stop, self)
         self.busy = False
 
     # -- any thread -----------------------------------------------------------------------------------------
@@ -390,16 +338,21 @@ class IngestWorker(QObject):
         Nothing is cancelled: documents queued or in progress keep their committed work and status, and the
         next start carries on with them.
         """
+        for thread in (self._intake_thread, self._runner_thread):
+            thread.stop()
+        self.intake.close()
+        self.runner.close()
+        return True
+
+    def request_stop(self) -> None:
+        """Ask both threads to end after the step in hand (returns at once; ``stop`` waits)."""
+        if self._stop.is_set():
+            return
         self._stop.set()
         self.runner.pause()
         self._intake_cancel.cancel()
         self._commands.put(_Command("stop"))
         self._wake.set()
-        for thread in (self._intake_thread, self._runner_thread):
-            thread.wait()
-        self.intake.close()
-        self.runner.close()
-        return True
 
     # -- worker threads -------------------------------------------------------------------------------------
 
@@ -411,7 +364,7 @@ class IngestWorker(QObject):
         """
         if event.doc_id is not None:
             with self._cancel_lock:
-                if event.status in ("queued", "extracting", "embedding"):
+                if event.status in UNFINISHED:
                     self._unfinished.add(event.doc_id)
                 else:
                     self._unfinished.discard(event.doc_id)
@@ -424,7 +377,7 @@ class IngestWorker(QObject):
                 if (
                     last is not None
                     and last[0] == event.status
-                    and event.status in ("extracting", "embedding")
+                    and event.status in (EXTRACTING, EMBEDDING)
                     and now - last[1] < self._min_gap
                 ):
                     return
@@ -457,14 +410,13 @@ class IngestWorker(QObject):
             self._wake.set()
 
     def _scan_watched(self) -> None:
-        from localrag.core.ingest.pipeline import IngestEvent
         from localrag.core.ingest.watch import scan_watched
 
         with self.library.connect() as conn:
             paths, removed = scan_watched(conn)
         for doc_id in removed:
             self.ingest_event.emit(
-                IngestEvent(doc_id, "", "", "", "removed", message="file deleted from a watched folder")
+                IngestEvent(doc_id, "", "", "", REMOVED, message="file deleted from a watched folder")
             )
         if paths:
             self.intake.enqueue(paths)
@@ -499,13 +451,10 @@ class IngestWorker(QObject):
             self.busy_changed.emit(busy)
 
     def _report(self, exc: Exception, what: str) -> None:
-        import psycopg
-
-        if isinstance(exc, (StoreUnavailable, psycopg.OperationalError)):
-            log.warning("%s: the store is unavailable: %s", what, exc)
-            self.store_failed.emit(_describe(exc))
-        else:
-            log.error("%s failed:\n%s", what, traceback.format_exc())
+        """The store went away (the window offers Retry), or a bug (logged with its traceback)."""
+        message, known = describe(exc, what, log)
+        if known and isinstance(as_known(exc), StoreUnavailable):
+            self.store_failed.emit(message)
 
 
 # -- re-embedding --------------------------------------------------------------------------------------------
@@ -514,19 +463,19 @@ class IngestWorker(QObject):
 class ReembedWorker(QObject):
     """Embeds, with the active model, the chunks of every ready document that lacks its vectors.
 
-    Runs ``Ingestor.reembed`` on a QThread of its own. The documents stay searchable meanwhile: their old
+    Runs ``Ingestor.reembed`` as one cancellable ``Op``. The documents stay searchable meanwhile: their old
     vectors and keywords keep answering until each document's new vectors are complete.
 
     Args:
         total: how many documents need it (for the progress), as counted before the start.
 
     Signals:
-        ingest_event(object): an ``IngestEvent`` (``embedding`` progress, ``ready`` when a document is done).
+        ingest_event(IngestEvent): ``embedding`` progress, ``ready`` when a document is done.
         progress(int, int, str): documents done, documents in all, the title of the one in hand.
         finished_run(str): the run ended; the message is empty on success, else says what went wrong.
     """
 
-    ingest_event = Signal(object)
+    ingest_event = Signal(IngestEvent)
     progress = Signal(int, int, str)
     finished_run = Signal(str)
 
@@ -535,43 +484,37 @@ class ReembedWorker(QObject):
         self.library = library
         self.total = total
         self.done = 0
-        self._cancel = CancelToken()
-        self._thread = _Loop(self._run, "reembed", self)
+        self._op: Op[str] = Op(self._run, owner=self).success(self.finished_run.emit)
+        self._op.failure(lambda message, _known: self.finished_run.emit(f"Re-embedding stopped: {message}"))
+        self._op.progress(self._on_event)
 
     @property
     def running(self) -> bool:
-        return self._thread.isRunning()
+        return self._op._manager is not None and not self._op.finished
 
     def start(self) -> None:
-        self._thread.start()
+        self._op.run_in_background()
 
     def cancel(self) -> None:
-        self._cancel.cancel()
+        self._op.cancel.cancel()
 
-    def stop(self) -> bool:
-        """Cancel and wait for the thread (it ends after the embedding batch in hand)."""
+    def stop(self, timeout_s: float = 60.0) -> bool:
+        """Cancel and wait for the run to end (after the embedding batch in hand)."""
         self.cancel()
-        return self._thread.wait()
+        return self._op.wait(timeout_s)
 
-    def _on_event(self, event: Any) -> None:
-        if event.status == "ready":
+    def _on_event(self, event: IngestEvent) -> None:  # UI thread
+        if event.status == READY:
             self.done += 1
         self.ingest_event.emit(event)
         self.progress.emit(self.done, max(self.total, self.done), event.title)
 
-    def _run(self) -> None:
-        from localrag.core.ingest.pipeline import Ingestor
-
-        ingestor = Ingestor(self.library, on_event=self._on_event)
-        message = ""
+    def _run(self) -> str:  # the op's thread
+        ingestor = Ingestor(self.library, on_event=self._op.report)
         try:
-            ingestor.reembed(cancel=self._cancel)
-            if self._cancel.cancelled:
-                message = "Re-embedding cancelled; the documents done so far keep their new vectors."
-        except Exception as exc:
-            if not isinstance(exc, KnownError):
-                log.error("re-embedding failed:\n%s", traceback.format_exc())
-            message = f"Re-embedding stopped: {_describe(exc)}"
+            ingestor.reembed(cancel=self._op.cancel)
         finally:
             ingestor.close()
-        self.finished_run.emit(message)
+        if self._op.cancel.cancelled:
+            return "Re-embedding cancelled; the documents done so far keep their new vectors."
+        return ""

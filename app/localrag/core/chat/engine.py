@@ -54,7 +54,7 @@ from localrag.core.chat.prompts import GROUNDED, NOT_FOUND, PLAIN, STRICT, Promp
 from localrag.core.chat.query import follow_up_query, relevant
 from localrag.core.chat.spans import flat
 from localrag.core.chat.support import CheckedSentence, SentenceStream, SupportChecker
-from localrag.core.errors import KnownError, ModelMissing, StoreUnavailable
+from localrag.core.errors import KnownError, ModelMissing, StoreUnavailable, describe
 from localrag.core.progress import Cancelled, CancelToken
 
 if TYPE_CHECKING:
@@ -341,11 +341,9 @@ class ChatEngine:
             yield from run.events()
         except Cancelled:
             yield run.finish(cancelled=True)
-        except KnownError as exc:
-            yield Failed(exc.message, known=True)
-        except Exception as exc:  # a bug: logged with its traceback, a short line for the user
-            log.exception("answering failed")
-            yield Failed(f"{type(exc).__name__}: {exc}", known=False)
+        except Exception as exc:  # environment problems as such; a bug logged with its traceback, named
+            message, known = describe(exc, "answering", log)
+            yield Failed(message, known=known)
 
     def prepare(
         self,
@@ -389,7 +387,7 @@ class ChatEngine:
             if prompt is None or cancel.cancelled:
                 return 0
             llm.prime(prompt.tokens, cancel=cancel)
-        except (KnownError, Cancelled, psycopg.Error) as exc:
+        except (KnownError, Cancelled, psycopg.OperationalError) as exc:  # a bug is raised to the caller
             log.debug("question not prepared: %s", exc)
             return 0
         return 0 if cancel.cancelled else len(prompt.tokens)
@@ -402,7 +400,7 @@ class ChatEngine:
         try:
             with self.library.connect() as conn:
                 return hist.recent_questions(conn, chat_id, 2)
-        except (StoreUnavailable, psycopg.Error) as exc:
+        except (StoreUnavailable, psycopg.OperationalError) as exc:  # the store is down; a bug is raised
             log.warning("cannot read chat %s: %s", chat_id, exc)
             return []
 
@@ -680,7 +678,7 @@ class _Run:
         try:
             with self.library.pool.connection() as conn:
                 texts = page_texts(conn, around((s.doc_id, s.page_number) for s in top))
-        except psycopg.Error as exc:  # the passages as retrieved still answer
+        except (StoreUnavailable, psycopg.OperationalError) as exc:  # the store is down; a bug is raised
             log.warning("pages not read for whole sentences: %s", exc)
             return list(sources)
         return [widen(s, texts) for s in top] + list(sources[PASSAGES:])
@@ -728,7 +726,7 @@ class _Run:
             return None
         try:
             return overview.answer(self.library, self.question, intent, list(self.doc_ids or []) or None)
-        except (StoreUnavailable, psycopg.Error) as exc:
+        except (StoreUnavailable, psycopg.OperationalError) as exc:  # the store is down; a bug is raised
             log.warning("cannot answer from the documents' structure: %s", exc)
             return None
 
@@ -775,7 +773,7 @@ class _Run:
                 if hist.get_chat(conn, self.chat_id) is None:
                     raise KnownError(f"There is no chat {self.chat_id}.")
                 messages = hist.load_messages(conn, self.chat_id, last=HISTORY_MESSAGES)
-        except (StoreUnavailable, psycopg.Error) as exc:
+        except (StoreUnavailable, psycopg.OperationalError) as exc:  # the store is down; a bug is raised
             self.store_ok = False
             log.warning("cannot read chat %s: %s", self.chat_id, exc)
             return
@@ -888,7 +886,7 @@ class _Run:
                     timings=stored,
                     parts=answer_parts(self.lead, self.evidence, self.generated) if self.evidence else None,
                 )
-        except (StoreUnavailable, psycopg.Error) as exc:
+        except (StoreUnavailable, psycopg.OperationalError) as exc:  # the store is down; a bug is raised
             why = exc.message if isinstance(exc, KnownError) else str(exc).strip().splitlines()[0]
             log.warning("cannot save the answer: %s", why)
             self.notices.append(NOT_SAVED_NOTICE.format(why="the database is not reachable"))

@@ -11,14 +11,17 @@ the app turns the extra buffers on only where that child came back.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from localrag.core import paths
+from localrag.core.progress import CancelToken
 
 log = logging.getLogger("localrag.llm.extra_buffers")
 
@@ -27,24 +30,20 @@ _PROBE_TOKENS = 96
 _PROBE_TIMEOUT_S = 300
 
 
-def extra_buffers_work(model: Path, *, threads: int = 0) -> bool:
-    """Whether ``model`` loads and decodes a batch with extra buffers on, in this build (checked once)."""
+def extra_buffers_work(model: Path, *, threads: int = 0, cancel: CancelToken | None = None) -> bool:
+    """Whether ``model`` loads and decodes a batch with extra buffers on, in this build (checked once).
+
+    The check runs in a child process that this call owns: ``cancel`` ends it (and then raises ``Cancelled``).
+    """
     marker = paths.cache_dir() / f"extra-buffers.{_key(model)}"
     for answer in (True, False):
         if marker.with_suffix(f".{'ok' if answer else 'no'}").exists():
             return answer
     env = dict(os.environ, OMP_WAIT_POLICY=os.environ.get("OMP_WAIT_POLICY", "PASSIVE"))
     try:
-        proc = subprocess.run(
-            _probe_command(model, threads),
-            capture_output=True,
-            text=True,
-            timeout=_PROBE_TIMEOUT_S,
-            env=env,
-            stdin=subprocess.DEVNULL,
-        )
-        works = proc.returncode == 0 and proc.stdout.strip().endswith("ok")
-        detail = f"exit status {proc.returncode}"
+        returncode, stdout = _run_probe(_probe_command(model, threads), env, cancel)
+        works = returncode == 0 and stdout.strip().endswith("ok")
+        detail = f"exit status {returncode}"
     except (OSError, subprocess.TimeoutExpired) as exc:
         works, detail = False, type(exc).__name__
     if works:
@@ -53,6 +52,30 @@ def extra_buffers_work(model: Path, *, threads: int = 0) -> bool:
         log.warning("llama.cpp's extra weight buffers fail in this build (%s); loading without them", detail)
     _write(marker.with_suffix(".ok" if works else ".no"))
     return works
+
+
+def _run_probe(command: list[str], env: dict[str, str], cancel: CancelToken | None) -> tuple[int, str]:
+    """Run the probe; kill it and wait for it when ``cancel`` is set or it outlives ``_PROBE_TIMEOUT_S``."""
+    with subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        env=env,
+    ) as proc:
+        deadline = time.monotonic() + _PROBE_TIMEOUT_S
+        while proc.poll() is None:
+            if (cancel is not None and cancel.cancelled) or time.monotonic() > deadline:
+                proc.kill()
+                proc.wait()
+                if cancel is not None:
+                    cancel.raise_if_cancelled()
+                raise subprocess.TimeoutExpired(command, _PROBE_TIMEOUT_S)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(0.1)
+        stdout = proc.stdout.read() if proc.stdout is not None else ""
+        return proc.returncode, stdout
 
 
 def _probe_command(model: Path, threads: int) -> list[str]:

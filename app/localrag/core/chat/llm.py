@@ -18,7 +18,9 @@ What makes the first token come sooner on a CPU (figures in docs/benchmarks.md, 
 - **Batch sizes, threads and OpenMP waiting** measured on the target machine (``N_BATCH``, ``N_UBATCH``,
   below).
 
-``LLMProvider`` loads the model once, in the background, and hands it out; ``LocalLLM.lock`` serialises use.
+``LLMProvider`` loads the model once, on the thread of its first caller (the GUI's generation worker, or a
+thread the command line starts), and hands it out; ``LocalLLM.lock`` serialises use. No thread is started
+here.
 """
 
 from __future__ import annotations
@@ -39,8 +41,8 @@ from localrag.core.chat.extra_buffers import extra_buffers_work
 from localrag.core.chat.fastcopy import ensure_fast_copy, quiet_stderr
 from localrag.core.config import Settings
 from localrag.core.embed import model_files
-from localrag.core.errors import KnownError, ModelMissing
-from localrag.core.progress import CancelToken
+from localrag.core.errors import KnownError, ModelMissing, describe
+from localrag.core.progress import Cancelled, CancelToken
 
 log = logging.getLogger("localrag.llm")
 llama_log = logging.getLogger("localrag.llm.llama_cpp")
@@ -190,7 +192,7 @@ class LocalLLM:
                     type_v=type_v,
                     verbose=False,
                 )
-        except Exception as exc:  # llama-cpp raises ValueError/RuntimeError on a bad file
+        except (ValueError, RuntimeError, OSError) as exc:  # llama-cpp's answer to a bad or unreadable file
             raise ModelMissing(f"Cannot load the language model {self.source.name}: {exc}") from exc
         self.n_ctx = self.llama.n_ctx()
         self.extra_bufts = extra_bufts
@@ -451,12 +453,14 @@ class LocalLLM:
         return chatml, ["<|im_end|>"] + ([eos] if eos else [])
 
 
-def load_llm(settings: Settings) -> LocalLLM:
+def load_llm(settings: Settings, cancel: CancelToken | None = None) -> LocalLLM:
     """Load the configured model: for the bundled one, its fast copy when ``settings.fast_llm_copy``
-    (converted on first use; the original when that fails).
+    (converted on first use; the original when that fails). Blocking; ``cancel`` stops it between steps (and
+    ends the child process that checks the AMX kernels).
 
     Raises:
         ModelMissing: the file is missing or llama.cpp cannot load it.
+        Cancelled: ``cancel`` was set.
     """
     source = gguf_path(settings)
     threads = settings.thread_count
@@ -464,21 +468,19 @@ def load_llm(settings: Settings) -> LocalLLM:
         copy = None
         try:
             copy = ensure_fast_copy(source, threads=threads)
-            return LocalLLM(
-                copy,
-                source=source,
-                n_ctx=settings.n_ctx,
-                threads=threads,
-                extra_bufts=extra_buffers_work(copy, threads=threads),
-            )
+            extra = extra_buffers_work(copy, threads=threads, cancel=cancel)
+            if cancel is not None:
+                cancel.raise_if_cancelled()
+            return LocalLLM(copy, source=source, n_ctx=settings.n_ctx, threads=threads, extra_bufts=extra)
         except ModelMissing as exc:
             log.warning("using %s as shipped: %s", source.name, exc.message)
             if copy is not None:  # a copy that does not load is not kept for the next start
                 with contextlib.suppress(OSError):
                     copy.unlink()
-    return LocalLLM(
-        source, n_ctx=settings.n_ctx, threads=threads, extra_bufts=extra_buffers_work(source, threads=threads)
-    )
+    extra = extra_buffers_work(source, threads=threads, cancel=cancel)
+    if cancel is not None:
+        cancel.raise_if_cancelled()
+    return LocalLLM(source, n_ctx=settings.n_ctx, threads=threads, extra_bufts=extra)
 
 
 # -- loading in the background -------------------------------------------------------------------------------
@@ -497,23 +499,21 @@ class ProviderState:
 
 
 class LLMProvider:
-    """Loads the language model once, off the caller's thread if asked, and hands it out.
-
-    ``start()`` loads on a daemon thread (warm-up at start-up); ``load()`` loads on the calling thread (a GUI
-    worker); ``get()`` waits for whichever is under way. A failed load stays failed until ``reload``.
+    """Loads the language model once and hands it out. It starts no thread: ``load`` and ``get`` load on the
+    calling thread, or wait for the load another thread has under way. A failed load stays failed until
+    ``reload``; a cancelled one returns to ``idle``.
 
     Args:
         settings: which file, context size and threads.
-        loader: how to load (``load_llm``); tests pass a loader that fails.
+        loader: how to load (default ``load_llm``, which can be cancelled); tests pass a loader that fails.
     """
 
-    def __init__(self, settings: Settings, loader: Callable[[Settings], LocalLLM] = load_llm) -> None:
+    def __init__(self, settings: Settings, loader: Callable[[Settings], LocalLLM] | None = None) -> None:
         self.settings = settings
         self._loader = loader
         self._lock = threading.Lock()
         self._done = threading.Event()
         self._llm: LocalLLM | None = None
-        self._thread: threading.Thread | None = None
         self.state = ProviderState()
 
     @property
@@ -529,40 +529,31 @@ class LLMProvider:
         signal)."""
         self.state.listeners.append(callback)
 
-    def start(self) -> None:
-        """Begin loading on a background thread, unless a load has begun already."""
-        with self._lock:
-            if self.state.status != "idle":
-                return
-            self.state.status = "loading"
-            self._thread = threading.Thread(target=self._load, name="llm-load", daemon=True)
-            self._thread.start()
-        self._notify()
-
-    def load(self) -> LocalLLM:
+    def load(self, cancel: CancelToken | None = None) -> LocalLLM:
         """Load on this thread (or wait for the load under way) and return the model.
 
         Raises:
             ModelMissing: the model cannot be loaded.
+            Cancelled: ``cancel`` was set (the load stops at its next step; the provider is ``idle`` again).
+        """
+        return self.get(cancel)
+
+    def get(self, cancel: CancelToken | None = None, timeout: float | None = None) -> LocalLLM:
+        """The loaded model: loaded on this thread when no load has begun, else waited for.
+
+        Raises:
+            ModelMissing: the load failed.
+            Cancelled: ``cancel`` was set while loading or waiting.
+            TimeoutError: another thread's load did not finish within ``timeout`` seconds.
         """
         with self._lock:
             mine = self.state.status == "idle"
             if mine:
                 self.state.status = "loading"
+                self._done.clear()
         if mine:
             self._notify()
-            self._load()
-        return self.get()
-
-    def get(self, cancel: CancelToken | None = None, timeout: float | None = None) -> LocalLLM:
-        """The loaded model, waiting for the load under way (starting one if none has begun).
-
-        Raises:
-            ModelMissing: the load failed.
-            Cancelled: ``cancel`` was set while waiting.
-            TimeoutError: not loaded within ``timeout`` seconds.
-        """
-        self.start()
+            self._load(cancel)
         deadline = None if timeout is None else time.monotonic() + timeout
         while not self._done.wait(0.05):
             if cancel is not None:
@@ -570,6 +561,8 @@ class LLMProvider:
             if deadline is not None and time.monotonic() > deadline:
                 raise TimeoutError("The language model is still loading.")
         if self._llm is None:
+            if self.state.status == "idle":  # the load under way was cancelled
+                raise Cancelled()
             raise ModelMissing(self.state.error or "The language model is not loaded.")
         return self._llm
 
@@ -579,10 +572,8 @@ class LLMProvider:
         return self._llm
 
     def reload(self, settings: Settings | None = None) -> None:
-        """Forget the model (another file was picked, or to retry after a failure); the next ``get`` or
-        ``start`` loads again. The caller makes sure no generation runs."""
-        if self._thread is not None:
-            self._thread.join()
+        """Forget the model (another file was picked, or to retry after a failure); the next ``get`` loads
+        again. The caller makes sure no load or generation runs."""
         with self._lock:
             if settings is not None:
                 self.settings = settings
@@ -592,16 +583,26 @@ class LLMProvider:
             self.state.error = ""
         self._notify()
 
-    def _load(self) -> None:
+    def _load(self, cancel: CancelToken | None) -> None:
         started = time.monotonic()
         try:
-            llm = self._loader(self.settings)
-        except KnownError as exc:
-            log.info("the language model cannot be loaded: %s", exc.message)  # the user is told by the caller
+            if self._loader is None:
+                llm = load_llm(self.settings, cancel=cancel)
+            else:
+                llm = self._loader(self.settings)
+        except Cancelled:
+            log.info("loading the language model was cancelled")
+            with self._lock:
+                self.state.status = "idle"
+                self._done.set()  # whoever waits sees the cancelled load; the next ``get`` loads again
+            self._notify()
+            raise
+        except KnownError as exc:  # an environment problem: a missing or unreadable file
+            log.warning("the language model cannot be loaded: %s", exc.message)
             self._finish(None, exc.message)
-        except Exception as exc:  # a bug or an unexpected llama.cpp failure: keep retrieval working
-            log.exception("loading the language model failed")
-            self._finish(None, f"The language model cannot be loaded: {exc}")
+        except Exception as exc:  # a bug: its traceback in the log; retrieval keeps working
+            message, _known = describe(exc, "loading the language model", log)
+            self._finish(None, message)
         else:
             self.state.load_s = time.monotonic() - started
             self.state.model = llm.name

@@ -514,7 +514,7 @@ def _sections(conn: Conn, doc: _Doc, model: Callable[[], str]) -> list[_Section]
     if not rows or any(r[2] is None or r[3] is None for r in rows):
         try:
             compute_sections(conn, doc.id, model())
-        except psycopg.Error as exc:
+        except psycopg.OperationalError as exc:  # the store is down; a bug is raised
             log.warning("cannot compute the sections of document %s: %s", doc.id, exc)
         rows = _section_rows(conn, doc.id)
     chunks = _chunk_results(conn, [cid for r in rows for cid in r[2:4] if cid is not None])

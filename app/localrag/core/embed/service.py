@@ -1,12 +1,13 @@
 """One embedding worker for the whole process: it owns the model and serves queries ahead of ingestion.
 
-``EmbeddingService.run`` is the worker's loop; the GUI hosts it in a QThread, the command line in a plain
-thread. Requests are futures. Queries have a lane of their own: a second session of the same model with one
-thread, served by its own thread, so a question asked during a long ingest is embedded at once instead of
-waiting for the batch in hand (p95 1.35 s → see docs/benchmarks.md). Should that session fail to open, queries
-fall back to the priority queue: a query (priority 0) is taken before any queued ingestion batch (priority 1),
-and an ingestion batch is embedded a slice at a time with waiting queries served between slices.
-``last_beat`` is the watchdog's ping.
+``EmbeddingService`` starts no thread. Its host runs two blocking loops on threads it owns (the GUI on its
+``WorkerThread``s, the command line on plain threads it joins): ``run``, which loads the model and embeds
+ingestion batches, and ``serve_queries``, the query lane: a second session of the same model with one thread,
+so a question asked during a long ingest is embedded at once instead of waiting for the batch in hand (p95
+1.35 s → see docs/benchmarks.md). Until the lane is open, or should its session fail to open, queries go
+through the priority queue: a query (priority 0) is taken before any queued ingestion batch (priority 1), and
+an ingestion batch is embedded a slice at a time with waiting queries served between slices.
+``stop`` ends both loops within one slice; ``last_beat`` is the watchdog's ping.
 """
 
 from __future__ import annotations
@@ -56,9 +57,11 @@ class EmbeddingService:
         self.last_beat = time.monotonic()
         self.busy_since: float | None = None
         self._lane: queue.Queue[_Request] | None = None  # the query lane's queue, once its session is open
+        self._settled = threading.Event()  # the model loaded, or failed to
         self.query_lane = query_lane
 
-    # -- callers (any thread) --------------------------------------------------------------------------------
+    # -- callers (any thread)
+    # ---------------------------------------------------------------------------------
 
     def submit(self, texts: list[str], priority: int = BATCH) -> Future:
         fut: Future = Future()
@@ -85,7 +88,8 @@ class EmbeddingService:
         if lane is not None:
             lane.put(_Request(-1, -1, [], Future()))
 
-    # -- the worker ------------------------------------------------------------------------------------------
+    # -- the worker
+    # --------------------------------------------------------------------------------------------
 
     def run(self) -> None:
         """The worker loop; returns after ``stop``."""
@@ -96,8 +100,8 @@ class EmbeddingService:
             log.error("embedding model failed to load: %s", exc)
             self._fail_all(exc)
             raise
-        if self.query_lane:
-            self._open_query_lane()
+        finally:
+            self._settled.set()
         while not self._stop.is_set():
             self.last_beat = time.monotonic()
             try:
@@ -125,9 +129,19 @@ class EmbeddingService:
         batches)."""
         return self._lane is not None
 
-    def _open_query_lane(self) -> None:
-        assert self.embedder is not None
-        if self._lane is not None:
+    def serve_queries(self) -> None:
+        """The query lane's loop, for a thread of its own beside ``run``; returns after ``stop``.
+
+        It waits for ``run`` to load the model, opens a one-thread session of it and embeds queries there.
+        When the session cannot open (or ``query_lane`` is off) it returns at once: queries then share
+        ``run``'s queue.
+        """
+        if not self.query_lane:
+            return
+        while not self._settled.wait(0.2):
+            if self._stop.is_set():
+                return
+        if self.embedder is None or self._stop.is_set():
             return
         try:
             embedder = self.embedder.sibling(threads=1)
@@ -135,12 +149,7 @@ class EmbeddingService:
             log.warning("no separate session for queries (%s); they share the ingestion worker", exc)
             return
         lane: queue.Queue[_Request] = queue.Queue()
-        threading.Thread(
-            target=self._serve_lane, args=(embedder, lane), name="embed-queries", daemon=True
-        ).start()
         self._lane = lane
-
-    def _serve_lane(self, embedder: OnnxEmbedder, lane: queue.Queue[_Request]) -> None:
         while not self._stop.is_set():
             request = lane.get()
             if request.priority < 0 or not request.future.set_running_or_notify_cancel():
@@ -158,6 +167,8 @@ class EmbeddingService:
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))  # similar lengths pad little
         out: np.ndarray | None = None
         for start in range(0, len(order), SLICE):
+            if self._stop.is_set():  # shutting down: the caller's batch fails, not the process's exit
+                raise KnownError("The embedding worker has stopped.")
             idx = order[start : start + SLICE]
             vecs = self.embedder.embed([texts[i] for i in idx])
             if out is None:

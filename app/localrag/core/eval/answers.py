@@ -294,9 +294,8 @@ def evaluate(
         report["ingest"] = {"seconds": round(time.monotonic() - t, 1), "indexed": summary.ready}
         say(f"library ready ({summary.ready} newly indexed)")
         provider = LLMProvider(library.settings)
-        provider.start()
         engine = ChatEngine(library, provider)
-        engine.warm_up()
+        engine.warm_up()  # loads the model
         report["model"] = provider.state.model
         defaults = {k: getattr(library.settings, k) for k in ("answer_lead", "reword")}
         for mode in modes:

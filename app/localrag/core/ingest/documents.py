@@ -8,8 +8,11 @@ from typing import Any
 
 import psycopg
 
-LIVE_STATUSES = ("queued", "extracting", "embedding", "ready")
-UNFINISHED_STATUSES = ("queued", "extracting", "embedding")
+from localrag.core.ingest import status
+from localrag.core.ingest.status import READY
+
+LIVE_STATUSES = status.LIVE
+UNFINISHED_STATUSES = status.UNFINISHED
 
 
 @dataclass
@@ -44,11 +47,8 @@ def list_documents(
     A changed file being re-indexed shows once: the new version while it is in progress, the old one is
     hidden.
     """
-    clauses = [
-        "NOT EXISTS (SELECT 1 FROM documents n WHERE n.replaces_id = d.id AND n.status IN "
-        "('queued', 'extracting', 'embedding'))"
-    ]
-    params: list[Any] = []
+    clauses = ["NOT EXISTS (SELECT 1 FROM documents n WHERE n.replaces_id = d.id AND n.status = ANY(%s))"]
+    params: list[Any] = [list(status.UNFINISHED)]
     if search:
         clauses.append("(d.title ILIKE %s OR d.path ILIKE %s)")
         like = "%" + search.replace("\\", "\\\\").replace("%", r"\%").replace("_", r"\_") + "%"
@@ -77,7 +77,7 @@ def remove_document(conn: psycopg.Connection[Any], doc_id: int) -> bool:
         row = conn.execute("SELECT status FROM documents WHERE id = %s FOR UPDATE", (doc_id,)).fetchone()
         if row is None:
             return False
-        if row[0] == "ready":
+        if row[0] == READY:
             bm25.unindex_document(conn, doc_id)
         conn.execute("DELETE FROM documents WHERE id = %s", (doc_id,))
     return True

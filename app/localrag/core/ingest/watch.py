@@ -15,6 +15,7 @@ import psycopg
 from localrag.core.ingest.documents import remove_document
 from localrag.core.ingest.loaders import SUPPORTED_SUFFIXES
 from localrag.core.ingest.pipeline import expand_paths
+from localrag.core.ingest.status import FAILED, READY
 
 
 def add_watched_folder(conn: psycopg.Connection[Any], folder: Path) -> None:
@@ -68,10 +69,10 @@ def scan_watched(conn: psycopg.Connection[Any]) -> tuple[list[Path], list[int]]:
                     mtime = path.stat().st_mtime
                 except OSError:
                     continue
-                if entry is None or (entry[2] in ("ready", "failed") and entry[1] != mtime):
+                if entry is None or (entry[2] in (READY, FAILED) and entry[1] != mtime):
                     to_enqueue.append(path)
         for key, (doc_id, _mtime, status) in known.items():
-            gone = key not in seen and status != "failed" and not Path(key).exists()
+            gone = key not in seen and status != FAILED and not Path(key).exists()
             if gone and remove_document(conn, doc_id):
                 removed.append(doc_id)
     return to_enqueue, removed

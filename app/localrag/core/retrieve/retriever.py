@@ -6,21 +6,20 @@ import contextlib
 import logging
 import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import psycopg
 
-from localrag.core.errors import KnownError
+from localrag.core.errors import KnownError, as_known
 from localrag.core.progress import CancelToken
 from localrag.core.retrieve import bm25, fuse, postprocess, vector
 from localrag.core.retrieve.filters import DateLike, Filters
 from localrag.core.retrieve.results import ERROR, MODEL_MISMATCH, Result, RetrievalResponse
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterable
 
     from localrag.core.config import Settings
     from localrag.core.embed.onnx_embedder import OnnxEmbedder
@@ -98,6 +97,10 @@ def retrieve(
 ) -> RetrievalResponse:
     """The best ``k`` passages for ``query``; see the package docstring for the contract.
 
+    An environment problem (the store down or out of space, a statement that ran too long) is answered with
+    ``reason`` ``error`` and its message: the chat then answers without the documents and says why. Anything
+    else is a bug and is raised.
+
     Raises:
         Cancelled: ``cancel`` was cancelled between two stages.
         ValueError: an unknown ``mode`` (a bug in the caller).
@@ -116,11 +119,13 @@ def retrieve(
     filters = Filters.build(doc_ids, doc_types, path_glob, added_after, added_before)
     try:
         _run(library, text, k, mode, filters, tuning, cancel, conn, resp)
-    except (psycopg.Error, KnownError, OSError) as exc:
-        message = _one_line(exc)
-        log.warning("retrieval failed, answering without sources: %s", message)
+    except Exception as exc:
+        known = as_known(exc)
+        if known is None:
+            raise  # a bug: the caller logs it with its traceback and says "internal error"
+        log.warning("retrieval failed, answering without sources: %s", known.message)
         resp.results, resp.candidates = [], []
-        resp.reason, resp.error = ERROR, message
+        resp.reason, resp.error = ERROR, _one_line(exc)
     resp.timings["total"] = _ms(started)
     return resp
 
@@ -140,9 +145,9 @@ def _run(
     depth = max(tuning.depth, k)
     # A hybrid query runs its BM25 leg on a second connection while this thread embeds the query and runs the
     # vector leg: the legs take max(BM25, embed + vector) instead of their sum.
-    lexical: Future[list[tuple[int, float]]] | None = None
+    lexical: _Leg | None = None
     if mode == "hybrid":
-        lexical = _legs().submit(_bm25_leg, library, text, depth, filters, tuning, timings)
+        lexical = _Leg(lambda: _bm25_leg(library, text, depth, filters, tuning, timings))
     try:
         qvec: np.ndarray | None = None
         model, dim = "", 0
@@ -241,17 +246,28 @@ def _limit_statement_time(conn: psycopg.Connection[Any]) -> None:
     conn.execute("SELECT set_config('statement_timeout', %s, true)", (str(STATEMENT_TIMEOUT_MS),))
 
 
-_executor: ThreadPoolExecutor | None = None
-_executor_lock = threading.Lock()
+class _Leg:
+    """The BM25 leg of one hybrid query, on a thread that this call starts and always joins before it returns
+    (the leg's statements are bounded by ``STATEMENT_TIMEOUT_MS``): nothing outlives a retrieval."""
 
+    def __init__(self, fn: Callable[[], list[tuple[int, float]]]) -> None:
+        self._fn = fn
+        self._value: list[tuple[int, float]] = []
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="bm25-leg", daemon=True)
+        self._thread.start()
 
-def _legs() -> ThreadPoolExecutor:
-    """The threads that run BM25 legs beside their queries (shared by every library in the process)."""
-    global _executor
-    with _executor_lock:
-        if _executor is None:
-            _executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="bm25-leg")
-        return _executor
+    def _run(self) -> None:
+        try:
+            self._value = self._fn()
+        except BaseException as exc:  # handed to the caller by ``result``
+            self._error = exc
+
+    def result(self) -> list[tuple[int, float]]:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._value
 
 
 def _fetch(

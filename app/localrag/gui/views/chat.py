@@ -15,9 +15,11 @@ import contextlib
 import logging
 from typing import Any
 
+from localrag.core.chat.engine import Checked, Done, EvidenceReady, Retrieved
 from localrag.core.library import Library
-from localrag.gui.chat_worker import FAILED, LOADING, AskRequest, ChatWorker, run_for
+from localrag.gui.chat_worker import FAILED, LOADING, AskRequest, ChatWorker, PromptView
 from localrag.gui.qt import QtCore, QtGui, QtWidgets, Signal
+from localrag.gui.tasks import Op
 from localrag.gui.views.sources import SourceRef, SourceViewer
 from localrag.gui.views.transcript import (
     OVERVIEW_KINDS,
@@ -41,12 +43,6 @@ WAITING = "Waiting for the model…"
 # A pause in typing this long (ms) prepares the question typed so far (``ChatWorker.prepare``).
 DRAFT_PAUSE_MS = 700
 DRAFT_MIN_WORDS = 3
-
-
-def _get(obj: Any, name: str, default: Any = None) -> Any:
-    if obj is None:
-        return default
-    return obj.get(name, default) if isinstance(obj, dict) else getattr(obj, name, default)
 
 
 class ChatPanel(QtWidgets.QWidget):
@@ -79,11 +75,11 @@ class ChatPanel(QtWidgets.QWidget):
     Signals:
         generation_started(): a question was sent.
         generation_finished(): its answer ended (done, failed or stopped).
-        retrieval_done(object): the engine's ``Retrieved`` event of the last question (for the dev pane).
-        evidence_shown(object): the engine's ``EvidenceReady`` event, once the quoted sentences are shown.
-        sentence_checked(object): the engine's ``Checked`` event (a generated sentence and its verdict).
-        prompt_ready(object): the exact prompt of the last question, when the engine reports it.
-        answer_done(object): the engine's ``Done`` event (timings for the dev pane).
+        retrieval_done(Retrieved): the engine's event of the last question (for the dev pane).
+        evidence_shown(EvidenceReady): the engine's event, once the quoted sentences are shown.
+        sentence_checked(Checked): the engine's event (a generated sentence and its verdict).
+        prompt_ready(PromptView): the exact prompt of the last question, when the engine reports it.
+        answer_done(Done): the engine's event (timings for the dev pane).
         token_received(str): one piece of what the model writes (streamed into the answer unless it only
             rewords the quoted sources).
         sources_changed(object): the list of ``SourceRef`` of the last answer.
@@ -96,11 +92,11 @@ class ChatPanel(QtWidgets.QWidget):
 
     generation_started = Signal()
     generation_finished = Signal()
-    retrieval_done = Signal(object)
-    evidence_shown = Signal(object)
-    sentence_checked = Signal(object)
-    prompt_ready = Signal(object)
-    answer_done = Signal(object)
+    retrieval_done = Signal(Retrieved)
+    evidence_shown = Signal(EvidenceReady)
+    sentence_checked = Signal(Checked)
+    prompt_ready = Signal(PromptView)
+    answer_done = Signal(Done)
     token_received = Signal(str)
     sources_changed = Signal(object)
     chat_changed = Signal(int)
@@ -413,12 +409,12 @@ class ChatPanel(QtWidgets.QWidget):
             turn.status = SEARCHING
             self._render_pending()
 
-    def _on_retrieved(self, event: Any) -> None:
+    def _on_retrieved(self, event: Retrieved) -> None:
         turn = self._pending_turn()
         if turn is None:
             return
-        turn.sources = [SourceRef.from_any(s, i + 1) for i, s in enumerate(_get(event, "sources") or [])]
-        turn.notice = str(_get(event, "notice") or "")
+        turn.sources = [SourceRef.from_source(s, i + 1) for i, s in enumerate(event.sources)]
+        turn.notice = event.notice
         n = len(turn.sources)
         if turn.grounded and n:
             turn.status = f"Answering from {n} source{'s' if n != 1 else ''}…"
@@ -428,7 +424,7 @@ class ChatPanel(QtWidgets.QWidget):
         self.retrieval_done.emit(event)
         self.sources_changed.emit(list(turn.sources))
 
-    def _on_evidence(self, event: Any) -> None:
+    def _on_evidence(self, event: EvidenceReady) -> None:
         """The sentences quoted from the sources: shown at once, before the model says anything."""
         turn = self._pending_turn()
         if turn is None:
@@ -442,7 +438,7 @@ class ChatPanel(QtWidgets.QWidget):
         self._render_pending()
         self.evidence_shown.emit(event)
 
-    def _on_prompt(self, view: Any) -> None:
+    def _on_prompt(self, view: PromptView) -> None:
         turn = self._pending_turn()
         if turn is not None and turn.evidence is not None and turn.lead == SOURCES:
             turn.status = REWORDING
@@ -467,7 +463,7 @@ class ChatPanel(QtWidgets.QWidget):
             self._append_stream(text)
         self.token_received.emit(text)
 
-    def _on_checked(self, event: Any) -> None:
+    def _on_checked(self, event: Checked) -> None:
         turn = self._pending_turn()
         if turn is None:
             return
@@ -476,15 +472,15 @@ class ChatPanel(QtWidgets.QWidget):
             self._render_pending()
         self.sentence_checked.emit(event)
 
-    def _on_done(self, event: Any) -> None:
+    def _on_done(self, event: Done) -> None:
         turn = self._pending_turn()
         if turn is None:
             return
         turn.answer = str(event.answer)
-        turn.sources = [SourceRef.from_any(s, i + 1) for i, s in enumerate(event.sources)]
-        turn.evidence = getattr(event, "evidence", None)
-        turn.lead = str(getattr(event, "lead", "") or "") if turn.evidence is not None else ""
-        turn.generated = list(getattr(event, "generated", None) or [])
+        turn.sources = [SourceRef.from_source(s, i + 1) for i, s in enumerate(event.sources)]
+        turn.evidence = event.evidence
+        turn.lead = str(event.lead or "") if turn.evidence is not None else ""
+        turn.generated = list(event.generated or [])
         turn.notice = event.notice
         turn.stopped = turn.stopped or event.cancelled
         turn.message_id = event.message_id
@@ -502,7 +498,7 @@ class ChatPanel(QtWidgets.QWidget):
         turn = self._pending_turn()
         if turn is None:
             return
-        turn.error = message if known else f"Something went wrong: {message}"
+        turn.error = message  # a bug's message says "Internal error" and names the log
 
     def _on_request_finished(self) -> None:
         if self._request is not None:  # not a question of another panel sharing the worker
@@ -576,16 +572,16 @@ class ChatPanel(QtWidgets.QWidget):
         self._render()
         self.status_label.setText("Loading the chat…")
 
-        def work() -> tuple[Any, list[Any]]:
+        def work() -> tuple[history.Chat | None, list[history.Message]]:
             with self.library.connect() as conn:
                 return history.get_chat(conn, chat_id), list(history.load_messages(conn, chat_id))
 
-        def done(result: tuple[Any, list[Any]]) -> None:
+        def done(result: tuple[history.Chat | None, list[history.Message]]) -> None:
             if seq != self._load_seq:
                 return
             chat, messages = result
             self.turns = turns_from_messages(messages)
-            self.title_label.setText(str(_get(chat, "title") or "Chat"))
+            self.title_label.setText((chat.title if chat is not None else "") or "Chat")
             self.status_label.setText("")
             self._render(scroll_to_end=True)
             self.chat_opened.emit(chat_id)
@@ -595,7 +591,7 @@ class ChatPanel(QtWidgets.QWidget):
             if seq == self._load_seq:
                 self.status_label.setText(f"The chat cannot be loaded: {message}")
 
-        run_for(self, work, done, failed)
+        Op(work, owner=self).success(done).failure(failed).run_in_background()
 
     def _refresh_title(self) -> None:
         from localrag.core.chat import history
@@ -604,15 +600,15 @@ class ChatPanel(QtWidgets.QWidget):
         if chat_id is None:
             return
 
-        def work() -> Any:
+        def work() -> history.Chat | None:
             with self.library.connect() as conn:
                 return history.get_chat(conn, chat_id)
 
-        def done(chat: Any) -> None:
+        def done(chat: history.Chat | None) -> None:
             if chat is not None and chat_id == self.chat_id:
-                self.title_label.setText(str(_get(chat, "title") or "Chat"))
+                self.title_label.setText(chat.title or "Chat")
 
-        run_for(self, work, done, lambda *_: None)
+        Op(work, owner=self).success(done).failure(lambda *_: None).run_in_background()
 
     # -- sources -------------------------------------------------------------------------------------------
 
@@ -636,7 +632,7 @@ class ChatPanel(QtWidgets.QWidget):
         turn = self.turns[turn_index]
         if not turn.valid(number):
             return None
-        return self._open_viewer(turn.sources[number - 1], number)
+        return self._open_viewer(turn.sources[number - 1])
 
     def open_evidence(self, turn_index: int, index: int) -> SourceViewer | None:
         """Open the viewer on quoted sentence ``index`` (0-based) of turn ``turn_index``, with exactly that
@@ -644,7 +640,7 @@ class ChatPanel(QtWidgets.QWidget):
         if not 0 <= turn_index < len(self.turns):
             return None
         ref = span_ref(self.turns[turn_index], index)
-        return self._open_viewer(ref, ref.number) if ref is not None else None
+        return self._open_viewer(ref) if ref is not None else None
 
     def open_checked(self, turn_index: int, index: int) -> SourceViewer | None:
         """Open the viewer on the source sentence that generated sentence ``index`` of turn ``turn_index``
@@ -652,10 +648,10 @@ class ChatPanel(QtWidgets.QWidget):
         if not 0 <= turn_index < len(self.turns):
             return None
         ref = checked_ref(self.turns[turn_index], index)
-        return self._open_viewer(ref, ref.number) if ref is not None else None
+        return self._open_viewer(ref) if ref is not None else None
 
-    def _open_viewer(self, ref: SourceRef, number: int | None) -> SourceViewer:
-        viewer = SourceViewer(self.library, ref, self.window(), number=number)
+    def _open_viewer(self, ref: SourceRef) -> SourceViewer:
+        viewer = SourceViewer(self.library, ref, self.window())
         viewer.setWindowFlag(QtCore.Qt.WindowType.Window, True)
         self.viewers.append(viewer)
         viewer.destroyed.connect(lambda *_: self.viewers.remove(viewer) if viewer in self.viewers else None)

@@ -10,17 +10,14 @@ import datetime as dt
 import logging
 from typing import Any
 
+from localrag.core.chat.history import Chat
 from localrag.core.library import Library
-from localrag.gui.chat_worker import run_for
 from localrag.gui.qt import QtCore, QtGui, QtWidgets, Signal
+from localrag.gui.tasks import Op
 
 log = logging.getLogger("localrag.gui.chats")
 
 _ID_ROLE = QtCore.Qt.ItemDataRole.UserRole
-
-
-def _get(obj: Any, name: str, default: Any = None) -> Any:
-    return obj.get(name, default) if isinstance(obj, dict) else getattr(obj, name, default)
 
 
 def _when(value: Any) -> str:
@@ -136,25 +133,27 @@ class ChatsList(QtWidgets.QWidget):
 
         keep = select_id if select_id is not None else self.current_id()
 
-        def work() -> list[Any]:
+        def work() -> list[history.Chat]:
             with self.library.connect() as conn:
                 return list(history.list_chats(conn))
 
-        run_for(self, work, lambda chats: self._fill(chats, keep), self._on_failed)
+        Op(work, owner=self).success(lambda chats: self._fill(chats, keep)).failure(
+            self._on_failed
+        ).run_in_background()
 
-    def _fill(self, chats: list[Any], select_id: int | None) -> None:
+    def _fill(self, chats: list[Chat], select_id: int | None) -> None:
         self._selecting = True
         try:
             self.list.blockSignals(True)
             self.list.clear()
             for chat in chats:
-                chat_id = int(_get(chat, "id"))
-                title = str(_get(chat, "title") or "New chat")
+                chat_id = chat.id
+                title = chat.title or "New chat"
                 item = QtWidgets.QListWidgetItem(title)
                 item.setData(_ID_ROLE, chat_id)
                 item.setFlags(item.flags() | QtCore.Qt.ItemFlag.ItemIsEditable)
-                when = _when(_get(chat, "updated_at"))
-                count = _get(chat, "message_count")
+                when = _when(chat.updated_at)
+                count = chat.message_count
                 tip = title + (f"\n{when}" if when else "") + (f" · {count} messages" if count else "")
                 item.setToolTip(tip)
                 item.setData(QtCore.Qt.ItemDataRole.AccessibleTextRole, title)
@@ -252,7 +251,7 @@ class ChatsList(QtWidgets.QWidget):
             self.chat_renamed.emit(chat_id, title)
             self.refresh(chat_id)
 
-        run_for(self, work, done, self._on_failed)
+        Op(work, owner=self).success(done).failure(self._on_failed).run_in_background()
 
     def _delete_current(self) -> None:
         chat_id = self.current_id()
@@ -282,4 +281,4 @@ class ChatsList(QtWidgets.QWidget):
             self.chat_deleted.emit(chat_id)
             self.refresh()
 
-        run_for(self, work, done, self._on_failed)
+        Op(work, owner=self).success(done).failure(self._on_failed).run_in_background()

@@ -17,8 +17,8 @@ from html import escape
 from typing import Any
 
 from localrag.core.library import Library
-from localrag.gui.chat_worker import run_for
 from localrag.gui.qt import QtCore, QtGui, QtWidgets, Signal
+from localrag.gui.tasks import Op
 from localrag.gui.views.devpane_answer import CheckedPage, EvidencePage, shown_in
 from localrag.gui.views.devpane_answer import field_of as _get
 from localrag.gui.views.devpane_answer import fmt as _fmt
@@ -257,7 +257,7 @@ class DevPane(QtWidgets.QWidget):
             self.status_label.setText(f"Retrieval failed: {message}")
             self.retrieval_failed.emit(message)
 
-        run_for(self, work, done, failed)
+        Op(work, owner=self).success(done).failure(failed).run_in_background()
         return True
 
     def _finish_run(self) -> None:

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from localrag.core.ingest.status import EMBEDDING, EXTRACTING, FAILED, READY, REMOVED, SKIPPED
 from localrag.gui import theme
 from localrag.gui.qt import QtCore, QtGui, QtWidgets, Signal
 from localrag.gui.views.documents_model import (
@@ -284,12 +285,12 @@ class DocumentsPanel(QtWidgets.QWidget):
 
     def apply_event(self, event: Any) -> None:
         """Take an ``IngestEvent``; the table is updated at the next coalesced repaint."""
-        if event.status == "removed":
+        if event.status == REMOVED:
             self._pending.pop(f"doc:{event.doc_id}", None)
             self._removed.add(f"doc:{event.doc_id}")
-        elif event.status == "skipped":
+        elif event.status == SKIPPED:
             self._pending[f"path:{event.path}"] = DocumentRow(
-                None, event.path, event.title, status="skipped", error=event.message
+                None, event.path, event.title, status=SKIPPED, error=event.message
             )
         else:
             key = f"doc:{event.doc_id}"
@@ -306,7 +307,7 @@ class DocumentsPanel(QtWidgets.QWidget):
                 chunks_embedded=event.chunks_embedded,
                 eta_s=event.eta_s,
                 error_code=event.error_code,
-                error=event.message if event.status == "failed" else None,
+                error=event.message if event.status == FAILED else None,
                 bytes=old.bytes if old else 0,
             )
             self._pending[key] = row
@@ -319,9 +320,9 @@ class DocumentsPanel(QtWidgets.QWidget):
         pending, self._pending = self._pending, {}
         removed, self._removed = self._removed, set()
         # A skipped file (one already in the library, say) needs no row of its own.
-        skipped = [row.key for row in pending.values() if row.status == "skipped"]
+        skipped = [row.key for row in pending.values() if row.status == SKIPPED]
         self.model.remove_keys([*removed, *skipped])
-        self.model.upsert_many([row for row in pending.values() if row.status != "skipped"])
+        self.model.upsert_many([row for row in pending.values() if row.status != SKIPPED])
         self.flush_count += 1
         self._update_views()
         self._selection_changed()
@@ -332,8 +333,8 @@ class DocumentsPanel(QtWidgets.QWidget):
         rows = self.model.rows
         self.stack.setCurrentWidget(self.table if rows else self.empty)
         self._sync_type_filter()
-        ready = [r for r in rows if r.status == "ready"]
-        failed = sum(1 for r in rows if r.status == "failed")
+        ready = [r for r in rows if r.status == READY]
+        failed = sum(1 for r in rows if r.status == FAILED)
         chunks = sum(r.chunks_total for r in ready)
         if rows:
             parts = [f"{len(ready):,} document{'s' if len(ready) != 1 else ''} ready", f"{chunks:,} chunks"]
@@ -349,11 +350,11 @@ class DocumentsPanel(QtWidgets.QWidget):
             parts = [f"Indexing {len(active)} document{'s' if len(active) != 1 else ''}"]
             if total_chunks:
                 parts.append(f"{done_chunks:,} of {total_chunks:,} chunks")
-            etas = [r.eta_s for r in active if r.status == "embedding" and r.eta_s is not None]
+            etas = [r.eta_s for r in active if r.status == EMBEDDING and r.eta_s is not None]
             if etas:
                 parts.append(format_eta(max(etas)))
             self.progress_label.setText(" · ".join(parts))
-            working = [r for r in active if r.status in ("extracting", "embedding")]
+            working = [r for r in active if r.status in (EXTRACTING, EMBEDDING)]
             self.progress_label.setToolTip("\n".join(f"{r.title}: {r.detail_text}" for r in working))
             if total_chunks:
                 self.progress_bar.setRange(0, total_chunks)
@@ -429,7 +430,7 @@ class DocumentsPanel(QtWidgets.QWidget):
 
     def _selection_changed(self) -> None:
         rows = self.selected_rows()
-        ids = sorted(r.doc_id for r in rows if r.doc_id is not None and r.status == "ready")
+        ids = sorted(r.doc_id for r in rows if r.doc_id is not None and r.status == READY)
         doc_type = self.type_filter.currentData() or ""
         types = [doc_type] if doc_type and not ids else []
         if ids:

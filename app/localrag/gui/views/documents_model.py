@@ -6,6 +6,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, cast
 
+from localrag.core.ingest.status import (
+    CANCELLED,
+    EMBEDDING,
+    EXTRACTING,
+    FAILED,
+    QUEUED,
+    READY,
+    SKIPPED,
+    UNFINISHED,
+)
 from localrag.gui import theme
 from localrag.gui.qt import QtCore, QtGui
 
@@ -22,15 +32,15 @@ TYPE_LABELS = {
     "unknown": "Other",
     "": "—",
 }
-IN_PROGRESS = ("queued", "extracting", "embedding")
+IN_PROGRESS = UNFINISHED
 STATUS_LABELS = {
-    "queued": "Queued",
-    "extracting": "Reading",
-    "embedding": "Embedding",
-    "ready": "Ready",
-    "failed": "Failed",
-    "cancelled": "Cancelled",
-    "skipped": "Skipped",
+    QUEUED: "Queued",
+    EXTRACTING: "Reading",
+    EMBEDDING: "Embedding",
+    READY: "Ready",
+    FAILED: "Failed",
+    CANCELLED: "Cancelled",
+    SKIPPED: "Skipped",
     "adding": "Adding…",
 }
 ERROR_LABELS = {
@@ -54,7 +64,7 @@ class DocumentRow:
     path: str
     title: str
     doc_type: str = ""
-    status: str = "queued"
+    status: str = QUEUED
     pages: int = 0
     pages_done: int = 0
     chunks_total: int = 0
@@ -70,20 +80,20 @@ class DocumentRow:
 
     @property
     def fraction(self) -> float | None:
-        if self.status == "extracting" and self.pages:
+        if self.status == EXTRACTING and self.pages:
             return 0.25 * min(1.0, self.pages_done / self.pages)
-        if self.status == "embedding" and self.chunks_total:
+        if self.status == EMBEDDING and self.chunks_total:
             return 0.25 + 0.75 * min(1.0, self.chunks_embedded / self.chunks_total)
         return None
 
     @property
     def status_text(self) -> str:
         """The short status shown in the table."""
-        if self.status == "failed":
+        if self.status == FAILED:
             return ERROR_LABELS.get(self.error_code or "", "Failed")
-        if self.status == "extracting":
+        if self.status == EXTRACTING:
             return f"Reading {self.pages_done}/{self.pages}" if self.pages else "Reading…"
-        if self.status == "embedding":
+        if self.status == EMBEDDING:
             if not self.chunks_total:
                 return "Embedding…"
             return f"Embedding {round(100 * self.chunks_embedded / self.chunks_total)}%"
@@ -92,14 +102,14 @@ class DocumentRow:
     @property
     def detail_text(self) -> str:
         """The long status: pages, chunks and time left, or the error."""
-        if self.status == "failed":
+        if self.status == FAILED:
             return self.error or "Failed"
-        if self.status == "extracting":
+        if self.status == EXTRACTING:
             return f"Reading page {self.pages_done} of {self.pages}" if self.pages else "Reading"
-        if self.status == "embedding":
+        if self.status == EMBEDDING:
             text = f"Embedding chunk {self.chunks_embedded} of {self.chunks_total}"
             return text + (f", {format_eta(self.eta_s)}" if self.eta_s is not None else "")
-        if self.status == "ready":
+        if self.status == READY:
             return f"Ready: {self.pages:,} page{'s' if self.pages != 1 else ''}, {self.chunks_total:,} chunks"
         return STATUS_LABELS.get(self.status, self.status.title())
 
@@ -112,11 +122,11 @@ class DocumentRow:
             doc_type=info.doc_type,
             status=info.status,
             pages=info.pages,
-            pages_done=info.pages if info.status in ("embedding", "ready") else 0,
+            pages_done=info.pages if info.status in (EMBEDDING, READY) else 0,
             chunks_total=info.chunks_total,
             chunks_embedded=info.chunks_embedded,
             error_code=info.error_code,
-            error=info.error if info.status == "failed" else None,
+            error=info.error if info.status == FAILED else None,
             bytes=info.bytes,
         )
 
@@ -187,11 +197,11 @@ class DocumentsModel(QtCore.QAbstractTableModel):
         if role == QtCore.Qt.ItemDataRole.ForegroundRole and col == self.STATUS:
             c = theme.colors()
             color = {
-                "ready": c.success,
-                "failed": c.error,
-                "cancelled": c.muted,
-                "skipped": c.muted,
-                "queued": c.muted,
+                READY: c.success,
+                FAILED: c.error,
+                CANCELLED: c.muted,
+                SKIPPED: c.muted,
+                QUEUED: c.muted,
             }.get(row.status)
             return QtGui.QColor(color) if color else None
         if role == QtCore.Qt.ItemDataRole.AccessibleTextRole:

@@ -14,6 +14,7 @@ from localrag.core import paths
 from localrag.core.config import Settings
 from localrag.core.retrieve import MODES
 from localrag.gui.qt import QtCore, QtWidgets, Signal
+from localrag.gui.tasks import Op
 
 MODE_LABELS = {
     "hybrid": "Hybrid: meaning and keywords, fused",
@@ -378,8 +379,6 @@ class SettingsDialog(QtWidgets.QDialog):
 
     def accept(self) -> None:
         """Apply the fields to the settings in force and save them off the UI thread; then ``applied``."""
-        from localrag.gui.workers import run_op
-
         new = self.values()
         changed = [
             f.name
@@ -401,9 +400,6 @@ class SettingsDialog(QtWidgets.QDialog):
                 save_data_folder_choice(folder)
 
         super().accept()
-        run_op(
-            save,
-            lambda _r: self.applied.emit(changed),
-            lambda msg, _k: self.save_failed.emit(msg),
-            parent=self,
-        )
+        Op(save, owner=self).success(lambda _r: self.applied.emit(changed)).failure(
+            lambda msg, _k: self.save_failed.emit(msg)
+        ).run_in_background()

@@ -12,16 +12,17 @@ from __future__ import annotations
 import ctypes
 import logging
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
+from localrag.core.errors import as_known
 from localrag.core.library import Library
 from localrag.core.pdfium_lock import PDFIUM_LOCK
-from localrag.gui.chat_worker import run_for
 from localrag.gui.qt import QtCore, QtGui, QtWidgets, Signal
+from localrag.gui.tasks import Op
+from localrag.gui.views.source_ref import SourceRef
 
 log = logging.getLogger("localrag.gui.sources")
 
@@ -33,55 +34,6 @@ HIGHLIGHT_EDGE = QtGui.QColor(214, 160, 0)
 # pdfium is not thread-safe: no two pdfium calls may run at once, even on different documents.
 
 _CONTROL = re.compile(r"[\x00-\x08\x0e-\x1a\x1c-\x1f\x7f\ufffe\uffff]")
-
-
-@dataclass
-class SourceRef:
-    """Where a citation points: enough to find the page and the span again."""
-
-    doc_id: int
-    title: str
-    path: str
-    doc_type: str
-    page_number: int
-    heading_path: str
-    char_start: int
-    char_end: int
-    text: str = ""
-    chunk_ids: list[int] = field(default_factory=list)
-    score: float | None = None
-    number: int | None = None  # the [n] of the citation, when known
-    cited: bool = False  # the answer cites it
-    quoted: bool = False  # the answer repeats its words without citing it
-
-    @classmethod
-    def from_any(cls, source: Any, number: int | None = None) -> SourceRef:
-        """From a retrieval ``Result``, a packed source, or the dict stored with a message."""
-
-        def get(name: str, default: Any = None) -> Any:
-            if isinstance(source, dict):
-                return source.get(name, default)
-            return getattr(source, name, default)
-
-        score = get("score")
-        if score is None:
-            score = get("similarity")
-        return cls(
-            doc_id=int(get("doc_id", 0) or 0),
-            title=str(get("title", "") or ""),
-            path=str(get("path", "") or ""),
-            doc_type=str(get("doc_type", "") or ""),
-            page_number=int(get("page_number", 1) or 1),
-            heading_path=str(get("heading_path", "") or ""),
-            char_start=int(get("char_start", 0) or 0),
-            char_end=int(get("char_end", 0) or 0),
-            text=str(get("text", "") or ""),
-            chunk_ids=[int(c) for c in (get("chunk_ids") or [])],
-            score=float(score) if score is not None else None,
-            number=number if number is not None else get("number"),
-            cited=bool(get("cited", False)),
-            quoted=bool(get("quoted", False)),
-        )
 
 
 @dataclass
@@ -240,7 +192,9 @@ def passage_context(library: Library, ref: SourceRef, context_chunks: int = CONT
                     "ORDER BY char_start",
                     (ref.doc_id, ref.page_number, lo - context_chunks, hi + context_chunks),
                 ).fetchall()
-    except Exception as exc:  # the store is down: the cited text alone still helps
+    except Exception as exc:  # the store is down: the cited text alone still helps; a bug is raised
+        if as_known(exc) is None:
+            raise
         log.info("passage context unavailable: %s", exc)
     if not rows:
         return Passage(ref.text, 0, len(ref.text))
@@ -349,8 +303,8 @@ def page_pixmap(page: PageImage) -> QtGui.QPixmap:
 class SourceViewer(QtWidgets.QDialog):
     """A cited source: the page (PDFs) with the passage highlighted, and the passage in its context.
 
-    Non-modal; open it with ``SourceViewer(library, source, parent).show()``. ``source`` is a retrieval
-    ``Result``, a packed source or the dict stored with a message (see ``SourceRef.from_any``).
+    Non-modal; open it with ``SourceViewer(library, ref, parent).show()`` (``SourceRef.from_source`` or
+    ``from_result`` make a ``ref``).
 
     Public:
         ref: the ``SourceRef`` shown.
@@ -369,14 +323,12 @@ class SourceViewer(QtWidgets.QDialog):
     def __init__(
         self,
         library: Library,
-        source: Any,
+        ref: SourceRef,
         parent: QtWidgets.QWidget | None = None,
-        *,
-        number: int | None = None,
     ) -> None:
         super().__init__(parent)
         self.library = library
-        self.ref = source if isinstance(source, SourceRef) else SourceRef.from_any(source, number)
+        self.ref = ref
         self.view: SourceView | None = None
         self._closed = False
         self.setAttribute(QtCore.Qt.WidgetAttribute.WA_DeleteOnClose)
@@ -441,7 +393,9 @@ class SourceViewer(QtWidgets.QDialog):
         else:
             self.splitter.setSizes([640, 440])
         self._show_passage(Passage(self.ref.text, 0, len(self.ref.text)))
-        run_for(self, lambda: load_source_view(self.library, self.ref), self._on_loaded, self._on_failed)
+        Op(lambda: load_source_view(self.library, self.ref), owner=self).success(self._on_loaded).failure(
+            self._on_failed
+        ).run_in_background()
 
     def _header_html(self) -> str:
         from html import escape

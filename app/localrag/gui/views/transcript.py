@@ -28,8 +28,9 @@ from pathlib import PurePath
 from typing import Any
 
 from localrag.core.chat.evidence import Evidence, EvidenceSpan, display
+from localrag.core.chat.history import Message
 from localrag.core.chat.support import CheckedSentence
-from localrag.gui.views.sources import SourceRef
+from localrag.gui.views.source_ref import SourceRef
 
 SOURCES, MODEL = "sources", "model"
 # Evidence kinds of answers about whole documents: their text (with [n] marks) is the answer.
@@ -46,12 +47,6 @@ STREAM_MARK = "\ue000"
 TITLE_CHARS = 48
 SNIPPET_CHARS = 160
 _LINK = "text-decoration:none; font-weight:600"
-
-
-def _get(obj: Any, name: str, default: Any = None) -> Any:
-    if obj is None:
-        return default
-    return obj.get(name, default) if isinstance(obj, dict) else getattr(obj, name, default)
 
 
 @dataclass
@@ -395,31 +390,23 @@ def restore_parts(turn: Turn, parts: dict[str, Any] | None) -> None:
     turn.generated = [CheckedSentence.from_dict(g) for g in generated if isinstance(g, dict)]
 
 
-def turns_from_messages(messages: list[Any]) -> list[Turn]:
+def turns_from_messages(messages: list[Message]) -> list[Turn]:
     """Rebuild the transcript from stored messages (user/assistant pairs, with the answers' sources and
     parts)."""
     turns: list[Turn] = []
     for m in messages:
-        role = _get(m, "role")
-        if role == "user":
-            turns.append(
-                Turn(
-                    str(_get(m, "content") or ""),
-                    grounded=bool(_get(m, "grounded", True)),
-                    strict=bool(_get(m, "strict", False)),
-                )
-            )
-        elif role == "assistant":
+        if m.role == "user":
+            turns.append(Turn(m.content, grounded=m.grounded, strict=m.strict))
+        elif m.role == "assistant":
             if not turns or turns[-1].answer or turns[-1].message_id is not None:
-                turns.append(Turn("", grounded=bool(_get(m, "grounded", True))))
+                turns.append(Turn("", grounded=m.grounded))
             turn = turns[-1]
-            turn.answer = str(_get(m, "content") or "")
-            turn.message_id = _get(m, "id")
-            turn.grounded = bool(_get(m, "grounded", turn.grounded))
-            turn.strict = bool(_get(m, "strict", turn.strict))
-            sources = _get(m, "sources") or []
-            turn.sources = [SourceRef.from_any(s, i + 1) for i, s in enumerate(sources)]
-            turn.notice = str(_get(m, "notice") or "")
-            turn.stopped = bool(_get(m, "cancelled", False))
-            restore_parts(turn, _get(m, "parts"))
+            turn.answer = m.content
+            turn.message_id = m.id
+            turn.grounded = m.grounded
+            turn.strict = m.strict
+            turn.sources = [SourceRef.from_source(s, i + 1) for i, s in enumerate(m.sources)]
+            turn.notice = m.notice
+            turn.stopped = m.cancelled
+            restore_parts(turn, m.parts)
     return turns

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from localrag.gui.qt import QtWidgets, Signal
+from localrag.gui.tasks import Op
 
 
 class WatchedFoldersDialog(QtWidgets.QDialog):
@@ -19,9 +20,6 @@ class WatchedFoldersDialog(QtWidgets.QDialog):
 
     def __init__(self, library: Any, parent: QtWidgets.QWidget | None = None) -> None:
         super().__init__(parent)
-        from localrag.gui.workers import run_op
-
-        self._run_op = run_op
         self.library = library
         self.setWindowTitle("Watched folders")
         self.setAccessibleName("Watched folders")
@@ -58,7 +56,9 @@ class WatchedFoldersDialog(QtWidgets.QDialog):
             with self.library.connect() as conn:
                 return fn(conn)
 
-        self._run_op(work, done, lambda msg, _k: self.list.addItem(f"(unavailable: {msg})"), parent=self)
+        Op(work, owner=self).success(done).failure(
+            lambda msg, _k: self.list.addItem(f"(unavailable: {msg})")
+        ).run_in_background()
 
     def refresh(self) -> None:
         from localrag.core.ingest.watch import list_watched_folders

@@ -1,0 +1,36 @@
+"""The transcript is plain functions over plain data: it renders without Qt (in a process that never loads
+it)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+SCRIPT = r"""
+import sys
+from localrag.core.chat.citations import Source
+from localrag.core.chat.history import Message
+from localrag.gui.views.transcript import turn_html, turns_from_messages
+
+source = Source(1, 4, "Lighthouse manual", "/docs/lighthouse.md", "markdown", 2, "Lamp", [7], cited=True)
+messages = [
+    Message(1, 1, "user", "When is the lamp lit?", grounded=True),
+    Message(2, 1, "assistant", "Thirty minutes before sunset [1].", grounded=True, sources=[source],
+            timings={"notice": "", "cancelled": True}),
+]
+(turn,) = turns_from_messages(messages)
+assert turn.question == "When is the lamp lit?" and turn.message_id == 2 and turn.stopped
+assert turn.sources[0].number == 1 and turn.sources[0].page_number == 2 and turn.sources[0].chunk_ids == [7]
+colors = dict(muted="#666", warning="#b45309", error="#c53030", you_bg="#eef", quote_bg="#ffe",
+              quote_bar="#eb3", text="#000")
+html = turn_html(0, turn, colors)
+assert "When is the lamp lit?" in html and "href='cite:0:1'" in html.replace('"', "'"), html
+assert "Lighthouse manual" in html
+assert "PySide6" not in sys.modules, "the transcript imported Qt"
+print("ok")
+"""
+
+
+def test_the_transcript_renders_stored_messages_without_qt():
+    done = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
