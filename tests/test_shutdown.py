@@ -26,12 +26,13 @@ EXIT_WITHIN_S = 3.0
 
 def close_during(phase: str, tmp_path: Path, conninfo: str, folder: Path | None = None) -> tuple[float, dict]:
     """Run the window until it reports ``phase``, close it, and return (seconds to exit, its final report)."""
+    # During the load, the machine checks run afresh (a child process is under way when the window closes);
+    # the other phases share the session's cache, where they ran once.
+    cache = tmp_path / "cache" if phase == "load" else Path(os.environ["LOCALRAG_CACHE"])
     env = dict(
         os.environ,
         LOCALRAG_HOME=str(tmp_path / "home"),
-        LOCALRAG_CACHE=str(
-            tmp_path / "cache"
-        ),  # the machine checks run afresh: a child process during the load
+        LOCALRAG_CACHE=str(cache),
         LOCALRAG_DATABASE_URL=conninfo,
         QT_QPA_PLATFORM="offscreen",
     )

@@ -66,9 +66,9 @@ def main(phase: str, folder: str = "") -> int:
         engine = window.chat_panel.worker.engine
         return engine is not None and engine.provider.state.status == "loading"
 
-    if phase == "load":
+    if phase == "load":  # once the load has a child process under way (the check of llama.cpp's kernels)
         poll = QtCore.QTimer(window)
-        poll.timeout.connect(lambda: say() if model_loading() else None)
+        poll.timeout.connect(lambda: say() if model_loading() and children() else None)
         poll.start(5)
     elif phase == "answer":
         panel = window.chat_panel
