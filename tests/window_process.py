@@ -1,10 +1,11 @@
 """The window in a process of its own, for the shutdown tests (``test_shutdown.py``); not a test module.
 
 ``python window_process.py PHASE [FOLDER]`` opens the window the way ``local-rag`` does, drives it into PHASE
-and prints PHASE when it is there: ``load`` (the language model is loading), ``answer`` (an answer is
-streaming) or ``ingest`` (FOLDER's documents are being embedded). The test then sends SIGTERM, which closes
-the window the normal way. After the event loop ends, one JSON line reports what is still running: Python
-threads, the task manager's operations and worker threads, child processes, and every warning Qt printed.
+and prints PHASE when it is there: ``load`` (the language model is loading, a child process under way),
+``answer`` (an answer is streaming) or ``ingest`` (FOLDER's documents are being embedded). The test then sends
+SIGTERM, which closes the window the normal way. After the event loop ends, one JSON line reports what is
+still running: Python threads, the task manager's operations and worker threads, child processes, and every
+warning Qt printed.
 """
 
 from __future__ import annotations
