@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from fixtures_docs import empty_store
+
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 _HOME = Path(tempfile.mkdtemp(prefix="lrag-test-"))
 os.environ["LOCALRAG_HOME"] = str(_HOME)
@@ -49,11 +51,5 @@ def embedder(library):
 @pytest.fixture()
 def clean_db(library):
     """An empty document store and chat history (the schema and registered models stay)."""
-    with library.connect() as conn:
-        conn.execute(
-            "TRUNCATE documents, document_chunks, chunk_embeddings, bm25_postings, bm25_terms, chats, "
-            "messages, watched_folders RESTART IDENTITY CASCADE"
-        )
-        conn.execute("UPDATE bm25_stats SET n_chunks = 0, total_len = 0")
-        conn.commit()
+    empty_store(library, watched_folders=True)
     return library

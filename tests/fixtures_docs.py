@@ -9,6 +9,7 @@ import struct
 import zlib
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from pypdf import PdfWriter
 from pypdf.generic import ArrayObject, DecodedStreamObject, DictionaryObject, NameObject, NumberObject
@@ -249,3 +250,14 @@ def text_image_png(path: Path, text: str) -> Path:
     draw.text((40, 60), text, fill="black", font=font)
     image.save(path)
     return path
+
+
+def empty_store(library: Any, *, watched_folders: bool = False) -> None:
+    """Empties the document store and chat history (the schema and registered models stay)."""
+    tables = "documents, document_chunks, chunk_embeddings, bm25_postings, bm25_terms, chats, messages"
+    with library.connect() as conn:
+        conn.execute(
+            f"TRUNCATE {tables}{', watched_folders' if watched_folders else ''} RESTART IDENTITY CASCADE"
+        )
+        conn.execute("UPDATE bm25_stats SET n_chunks = 0, total_len = 0")
+        conn.commit()

@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from fixtures_docs import empty_store
 from localrag.core.chat import history
 from localrag.core.chat.citations import check_citations
 from localrag.core.chat.engine import (
@@ -57,13 +58,7 @@ def corpus(library, tmp_path_factory):
     """The three documents above, ingested through the real pipeline into an emptied store."""
     from localrag.core.ingest.pipeline import Ingestor
 
-    with library.connect() as conn:
-        conn.execute(
-            "TRUNCATE documents, document_chunks, chunk_embeddings, bm25_postings, bm25_terms, chats, "
-            "messages RESTART IDENTITY CASCADE"
-        )
-        conn.execute("UPDATE bm25_stats SET n_chunks = 0, total_len = 0")
-        conn.commit()
+    empty_store(library)
     folder = tmp_path_factory.mktemp("chatdocs")
     for name, text in DOCS.items():
         (folder / name).write_text(text, encoding="utf-8")

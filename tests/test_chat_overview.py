@@ -10,7 +10,7 @@ import re
 import numpy as np
 import pytest
 
-from fixtures_docs import write_pdf
+from fixtures_docs import empty_store, write_pdf
 from localrag.core.chat import overview
 from localrag.core.chat.overview import detect, section_keys
 
@@ -92,13 +92,7 @@ def corpus(library, tmp_path_factory):
     sections, a four-page PDF manual with an outline, and plain notes. "zeppelin" is in the first two only."""
     from localrag.core.ingest.pipeline import Ingestor
 
-    with library.connect() as conn:
-        conn.execute(
-            "TRUNCATE documents, document_chunks, chunk_embeddings, bm25_postings, bm25_terms, chats, "
-            "messages RESTART IDENTITY CASCADE"
-        )
-        conn.execute("UPDATE bm25_stats SET n_chunks = 0, total_len = 0")
-        conn.commit()
+    empty_store(library)
     folder = tmp_path_factory.mktemp("overview")
     (folder / "gardening-handbook.md").write_text(_handbook(), encoding="utf-8")
     write_pdf(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from fixtures_docs import write_pdf
+from fixtures_docs import empty_store, write_pdf
 from localrag.core.chat.engine import ChatEngine, EvidenceReady
 from localrag.core.chat.pages import WholePassage, clean_page, page_texts, widen
 from localrag.core.retrieve.results import Result
@@ -117,13 +117,7 @@ MANUAL = [
 def manual(library, tmp_path_factory):
     from localrag.core.ingest.pipeline import Ingestor
 
-    with library.connect() as conn:
-        conn.execute(
-            "TRUNCATE documents, document_chunks, chunk_embeddings, bm25_postings, bm25_terms, chats, "
-            "messages RESTART IDENTITY CASCADE"
-        )
-        conn.execute("UPDATE bm25_stats SET n_chunks = 0, total_len = 0")
-        conn.commit()
+    empty_store(library)
     path = write_pdf(tmp_path_factory.mktemp("pages") / "widget.pdf", MANUAL, title="Widget Manual")
     ingestor = Ingestor(library)
     try:

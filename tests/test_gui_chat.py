@@ -11,6 +11,8 @@ import threading
 
 import pytest
 
+from fixtures_docs import empty_store
+
 pytestmark = pytest.mark.gui
 
 MANUAL = """# Lighthouse keeper's manual
@@ -39,13 +41,7 @@ def docs(library, tmp_path_factory):
     folder = tmp_path_factory.mktemp("chat-docs")
     (folder / "lighthouse.md").write_text(MANUAL, encoding="utf-8")
     (folder / "bakery.md").write_text(RECIPES, encoding="utf-8")
-    with library.connect() as conn:
-        conn.execute(
-            "TRUNCATE documents, document_chunks, chunk_embeddings, bm25_postings, bm25_terms, chats, "
-            "messages RESTART IDENTITY CASCADE"
-        )
-        conn.execute("UPDATE bm25_stats SET n_chunks = 0, total_len = 0")
-        conn.commit()
+    empty_store(library)
     ingestor = Ingestor(library)
     try:
         ingestor.enqueue([folder / "lighthouse.md", folder / "bakery.md"])

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pytest
 
+from fixtures_docs import empty_store
 from test_gui_chat_sources import PAGE_ONE, PAGE_TWO, write_pdf
 
 pytestmark = pytest.mark.gui
@@ -38,13 +39,7 @@ def docs(library, tmp_path_factory):
     folder = tmp_path_factory.mktemp("evidence-docs")
     pdf = write_pdf(folder / "tidal.pdf", [PAGE_ONE, PAGE_TWO])
     (folder / "lighthouse.md").write_text(MANUAL, encoding="utf-8")
-    with library.connect() as conn:
-        conn.execute(
-            "TRUNCATE documents, document_chunks, chunk_embeddings, bm25_postings, bm25_terms, chats, "
-            "messages RESTART IDENTITY CASCADE"
-        )
-        conn.execute("UPDATE bm25_stats SET n_chunks = 0, total_len = 0")
-        conn.commit()
+    empty_store(library)
     ingestor = Ingestor(library)
     try:
         ingestor.enqueue([pdf, folder / "lighthouse.md"])

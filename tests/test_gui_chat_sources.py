@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from fixtures_docs import empty_store
+
 pytestmark = pytest.mark.gui
 
 PAGE_ONE = [
@@ -70,13 +72,7 @@ def docs(library, tmp_path_factory):
     pdf = write_pdf(folder / "tidal.pdf", [PAGE_ONE, PAGE_TWO])
     md = folder / "harbour.md"
     md.write_text(NOTES, encoding="utf-8")
-    with library.connect() as conn:
-        conn.execute(
-            "TRUNCATE documents, document_chunks, chunk_embeddings, bm25_postings, bm25_terms, chats, "
-            "messages RESTART IDENTITY CASCADE"
-        )
-        conn.execute("UPDATE bm25_stats SET n_chunks = 0, total_len = 0")
-        conn.commit()
+    empty_store(library)
     ingestor = Ingestor(library)
     try:
         ingestor.enqueue([pdf, md])
