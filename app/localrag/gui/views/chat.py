@@ -20,11 +20,9 @@ from localrag.core.library import Library
 from localrag.gui.chat_worker import FAILED, LOADING, AskRequest, ChatWorker, PromptView
 from localrag.gui.qt import QtCore, QtGui, QtWidgets, Signal
 from localrag.gui.tasks import Op
+from localrag.gui.views import turns
 from localrag.gui.views.sources import SourceRef, SourceViewer
 from localrag.gui.views.transcript import (
-    OVERVIEW_KINDS,
-    REWORDING,
-    SOURCES,
     STREAM_MARK,
     Turn,
     checked_ref,
@@ -34,12 +32,12 @@ from localrag.gui.views.transcript import (
     turns_from_messages,
 )
 
-__all__ = ["ChatPanel", "Turn", "link_citations", "turns_from_messages"]
+__all__ = ["WAITING", "ChatPanel", "Turn", "link_citations", "turns_from_messages"]
+
+WAITING = turns.WAITING
 
 log = logging.getLogger("localrag.gui.chat")
 
-SEARCHING = "Searching your documents…"
-WAITING = "Waiting for the model…"
 # A pause in typing this long (ms) prepares the question typed so far (``ChatWorker.prepare``).
 DRAFT_PAUSE_MS = 700
 DRAFT_MIN_WORDS = 3
@@ -312,20 +310,13 @@ class ChatPanel(QtWidgets.QWidget):
             return False
         self._draft_timer.stop()
         request = self._request_for(question)
-        grounded = request.grounded
-        turn = Turn(
-            question,
-            grounded=request.grounded,
-            strict=request.strict,
-            pending=True,
-            status=SEARCHING if grounded else "Thinking…",
-        )
+        turn = turns.asked(question, grounded=request.grounded, strict=request.strict)
         self.turns.append(turn)
         self._set_generating(True)
         self._request = request
         if not self.warmed:
             self._held = request
-            turn.status = WAITING
+            turns.waiting(turn)
             self._render(scroll_to_end=True)
             self.generation_started.emit()
             return True
@@ -373,16 +364,14 @@ class ChatPanel(QtWidgets.QWidget):
             self._held = None
             if turn is not None:
                 turn.stopped = True
-                turn.status = ""
             self._finish_request()
             return
         if self._request is not None:
             self._request.cancel.cancel()
         self.worker.cancel()
         if turn is not None:
-            turn.stopped = True
-            turn.status = "Stopping…"
-            self.status_label.setText("Stopping…")
+            turns.stopping(turn)
+            self.status_label.setText(turn.status)
 
     def _set_generating(self, on: bool) -> None:
         self.generating = on
@@ -399,49 +388,34 @@ class ChatPanel(QtWidgets.QWidget):
 
     def _on_waiting(self) -> None:
         turn = self._pending_turn()
-        if turn is not None and not turn.answer:
-            turn.status = WAITING
+        if turn is not None and turns.waiting(turn):
             self._render_pending()
 
     def _on_searching(self) -> None:
         turn = self._pending_turn()
-        if turn is not None:
-            turn.status = SEARCHING
+        if turn is not None and turns.searching(turn):
             self._render_pending()
 
     def _on_retrieved(self, event: Retrieved) -> None:
         turn = self._pending_turn()
         if turn is None:
             return
-        turn.sources = [SourceRef.from_source(s, i + 1) for i, s in enumerate(event.sources)]
-        turn.notice = event.notice
-        n = len(turn.sources)
-        if turn.grounded and n:
-            turn.status = f"Answering from {n} source{'s' if n != 1 else ''}…"
-        else:
-            turn.status = "Answering…"
-        self._render_pending()
+        if turns.retrieved(turn, event):
+            self._render_pending()
         self.retrieval_done.emit(event)
         self.sources_changed.emit(list(turn.sources))
 
     def _on_evidence(self, event: EvidenceReady) -> None:
-        """The sentences quoted from the sources: shown at once, before the model says anything."""
         turn = self._pending_turn()
         if turn is None:
             return
-        turn.evidence = event.evidence
-        turn.lead = str(event.lead or SOURCES)
-        if event.evidence.kind in OVERVIEW_KINDS:  # about whole documents: the answer is already written
-            turn.answer = str(event.text or "")
-        if turn.lead == SOURCES:  # the quotes are the answer; "Rewording…" once the model starts
-            turn.status = ""
-        self._render_pending()
+        if turns.evidence_ready(turn, event):
+            self._render_pending()
         self.evidence_shown.emit(event)
 
     def _on_prompt(self, view: PromptView) -> None:
         turn = self._pending_turn()
-        if turn is not None and turn.evidence is not None and turn.lead == SOURCES:
-            turn.status = REWORDING
+        if turn is not None and turns.prompt_ready(turn):
             self._render_pending()
         self.prompt_ready.emit(view)
 
@@ -449,17 +423,10 @@ class ChatPanel(QtWidgets.QWidget):
         turn = self._pending_turn()
         if turn is None:
             return
-        if not turn.streams:  # the model rewords the quotes: only its checked sentences show
-            if turn.status != REWORDING:
-                turn.status = REWORDING
-                self._render_pending()
-            self.token_received.emit(text)
-            return
-        first = not turn.answer
-        turn.answer += text
-        if first or turn.status in (SEARCHING, WAITING) or self._stream_cursor is None:
+        shown = turns.token(turn, text, streaming=self._stream_cursor is not None)
+        if shown is turns.TokenShown.RENDER:
             self._render_pending()
-        else:
+        elif shown is turns.TokenShown.APPEND:
             self._append_stream(text)
         self.token_received.emit(text)
 
@@ -467,8 +434,7 @@ class ChatPanel(QtWidgets.QWidget):
         turn = self._pending_turn()
         if turn is None:
             return
-        turn.generated.append(event.sentence)
-        if event.shown and turn.lead == SOURCES and turn.evidence is not None:
+        if turns.checked(turn, event):
             self._render_pending()
         self.sentence_checked.emit(event)
 
@@ -476,14 +442,7 @@ class ChatPanel(QtWidgets.QWidget):
         turn = self._pending_turn()
         if turn is None:
             return
-        turn.answer = str(event.answer)
-        turn.sources = [SourceRef.from_source(s, i + 1) for i, s in enumerate(event.sources)]
-        turn.evidence = event.evidence
-        turn.lead = str(event.lead or "") if turn.evidence is not None else ""
-        turn.generated = list(event.generated or [])
-        turn.notice = event.notice
-        turn.stopped = turn.stopped or event.cancelled
-        turn.message_id = event.message_id
+        turns.done(turn, event)
         self.sources_changed.emit(list(turn.sources))
         chat_id = event.chat_id
         if chat_id is not None and chat_id != self.chat_id:
@@ -494,11 +453,10 @@ class ChatPanel(QtWidgets.QWidget):
             self.chat_changed.emit(self.chat_id)
             self._refresh_title()
 
-    def _on_failed(self, message: str, known: bool) -> None:
+    def _on_failed(self, message: str, _known: bool) -> None:
         turn = self._pending_turn()
-        if turn is None:
-            return
-        turn.error = message  # a bug's message says "Internal error" and names the log
+        if turn is not None:
+            turns.failed(turn, message)
 
     def _on_request_finished(self) -> None:
         if self._request is not None:  # not a question of another panel sharing the worker
@@ -507,14 +465,13 @@ class ChatPanel(QtWidgets.QWidget):
     def _finish_turn(self, error: str = "") -> None:
         turn = self._pending_turn()
         if turn is not None and error:
-            turn.error = error
+            turns.failed(turn, error)
         self._finish_request()
 
     def _finish_request(self) -> None:
         turn = self._pending_turn()
         if turn is not None:
-            turn.pending = False
-            turn.status = ""
+            turns.finished(turn)
         self._request = None
         self._set_generating(False)
         if self.worker.model_state == FAILED:
