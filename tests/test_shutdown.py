@@ -113,3 +113,20 @@ def test_closing_during_an_ingest_ends_the_process_at_once(tmp_path, library, cl
     with library.connect() as conn:  # closing paused the documents: nothing was cancelled or failed
         statuses = {row[0] for row in conn.execute("SELECT status FROM documents").fetchall()}
     assert statuses <= {"queued", "extracting", "embedding", "ready"}, statuses
+
+
+def test_stopping_a_worker_that_will_not_stop_returns_and_keeps_it(qtbot):
+    """A loop stuck where no stop request reaches it (a fake: a wait on an event nobody sets, standing for
+    native code) does not hold up the window's close: stop gives up after its bound and keeps the thread."""
+    from localrag.gui.tasks import WorkerThread, task_manager
+
+    release = threading.Event()
+    thread = WorkerThread("stuck-loop", target=lambda: release.wait(60), request_stop=lambda: None)
+    thread.start()
+    started = time.monotonic()
+    assert not thread.stop(timeout_ms=300)
+    assert time.monotonic() - started < 5
+    assert "stuck-loop" in task_manager().stuck()
+    release.set()
+    assert thread.wait(10000)
+    assert "stuck-loop" not in task_manager().stuck()

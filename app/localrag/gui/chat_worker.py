@@ -24,7 +24,7 @@ from localrag.core.errors import describe
 from localrag.core.library import Library
 from localrag.core.progress import Cancelled, CancelToken
 from localrag.gui.qt import QObject, Signal
-from localrag.gui.tasks import WorkerThread
+from localrag.gui.tasks import STOP_WAIT_MS, WorkerThread
 
 log = logging.getLogger("localrag.gui.chat")
 
@@ -91,7 +91,7 @@ class ChatWorker(QObject):
             question.
         cancel_draft(): stop preparing (the text changed).
         cancel(): stop the answer in hand (Esc); the engine keeps and saves what was generated.
-        shutdown(timeout_ms=None) -> bool: cancel, end the thread and wait for it.
+        shutdown(timeout_ms) -> bool: cancel, end the thread and wait for it.
         model_state: ``"idle" | "loading" | "ready" | "failed"``; ``model_error`` says why it failed.
         busy: a question is queued or in hand.
         engine: the ``ChatEngine`` (built on the worker thread at warm-up).
@@ -221,7 +221,7 @@ class ChatWorker(QObject):
         if self._thread is not None:
             self._thread.request_stop()
 
-    def shutdown(self, timeout_ms: int | None = None) -> bool:
+    def shutdown(self, timeout_ms: int = STOP_WAIT_MS) -> bool:
         """Cancel the question in hand, end the thread and wait for it; True if it ended in time.
 
         Call it before the Library closes: a QThread destroyed while running aborts the process.

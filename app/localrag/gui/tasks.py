@@ -28,6 +28,9 @@ log = logging.getLogger("localrag.gui.tasks")
 
 T = TypeVar("T")
 
+# How long stopping waits for a worker thread before leaving it running to the end of the process.
+STOP_WAIT_MS = 30_000
+
 
 class _OpSignals(QObject):
     """Signals: ``done(object)`` the result, ``failed(str, bool)`` a message and whether the problem is known
@@ -182,7 +185,8 @@ class WorkerThread(QThread):
         self.setObjectName(name)
         self._target = target
         self._request_stop = request_stop
-        (manager or task_manager())._add_thread(self)
+        self._manager = manager or task_manager()
+        self._manager._add_thread(self)
 
     def run(self) -> None:
         try:
@@ -194,11 +198,16 @@ class WorkerThread(QThread):
         if self._request_stop is not None:
             self._request_stop()
 
-    def stop(self, timeout_ms: int | None = None) -> bool:
-        """Ask the loop to end and wait for it (``timeout_ms`` None: as long as it takes); True if it
-        ended."""
+    def stop(self, timeout_ms: int = STOP_WAIT_MS) -> bool:
+        """Ask the loop to end and wait for it up to ``timeout_ms``; True if it ended. A loop that does not
+        end in time (stuck in native code) is kept referenced to the end of the process, where destroying it
+        cannot abort the process, and the caller goes on."""
         self.request_stop()
-        return self.wait() if timeout_ms is None else self.wait(timeout_ms)
+        if self.wait(timeout_ms):
+            return True
+        log.error("worker thread %s did not stop; keeping it to the end of the process", self.objectName())
+        self._manager.keep(self)
+        return False
 
 
 class TaskManager(QObject):
@@ -245,7 +254,8 @@ class TaskManager(QObject):
     def keep(self, thread: WorkerThread) -> None:
         """Keep a thread that would not stop referenced until the process ends (destroying it would abort)."""
         thread.setParent(None)
-        self._kept.append(thread)
+        if not any(kept is thread for kept in self._kept):
+            self._kept.append(thread)
 
     def _closed_under(self, obj: QObject) -> bool:
         node: QObject | None = obj
@@ -270,10 +280,6 @@ class TaskManager(QObject):
             log.error("background operations still running at shutdown: %s", self.running())
         for thread in list(self._threads):
             if _exists(thread) and thread.isRunning() and not thread.stop(timeout_ms):
-                log.error(
-                    "worker thread %s did not stop; keeping it to the end of the process", thread.objectName()
-                )
-                self.keep(thread)
                 ok = False
         self._ops = {op for op in self._ops if not op.finished}
         return ok

@@ -19,7 +19,7 @@ from localrag.core.chat.engine import Checked, Done, EvidenceReady, Retrieved
 from localrag.core.library import Library
 from localrag.gui.chat_worker import FAILED, LOADING, AskRequest, ChatWorker, PromptView
 from localrag.gui.qt import QtCore, QtGui, QtWidgets, Signal
-from localrag.gui.tasks import Op
+from localrag.gui.tasks import STOP_WAIT_MS, Op
 from localrag.gui.views import turns
 from localrag.gui.views.sources import SourceRef, SourceViewer
 from localrag.gui.views.transcript import (
@@ -254,7 +254,7 @@ class ChatPanel(QtWidgets.QWidget):
         if held is not None:
             self._submit(held)
 
-    def shutdown(self, timeout_ms: int | None = None) -> bool:
+    def shutdown(self, timeout_ms: int = STOP_WAIT_MS) -> bool:
         """Stop generating and wait for the worker thread; True if it ended in time."""
         for viewer in list(self.viewers):
             viewer.close()
