@@ -37,7 +37,7 @@ from localrag.core.chat import spans as sp
 # How many of the best passages are read for sentences.
 PASSAGES = 5
 # At most this many sentences are scored by the embedding model (the best by the cheap features first).
-EMBED_CANDIDATES = 24
+EMBED_CANDIDATES = 16
 # Score weights (tuned on the answer benchmark's questions).
 W_SEMANTIC = 0.40
 W_LEXICAL = 0.25

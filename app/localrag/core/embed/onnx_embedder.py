@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -90,7 +91,9 @@ class OnnxEmbedder:
     def embed(self, texts: list[str], batch_size: int = 16) -> np.ndarray:
         """Vectors for ``texts`` in their order, shape (len(texts), dimension), float32, unit length.
 
-        Texts are embedded in batches of similar length so that padding costs little.
+        Texts are embedded in batches of similar length (at most ``batch_size``, the longest at most half
+        again as long as the shortest) so that padding costs little: a batch of short sentences and one long
+        one would pay for the long one in every row.
 
         Raises:
             ValueError: a text is longer than ``max_tokens``.
@@ -106,8 +109,7 @@ class OnnxEmbedder:
             )
         order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
         out: np.ndarray | None = None
-        for start in range(0, len(order), batch_size):
-            idx = order[start : start + batch_size]
+        for idx in _similar_lengths(order, [len(e.ids) for e in encodings], batch_size):
             vecs = self._run([encodings[i] for i in idx])
             if out is None:
                 out = np.empty((len(texts), vecs.shape[1]), dtype=np.float32)
@@ -149,3 +151,16 @@ def load_embedder(model_dir: str | Path | None = None, threads: int = 0) -> Onnx
         else model_files.default_embedding_files()
     )
     return OnnxEmbedder(files, threads=threads)
+
+
+def _similar_lengths(order: list[int], lengths: list[int], batch_size: int) -> Iterator[list[int]]:
+    """``order`` (indices sorted by length) cut into batches of at most ``batch_size`` whose longest text is
+    at most 1.5 times its shortest."""
+    batch: list[int] = []
+    for i in order:
+        if batch and (len(batch) == batch_size or lengths[i] > 1.5 * lengths[batch[0]]):
+            yield batch
+            batch = []
+        batch.append(i)
+    if batch:
+        yield batch
