@@ -562,6 +562,16 @@ class MainWindow(QtWidgets.QMainWindow):
     def eventFilter(self, obj: QtCore.QObject, event: QtCore.QEvent) -> bool:  # noqa: N802 (Qt override)
         kind = event.type()
         if (
+            kind == QtCore.QEvent.Type.ShortcutOverride
+            and isinstance(event, QtGui.QKeyEvent)
+            and self._is_window_key(event)
+            and isinstance(obj, QtWidgets.QWidget)
+            and self.isAncestorOf(obj)
+        ):
+            # A text field would take Ctrl+D as "delete" (X11's key binding); the window's menu gets it.
+            event.ignore()
+            return True
+        if (
             kind
             in (
                 QtCore.QEvent.Type.DragEnter,
@@ -574,6 +584,13 @@ class MainWindow(QtWidgets.QMainWindow):
         ):
             return self._drag_event(event)
         return super().eventFilter(obj, event)
+
+    def _is_window_key(self, event: QtGui.QKeyEvent) -> bool:
+        pressed = QtGui.QKeySequence(event.keyCombination())
+        return any(
+            pressed.matches(key) == QtGui.QKeySequence.SequenceMatch.ExactMatch
+            for key in self.dev_action.shortcuts()
+        )
 
     def _drag_event(self, event: QtCore.QEvent) -> bool:
         kind = event.type()

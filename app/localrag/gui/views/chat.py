@@ -21,6 +21,7 @@ from localrag.gui.chat_worker import FAILED, LOADING, AskRequest, ChatWorker, Pr
 from localrag.gui.qt import QtCore, QtGui, QtWidgets, Signal
 from localrag.gui.tasks import STOP_WAIT_MS, Op
 from localrag.gui.views import turns
+from localrag.gui.views.elided_label import ElidedLabel
 from localrag.gui.views.sources import SourceRef, SourceViewer
 from localrag.gui.views.transcript import (
     STREAM_MARK,
@@ -146,7 +147,7 @@ class ChatPanel(QtWidgets.QWidget):
     # -- layout --------------------------------------------------------------------------------------------
 
     def _build(self) -> None:
-        self.title_label = QtWidgets.QLabel("New chat", self)
+        self.title_label = ElidedLabel("New chat", self)
         self.title_label.setProperty("role", "heading")
         self.title_label.setAccessibleName("Chat title")
         self.scope_label = QtWidgets.QLabel("", self)

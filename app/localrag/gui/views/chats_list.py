@@ -106,7 +106,8 @@ class ChatsList(QtWidgets.QWidget):
         self.delete_button.setToolTip("Delete the selected chat")
         self.delete_button.clicked.connect(self._delete_current)
         self.delete_shortcut = QtGui.QShortcut(
-            QtGui.QKeySequence.StandardKey.Delete,
+            # The Delete key only: X11's "delete" binding also holds Ctrl+D, the developer pane's key.
+            QtGui.QKeySequence(QtCore.Qt.Key.Key_Delete),
             self.list,
             self._delete_current,
             context=QtCore.Qt.ShortcutContext.WidgetShortcut,

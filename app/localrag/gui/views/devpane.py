@@ -459,6 +459,8 @@ class DevPane(QtWidgets.QWidget):
         timings: dict[str, Any] = dict(_get(event, "timings") or {})
         names = {
             "retrieval_s": "retrieval",
+            "evidence_s": "evidence",
+            "evidence_at_s": "evidence shown at",
             "wait_s": "model wait",
             "prompt_s": "prompt eval",
             "ttft_s": "first token",
