@@ -326,9 +326,7 @@ def _choose_for_part(
         semantic = float(sims[i][j]) if sims else 0.0
         bonus = c.features.get("kind", 0.0) if part_kind == kind else 0.0
         return (
-            W_SEMANTIC * semantic
-            + W_LEXICAL * c.features[key]
-            + W_PASSAGE * c.features["passage"]
+            _weighted(semantic, c.features[key], c.features["passage"])
             + bonus
             + c.features.get("penalty", 0.0)
             + c.features.get("context", 0.0)
@@ -441,9 +439,12 @@ def _score(c: _Candidate, kind: str, asked: frozenset[str] = frozenset()) -> Non
     if len(c.terms) < 3:
         penalty += FRAGMENT_PENALTY
     f["penalty"] = -penalty
-    c.score = (
-        W_SEMANTIC * f["semantic"] + W_LEXICAL * f["lexical"] + W_PASSAGE * f["passage"] + f["kind"] - penalty
-    )
+    c.score = _weighted(f["semantic"], f["lexical"], f["passage"]) + f["kind"] - penalty
+
+
+def _weighted(semantic: float, lexical: float, passage: float) -> float:
+    """A sentence's score before its bonuses and penalties: meaning, shared words, and its passage's rank."""
+    return W_SEMANTIC * semantic + W_LEXICAL * lexical + W_PASSAGE * passage
 
 
 def _new(found: list[str], asked: frozenset[str]) -> bool:
