@@ -65,3 +65,33 @@ def test_stop_ends_both_loops_within_a_slice_of_the_batch_in_hand(embedder):
         batch.result(timeout=0)
     with pytest.raises(KnownError, match="stopped"):
         service.submit(["too late"]).result(timeout=0)
+
+
+def test_a_stopped_question_stops_waiting_for_the_embedding_service(library, embedder):
+    """The sentences of an answer wait for the embedding service; when the person stops the question, the wait
+    ends at once and nothing is computed for it (the service here has not started its loops yet: it is busy
+    elsewhere, as far as the question can tell)."""
+    from localrag.core.progress import Cancelled, CancelToken
+
+    service = EmbeddingService(lambda: embedder)
+    previous, library.embedding_service = library.embedding_service, service
+    cancel = CancelToken()
+    threads: list[threading.Thread] = []
+    try:
+        timer = threading.Timer(0.3, cancel.cancel)
+        timer.start()
+        started = time.monotonic()
+        with pytest.raises(Cancelled):
+            library.embed_texts(["a sentence nobody has embedded before: glaciers calve icebergs"], cancel)
+        assert time.monotonic() - started < 10
+        # Started now, the service skips the abandoned request and answers the next one.
+        threads += [threading.Thread(target=service.run), threading.Thread(target=service.serve_queries)]
+        for thread in threads:
+            thread.start()
+        vector = library.embed_texts(["where do icebergs come from?"])[0]
+        assert np.allclose(vector, embedder.embed(["where do icebergs come from?"])[0], atol=1e-5)
+    finally:
+        library.embedding_service = previous
+        service.stop()
+        for thread in threads:
+            thread.join(timeout=60)

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import OrderedDict
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -17,7 +20,8 @@ import psycopg
 from localrag.core import paths
 from localrag.core.config import Settings
 from localrag.core.embed.onnx_embedder import OnnxEmbedder, load_embedder
-from localrag.core.errors import StoreUnavailable
+from localrag.core.errors import KnownError, StoreUnavailable
+from localrag.core.progress import Cancelled, CancelToken
 from localrag.core.store import db, models
 from localrag.core.store.migrate import Migrator
 from localrag.core.store.server import EmbeddedServer
@@ -28,6 +32,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("localrag.library")
 
 QUERY_CACHE_SIZE = 4096
+# How long a question waits for the embedding service before giving up with a clear message.
+EMBED_WAIT_S = 60.0
 
 
 class Library:
@@ -143,9 +149,14 @@ class Library:
         ingestion batches) when one runs, else from the model directly."""
         return self.embed_texts([text])[0]
 
-    def embed_texts(self, texts: list[str]) -> np.ndarray:
+    def embed_texts(self, texts: list[str], cancel: CancelToken | None = None) -> np.ndarray:
         """The vectors of a few short texts asked for now (a question's candidate sentences), in one batch
-        ahead of queued ingestion batches; cached like queries, so the same sentence is embedded once."""
+        ahead of queued ingestion batches; cached like queries, so the same sentence is embedded once.
+
+        Raises:
+            Cancelled: ``cancel`` was set while the embedding service was busy with them.
+            KnownError: the embedding service did not answer within ``EMBED_WAIT_S``.
+        """
         name = self.embedder.name
         vectors: dict[str, np.ndarray] = {}
         with self._state_lock:
@@ -160,7 +171,7 @@ class Library:
             if service is not None:
                 from localrag.core.embed.service import QUERY
 
-                fresh = service.submit(missing, QUERY).result(60.0)
+                fresh = _wait(service.submit(missing, QUERY), cancel)
             else:
                 fresh = self.embedder.embed(missing, batch_size=32)
             with self._state_lock:
@@ -182,3 +193,20 @@ class Library:
             self._embedder = None
             self._generation += 1
             self._load_lock = threading.Lock()
+
+
+def _wait(future: Future, cancel: CancelToken | None) -> np.ndarray:
+    """The service's answer, waited for in short slices so that ``cancel`` is seen at once."""
+    deadline = time.monotonic() + EMBED_WAIT_S
+    while True:
+        try:
+            return future.result(timeout=0.05)
+        except FutureTimeout:
+            if cancel is not None and cancel.cancelled:
+                future.cancel()
+                raise Cancelled() from None
+            if time.monotonic() > deadline:
+                future.cancel()
+                raise KnownError(
+                    f"The embedding model did not answer within {EMBED_WAIT_S:.0f} s; it may be overloaded."
+                ) from None

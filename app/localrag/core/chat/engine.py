@@ -653,7 +653,7 @@ class _Run:
         )
 
     def _embed(self, texts: list[str]) -> np.ndarray:
-        return self.library.embed_texts(texts)
+        return self.library.embed_texts(texts, cancel=self.cancel)
 
     def _find_evidence(self, sources: list[Result], query: str, results: list[Result]) -> None:
         """The sentences that answer ``query`` (the question, with the one before for a follow-up)."""
