@@ -60,6 +60,17 @@ def test_an_invented_number_is_not_supported(checker):
     assert not c.supported and "9" in c.missing
 
 
+def test_numbers_in_words_are_checked_like_digits(checker):
+    """The sources say "six hours" and "twice a week": "6 hours" and "two times" are the same numbers, "nine
+    hours" and "three times" are not, even with every other word matching."""
+    same = checker.check("Tomatoes need at least 6 hours of direct sunlight every day.")
+    assert same.supported and same.missing == []
+    assert checker.check("Water tomatoes deeply two times a week.").missing == []
+    wrong = checker.check("Tomatoes need at least nine hours of direct sunlight every day.")
+    assert not wrong.supported and wrong.missing == ["nine"]
+    assert checker.check("Water tomatoes deeply three times a week.").missing == ["three"]
+
+
 def test_a_sentence_about_something_else_is_not_supported(checker):
     c = checker.check("The Eiffel Tower was completed in Paris for the World Fair.")
     assert not c.supported

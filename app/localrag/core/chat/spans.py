@@ -206,6 +206,48 @@ def numbers(text: str) -> list[str]:
     return out
 
 
+_UNITS = (
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen".split()
+)
+_TEENS_AND_TENS = {"sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19, "twenty": 20, "thirty": 30}
+_TENS = {"forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90}
+NUMBER_WORDS: dict[str, int] = {
+    **{w: i for i, w in enumerate(_UNITS)},
+    **_TEENS_AND_TENS,
+    **_TENS,
+    "hundred": 100,
+    "thousand": 1000,
+    "million": 1_000_000,
+    "billion": 1_000_000_000,
+    "once": 1,
+    "twice": 2,
+    "thrice": 3,
+}
+_NUMBER_WORD = re.compile(
+    r"\b(?:("
+    + "|".join(sorted({**_TEENS_AND_TENS, **_TENS}, key=len, reverse=True))
+    + r")-("
+    + "|".join(_UNITS[1:10])
+    + r")|("
+    + "|".join(sorted(NUMBER_WORDS, key=len, reverse=True))
+    + r"))\b",
+    re.IGNORECASE,
+)
+
+
+def number_words(text: str) -> list[tuple[str, str]]:
+    """Numbers written as words in ``text`` ("two", "twenty-four", "twice"), each as (the word, its value in
+    digits as ``numbers`` writes it), so that "two" and "2" are the same number."""
+    out = []
+    for m in _NUMBER_WORD.finditer(text):
+        if m.group(1):
+            value = NUMBER_WORDS[m.group(1).lower()] + NUMBER_WORDS[m.group(2).lower()]
+        else:
+            value = NUMBER_WORDS[m.group(3).lower()]
+        out.append((m.group(0), str(value)))
+    return out
+
+
 def identifiers(text: str) -> list[str]:
     """Identifiers written in ``text``: names of variables, functions, options, files and commands."""
     found = []

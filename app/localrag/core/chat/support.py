@@ -123,7 +123,7 @@ class SupportChecker:
                         )
                     )
         everything = "\n".join(texts)
-        self._numbers = set(sp.numbers(everything))
+        self._numbers = set(sp.numbers(everything)) | {value for _, value in sp.number_words(everything)}
         self._text = sp.flat(everything).lower()
         self._words = {w.lower() for w in sp.words(everything)}
 
@@ -161,8 +161,15 @@ class SupportChecker:
         )
 
     def _missing(self, text: str) -> list[str]:
-        """The numbers and identifiers of ``text`` that no source writes."""
+        """The numbers (in digits or words) and identifiers of ``text`` that no source writes."""
         out = [n for n in sp.numbers(text) if n not in self._numbers]
+        # A number in words counts too ("three" where the sources say "two"); "one" and "once" are mostly not
+        # numbers ("one of the options") and are left to the words.
+        out += [
+            word
+            for word, value in sp.number_words(text)
+            if value not in self._numbers and word.lower() not in ("one", "once")
+        ]
         for ident in sp.identifiers(text):
             low = ident.lower()
             if low not in self._text and low.strip("()") not in self._words:

@@ -168,10 +168,10 @@ class DocumentsPanel(QtWidgets.QWidget):
         head = self.table.horizontalHeader()
         head.setSectionResizeMode(DocumentsModel.TITLE, QtWidgets.QHeaderView.ResizeMode.Stretch)
         for col, width in (
-            (DocumentsModel.TYPE, 56),
+            (DocumentsModel.TYPE, 84),
             (DocumentsModel.PAGES, 52),
             (DocumentsModel.CHUNKS, 58),
-            (DocumentsModel.STATUS, 120),
+            (DocumentsModel.STATUS, 112),
         ):
             head.setSectionResizeMode(col, QtWidgets.QHeaderView.ResizeMode.Interactive)
             self.table.setColumnWidth(col, width)
