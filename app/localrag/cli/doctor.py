@@ -18,6 +18,7 @@ class Check:
     ok: bool
     detail: str
     info: dict[str, object] = field(default_factory=dict)
+    needed: bool = True  # False: only some uses need it (the window), so a failure is a warning
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -36,7 +37,28 @@ def run_checks() -> list[Check]:
     checks.append(_version_check("onnxruntime", "onnxruntime"))
     checks.append(_embedding_check(settings))
     checks.append(_llm_check(settings))
+    checks.append(_window_libraries_check())
     return checks
+
+
+def _window_libraries_check() -> Check:
+    from localrag.gui import system_libs
+
+    if not sys.platform.startswith("linux"):
+        return Check("window libraries", True, "not needed on this system")
+    plugin = system_libs.xcb_plugin()
+    if plugin is None:
+        return Check("window libraries", False, "PySide6's X11 plugin is not installed", needed=False)
+    missing = system_libs.missing_for_window()
+    if missing is None:
+        return Check("window libraries", True, "everything Qt's X11 plugin needs is installed")
+    return Check(
+        "window libraries",
+        False,
+        "the window cannot open; missing " + ", ".join(missing.libraries),
+        {"apt-get install": " ".join(missing.debian), "dnf install": " ".join(missing.fedora)},
+        needed=False,
+    )
 
 
 def _version_check(name: str, module: str) -> Check:
@@ -105,13 +127,14 @@ def _llm_check(settings) -> Check:
 
 def run(args: argparse.Namespace) -> int:
     checks = run_checks()
-    healthy = all(c.ok for c in checks)
+    healthy = all(c.ok or not c.needed for c in checks)
     if args.json:
         print(json.dumps({"ok": healthy, "checks": [asdict(c) for c in checks]}, indent=2))
     else:
         width = max(len(c.name) for c in checks)
         for c in checks:
-            print(f"{'OK ' if c.ok else 'ERR'} {c.name:<{width}}  {c.detail}")
+            mark = "OK " if c.ok else "ERR" if c.needed else "WRN"
+            print(f"{mark} {c.name:<{width}}  {c.detail}")
             for key, value in c.info.items():
                 print(f"    {'':<{width}}  {key}: {value}")
     return 0 if healthy else 1

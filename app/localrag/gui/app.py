@@ -33,6 +33,14 @@ def create_app(argv: list[str]) -> object:
 
 
 def run_gui(argv: list[str]) -> int:
+    from localrag.gui import system_libs
+
+    if system_libs.uses_x11():
+        missing = system_libs.missing_for_window()
+        if missing is not None:  # Qt would abort with no names
+            print(missing.message(), file=sys.stderr)
+            return 1
+
     from localrag.gui.views.settings import apply_data_folder_choice
 
     app = create_app(argv)
