@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from fixtures_docs import empty_store
+from fixtures_chat import index
 from localrag.core.chat import history
 from localrag.core.chat.citations import check_citations
 from localrag.core.chat.engine import (
@@ -56,19 +56,10 @@ DOCS = {
 @pytest.fixture(scope="module")
 def corpus(library, tmp_path_factory):
     """The three documents above, ingested through the real pipeline into an emptied store."""
-    from localrag.core.ingest.pipeline import Ingestor
-
-    empty_store(library)
     folder = tmp_path_factory.mktemp("chatdocs")
     for name, text in DOCS.items():
         (folder / name).write_text(text, encoding="utf-8")
-    ingestor = Ingestor(library)
-    try:
-        ingestor.enqueue([folder])
-        summary = ingestor.run()
-    finally:
-        ingestor.close()
-    assert summary.ready == len(DOCS)
+    index(library, [folder], ready=len(DOCS))
     return library
 
 

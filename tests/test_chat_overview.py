@@ -10,7 +10,8 @@ import re
 import numpy as np
 import pytest
 
-from fixtures_docs import empty_store, write_pdf
+from fixtures_chat import index
+from fixtures_docs import write_pdf
 from localrag.core.chat import overview
 from localrag.core.chat.overview import detect, section_keys
 
@@ -90,9 +91,6 @@ NOTES = (
 def corpus(library, tmp_path_factory):
     """Three documents through the real pipeline into an emptied store: a Markdown handbook with three
     sections, a four-page PDF manual with an outline, and plain notes. "zeppelin" is in the first two only."""
-    from localrag.core.ingest.pipeline import Ingestor
-
-    empty_store(library)
     folder = tmp_path_factory.mktemp("overview")
     (folder / "gardening-handbook.md").write_text(_handbook(), encoding="utf-8")
     write_pdf(
@@ -102,13 +100,7 @@ def corpus(library, tmp_path_factory):
         outline=[("Introduction", 0, None), ("Installing", 1, None), ("Troubleshooting", 3, None)],
     )
     (folder / "meeting-notes.txt").write_text(NOTES, encoding="utf-8")
-    ingestor = Ingestor(library)
-    try:
-        ingestor.enqueue([folder])
-        summary = ingestor.run()
-    finally:
-        ingestor.close()
-    assert summary.ready == 3
+    index(library, [folder], ready=3)
     return library
 
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from fixtures_docs import empty_store, write_pdf
+from fixtures_chat import index
+from fixtures_docs import write_pdf
 from localrag.core.chat.engine import ChatEngine, EvidenceReady
 from localrag.core.chat.pages import WholePassage, clean_page, page_texts, widen
 from localrag.core.retrieve.results import Result
@@ -115,16 +116,9 @@ MANUAL = [
 
 @pytest.fixture(scope="module")
 def manual(library, tmp_path_factory):
-    from localrag.core.ingest.pipeline import Ingestor
-
-    empty_store(library)
-    path = write_pdf(tmp_path_factory.mktemp("pages") / "widget.pdf", MANUAL, title="Widget Manual")
-    ingestor = Ingestor(library)
-    try:
-        ingestor.enqueue([path])
-        assert ingestor.run().ready == 1
-    finally:
-        ingestor.close()
+    index(
+        library, [write_pdf(tmp_path_factory.mktemp("pages") / "widget.pdf", MANUAL, title="Widget Manual")]
+    )
     return library
 
 

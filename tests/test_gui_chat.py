@@ -11,7 +11,7 @@ import threading
 
 import pytest
 
-from fixtures_docs import empty_store
+from fixtures_chat import FAST, changed_settings, chat_panel, index, warmed_worker
 
 pytestmark = pytest.mark.gui
 
@@ -36,77 +36,29 @@ The loaves bake for fifty minutes at 230 degrees.
 @pytest.fixture(scope="module")
 def docs(library, tmp_path_factory):
     """Two small indexed documents."""
-    from localrag.core.ingest.pipeline import Ingestor
-
     folder = tmp_path_factory.mktemp("chat-docs")
     (folder / "lighthouse.md").write_text(MANUAL, encoding="utf-8")
     (folder / "bakery.md").write_text(RECIPES, encoding="utf-8")
-    empty_store(library)
-    ingestor = Ingestor(library)
-    try:
-        ingestor.enqueue([folder / "lighthouse.md", folder / "bakery.md"])
-        summary = ingestor.run()
-    finally:
-        ingestor.close()
-    assert summary.ready == 2, summary
+    index(library, [folder / "lighthouse.md", folder / "bakery.md"])
     return folder
 
 
 @pytest.fixture(scope="module")
 def short(library):
-    """Short answers and a small context: the real model, fast."""
-    settings = library.settings
-    fast = {
-        "max_tokens": 24,
-        "context_tokens": 300,
-        "fast_llm_copy": False,  # no one-time conversion of the model in a fresh data folder
-        # One thread: llama.cpp's threads spin at their barriers, and on a busy machine (other test processes)
-        # two of them slow generation down many times over.
-        "threads": 1,
-        # What leads is fixed here; the tests that need the model's own words ask for them.
-        "answer_lead": "auto",
-        "reword": False,
-    }
-    saved = {name: getattr(settings, name) for name in fast}
-    for name, value in fast.items():
-        setattr(settings, name, value)
-    yield library
-    for name, value in saved.items():
-        setattr(settings, name, value)
+    """Short answers; what leads is fixed here (the tests that need the model's own words ask for them)."""
+    with changed_settings(library, **FAST, max_tokens=24, reword=False) as lib:
+        yield lib
 
 
 @pytest.fixture(scope="module")
 def worker(qapp, short, docs):
     """One warmed generation worker shared by the panels of this module (as the window shares one)."""
-    from localrag.gui.chat_worker import READY, ChatWorker
-    from localrag.gui.qt import QtCore
-
-    w = ChatWorker(short)
-    loop = QtCore.QEventLoop()
-    w.model_ready.connect(loop.quit)
-    w.model_failed.connect(loop.quit)
-    QtCore.QTimer.singleShot(60000, loop.quit)
-    w.warm_up()
-    loop.exec()
-    assert w.model_state == READY, w.model_error
-    yield w
-    assert w.shutdown(60000)
+    yield from warmed_worker(short)
 
 
 @pytest.fixture()
 def panel(qtbot, short, worker):
-    from localrag.gui.views.chat import ChatPanel
-
-    p = ChatPanel(short, worker=worker)
-    qtbot.addWidget(p)
-    p.resize(820, 700)
-    p.show()
-    p.warm_up()
-    yield p
-    p.shutdown()
-    if worker.busy:  # a test that ended mid-answer: let the shared worker finish before the next one
-        with qtbot.waitSignal(worker.request_finished, timeout=60000):
-            worker.cancel()
+    yield from chat_panel(qtbot, short, worker)
 
 
 def _ask(qtbot, panel, question, timeout=60000):

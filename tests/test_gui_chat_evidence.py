@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from fixtures_docs import empty_store
+from fixtures_chat import FAST, changed_settings, chat_panel, index, warmed_worker
 from test_gui_chat_sources import PAGE_ONE, PAGE_TWO, write_pdf
 
 pytestmark = pytest.mark.gui
@@ -34,73 +34,28 @@ SCREENS = "How often are the turbine intake screens cleaned?"
 @pytest.fixture(scope="module")
 def docs(library, tmp_path_factory):
     """A two-page PDF and a Markdown manual, indexed."""
-    from localrag.core.ingest.pipeline import Ingestor
-
     folder = tmp_path_factory.mktemp("evidence-docs")
     pdf = write_pdf(folder / "tidal.pdf", [PAGE_ONE, PAGE_TWO])
     (folder / "lighthouse.md").write_text(MANUAL, encoding="utf-8")
-    empty_store(library)
-    ingestor = Ingestor(library)
-    try:
-        ingestor.enqueue([pdf, folder / "lighthouse.md"])
-        summary = ingestor.run()
-    finally:
-        ingestor.close()
-    assert summary.ready == 2, summary
+    index(library, [pdf, folder / "lighthouse.md"])
     return folder
 
 
 @pytest.fixture(scope="module")
 def short(library):
-    """Short answers and a small context: the real model, fast (see ``test_gui_chat``)."""
-    settings = library.settings
-    fast = {
-        "max_tokens": 32,
-        "context_tokens": 300,
-        "fast_llm_copy": False,
-        "threads": 1,
-        "answer_lead": "auto",
-        "reword": True,
-    }
-    saved = {name: getattr(settings, name) for name in fast}
-    for name, value in fast.items():
-        setattr(settings, name, value)
-    yield library
-    for name, value in saved.items():
-        setattr(settings, name, value)
+    """Short answers and a small context: the real model, fast."""
+    with changed_settings(library, **FAST, max_tokens=32, reword=True) as lib:
+        yield lib
 
 
 @pytest.fixture(scope="module")
 def worker(qapp, short, docs):
-    from localrag.gui.chat_worker import READY, ChatWorker
-    from localrag.gui.qt import QtCore
-
-    w = ChatWorker(short)
-    loop = QtCore.QEventLoop()
-    w.model_ready.connect(loop.quit)
-    w.model_failed.connect(loop.quit)
-    QtCore.QTimer.singleShot(60000, loop.quit)
-    w.warm_up()
-    loop.exec()
-    assert w.model_state == READY, w.model_error
-    yield w
-    assert w.shutdown(60000)
+    yield from warmed_worker(short)
 
 
 @pytest.fixture()
 def panel(qtbot, short, worker):
-    from localrag.gui.views.chat import ChatPanel
-
-    p = ChatPanel(short, worker=worker)
-    qtbot.addWidget(p)
-    p.resize(820, 700)
-    p.show()
-    p.warm_up()
-    yield p
-    p.shutdown()
-    if worker.busy:
-        with qtbot.waitSignal(worker.request_finished, timeout=60000):
-            worker.cancel()
+    yield from chat_panel(qtbot, short, worker)
 
 
 def _ask(qtbot, panel, question):

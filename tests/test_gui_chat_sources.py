@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from fixtures_docs import empty_store
+from fixtures_chat import index
 
 pytestmark = pytest.mark.gui
 
@@ -66,20 +66,11 @@ def write_pdf(path: Path, pages: list[list[str]]) -> Path:
 @pytest.fixture(scope="module")
 def docs(library, tmp_path_factory):
     """A two-page PDF and a Markdown file, indexed."""
-    from localrag.core.ingest.pipeline import Ingestor
-
     folder = tmp_path_factory.mktemp("viewer-docs")
     pdf = write_pdf(folder / "tidal.pdf", [PAGE_ONE, PAGE_TWO])
     md = folder / "harbour.md"
     md.write_text(NOTES, encoding="utf-8")
-    empty_store(library)
-    ingestor = Ingestor(library)
-    try:
-        ingestor.enqueue([pdf, md])
-        summary = ingestor.run()
-    finally:
-        ingestor.close()
-    assert summary.ready == 2, summary
+    index(library, [pdf, md])
     return {"pdf": pdf, "md": md}
 
 
