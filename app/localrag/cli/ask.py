@@ -154,15 +154,6 @@ def _load_quietly(provider: Any) -> None:
         provider.load()
 
 
-def _where(s: Any) -> str:
-    where = s.title or s.file_name
-    if s.doc_type == "pdf" or s.page_number > 1:
-        where += f", p. {s.page_number}"
-    if s.heading_path and s.heading_path != s.title:
-        where += f" — {s.heading_path}"
-    return where
-
-
 def _print_sources(event: Any) -> None:
     if event.notice:
         print(f"\nNote: {event.notice}")
@@ -178,7 +169,7 @@ def _print_sources(event: Any) -> None:
                 else ("" if s.cited or not event.citations.cited else "  (not cited)")
             )
             score = f" · score {s.score:.2f}" if s.score is not None else ""
-            print(f"[{s.number}] {_where(s)}{score}{mark}")
+            print(f"[{s.number}] {s.where()}{score}{mark}")
             print(f"    {s.path}")
     t = event.timings
     parts = []
@@ -199,4 +190,4 @@ def _print_retrieved(sources: list[dict[str, Any]]) -> None:
 
     for s in sources:
         source = Source.from_dict(s)
-        print(f"[{source.number}] {_where(source)}\n    {source.path}")
+        print(f"[{source.number}] {source.where()}\n    {source.path}")
