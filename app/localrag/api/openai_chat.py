@@ -3,8 +3,8 @@
 The last ``user`` message is the question; the earlier ``user`` and ``assistant`` messages are the
 conversation it follows (a follow-up is searched with the question before it); ``system`` messages are
 ignored (the library has its own instructions). The answer is what ``ask`` gives, its ``[n]`` citations
-included, with the sources listed under it (``Sources:`` then ``[n] title, p. N — path``), so that any
-OpenAI client shows them; ``sources`` and ``citations`` are also given as fields of their own. With
+included, with the sources it cites listed under it (``Sources:`` then ``[n] title, p. N — path``), so that
+any OpenAI client shows them; ``sources`` and ``citations`` are also given as fields of their own. With
 ``"stream": true`` the answer streams as ``chat.completion.chunk`` events and ends with ``data: [DONE]``.
 ``model``, ``temperature`` and the like are accepted and ignored: the library answers with its own model and
 settings.
@@ -87,10 +87,11 @@ def _content(content: Any, i: int) -> str:
 
 
 def sources_block(sources: list[Source]) -> str:
-    """The sources as listed under the answer."""
-    if not sources:
+    """The sources as listed under the answer: those it cites or quotes (all of them when it cites none)."""
+    listed = [s for s in sources if s.cited or s.quoted] or sources
+    if not listed:
         return ""
-    lines = [f"[{s.number}] {s.where()} — {s.path}" for s in sources]
+    lines = [f"[{s.number}] {s.where()} — {s.path}" for s in listed]
     return "\n\nSources:\n" + "\n".join(lines)
 
 
