@@ -10,7 +10,14 @@ import pytest
 
 from fixtures_docs import empty_store
 from localrag.core.chat.answer_text import AnswerText
-from localrag.core.chat.engine import MODEL, REWORD_LABEL, ChatEngine, Done, EvidenceReady
+from localrag.core.chat.engine import (
+    FROM_SOURCES_LABEL,
+    MODEL,
+    REWORD_LABEL,
+    ChatEngine,
+    Done,
+    EvidenceReady,
+)
 from localrag.core.chat.llm import load_llm
 from localrag.core.config import Settings
 
@@ -91,7 +98,8 @@ def test_the_pieces_add_up_to_the_answer(engine, settings, question, options):
     if settings.get("reword"):  # the checked rewording follows the quotes as it is written
         assert REWORD_LABEL in before_done(pieces)
     if settings.get("answer_lead") == MODEL:  # the model's checked sentences, then the quotes at the end
-        assert done.lead == MODEL and before_done(pieces) and not before_done(pieces).endswith("[1]")
+        assert done.lead == MODEL and before_done(pieces)
+        assert FROM_SOURCES_LABEL in done.answer and FROM_SOURCES_LABEL not in before_done(pieces)
     if not options.get("grounded", True):  # the model's own words, token by token
         assert len([p for p in pieces[: pieces.index("<done>")] if p]) > 1
 
