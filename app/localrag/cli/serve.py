@@ -25,10 +25,10 @@ def run(args: argparse.Namespace) -> int:
     from localrag.api.answers import AnswerWorker
     from localrag.api.app import ApiContext, create_app
     from localrag.api.indexing import Indexing
-    from localrag.cli.embedding import embedding_service
     from localrag.core import paths
     from localrag.core.chat.engine import ChatEngine
     from localrag.core.chat.llm import LLMProvider
+    from localrag.core.embed.service import embedding_service
     from localrag.core.library import Library
 
     if not 0 <= args.port <= 65535:
