@@ -109,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
         with_ingest=not args.no_ingest,
         ingest_queries=args.ingest_queries,
         cache_dir=cache,
-        progress=_progress,
+        progress=print_progress,
         query_lane=not args.no_query_lane,
         ef_search=args.ef_search,
         store=args.store,
@@ -704,7 +704,7 @@ def _write_doc(conn: Any, doc: int, batch: Sequence[beir.ChunkRow], vectors: np.
         conn.execute("UPDATE documents SET status = 'ready', indexed_at = now() WHERE id = %s", (doc_id,))
 
 
-def _progress(p: Progress) -> None:
+def print_progress(p: Progress) -> None:
     if p.total:
         print(
             f"\r{p.label}: {p.done}/{p.total} {p.unit}",
