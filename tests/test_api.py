@@ -139,6 +139,16 @@ def test_it_listens_on_loopback_only(api):
     assert r.status_code == 403 and "127.0.0.1" in r.json()["error"]
 
 
+def test_a_small_answer_is_not_held_back(api):
+    """Responses go out at once (no Nagle), not after the client's delayed ACK (40 ms on Linux)."""
+    times = []
+    for _ in range(21):
+        started = time.perf_counter()
+        assert api.client.get("/v1/status").status_code == 200
+        times.append(time.perf_counter() - started)
+    assert sorted(times)[10] < 0.02, times
+
+
 def test_documents_show_status_and_can_be_removed(api, docs, tmp_path):
     install = docs["Installing Local RAG"]
     assert install["progress"] == 1.0 and install["chunks_embedded"] == install["chunks_total"] > 0
