@@ -67,6 +67,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from localrag.core.chat.answer_json import AnswerJson
     from localrag.core.chat.engine import (
         MODEL,
         ChatEngine,
@@ -74,7 +75,6 @@ def run(args: argparse.Namespace) -> int:
         Done,
         EvidenceReady,
         Failed,
-        Retrieved,
         Searching,
         Token,
         WarmingUp,
@@ -98,8 +98,7 @@ def run(args: argparse.Namespace) -> int:
         if not args.json:
             print(f"local-rag: {exc.message}", file=sys.stderr)
     engine = ChatEngine(library, provider)
-    out: dict[str, Any] = {"question": args.question, "grounded": args.grounded, "strict": args.strict}
-    code = 0
+    record = AnswerJson(args.question, grounded=args.grounded, strict=args.strict, started=started)
     streamed = False
     lead = ""
     try:
@@ -112,48 +111,39 @@ def run(args: argparse.Namespace) -> int:
             max_tokens=args.max_tokens,
             persist=bool(args.chat or args.save),
         ):
+            record.add(event)
+            if args.json:
+                continue
             if isinstance(event, EvidenceReady):
                 lead = event.lead
-                if not args.json:
-                    print(event.text, flush=True)
-                    if lead != MODEL:
-                        streamed = False
+                print(event.text, flush=True)
+                if lead != MODEL:
+                    streamed = False
             elif isinstance(event, Token):
-                if not args.json and (lead == MODEL or not out.get("sources")):
+                if lead == MODEL or not record.out.get("sources"):
                     sys.stdout.write(event.text)
                     sys.stdout.flush()
                     streamed = True
             elif isinstance(event, Checked):
-                if not args.json and lead != MODEL and event.shown:
+                if lead != MODEL and event.shown:
                     print(f"  {event.sentence.shown()}", flush=True)
-            elif isinstance(event, Searching | WarmingUp) and not args.json:
+            elif isinstance(event, Searching | WarmingUp):
                 label = "Searching your documents…" if isinstance(event, Searching) else "Warming up…"
                 print(label, file=sys.stderr, flush=True)
-            elif isinstance(event, Retrieved):
-                out["sources"] = [s.to_dict() for s in event.sources]
-                if event.notice:
-                    out["notice"] = event.notice
             elif isinstance(event, Done):
-                out.update(_done(event))
-                if not args.json:
-                    if streamed:
-                        print()
-                    _print_sources(event)
+                if streamed:
+                    print()
+                _print_sources(event)
             elif isinstance(event, Failed):
-                out["error"] = event.message
-                code = 1
-                if not args.json:
-                    print(f"local-rag: {event.message}", file=sys.stderr)
-                    _print_retrieved(out.get("sources", []))
+                print(f"local-rag: {event.message}", file=sys.stderr)
+                _print_retrieved(record.out.get("sources", []))
     finally:
         loading.join()
         library.close()
-    out.setdefault("timings", {})["wall_s"] = round(time.monotonic() - started, 3)
-    out["model"] = provider.state.model
-    out["load_s"] = round(provider.state.load_s, 3)
+    out = record.finish(provider)
     if args.json:
         print(json.dumps(out, ensure_ascii=False, indent=2))
-    return code
+    return 1 if record.failed else 0
 
 
 def _load_quietly(provider: Any) -> None:
@@ -162,21 +152,6 @@ def _load_quietly(provider: Any) -> None:
 
     with contextlib.suppress(ModelMissing):
         provider.load()
-
-
-def _done(event: Any) -> dict[str, Any]:
-    out = event.to_json()
-    out.pop("parts", None)
-    return out
-
-
-def _where(s: Any) -> str:
-    where = s.title or s.file_name
-    if s.doc_type == "pdf" or s.page_number > 1:
-        where += f", p. {s.page_number}"
-    if s.heading_path and s.heading_path != s.title:
-        where += f" — {s.heading_path}"
-    return where
 
 
 def _print_sources(event: Any) -> None:
@@ -194,7 +169,7 @@ def _print_sources(event: Any) -> None:
                 else ("" if s.cited or not event.citations.cited else "  (not cited)")
             )
             score = f" · score {s.score:.2f}" if s.score is not None else ""
-            print(f"[{s.number}] {_where(s)}{score}{mark}")
+            print(f"[{s.number}] {s.where()}{score}{mark}")
             print(f"    {s.path}")
     t = event.timings
     parts = []
@@ -215,4 +190,4 @@ def _print_retrieved(sources: list[dict[str, Any]]) -> None:
 
     for s in sources:
         source = Source.from_dict(s)
-        print(f"[{source.number}] {_where(source)}\n    {source.path}")
+        print(f"[{source.number}] {source.where()}\n    {source.path}")

@@ -9,7 +9,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from localrag.cli.embedding import embedding_service
+from localrag.core.embed.service import embedding_service
 from localrag.core.ingest.pipeline import IngestEvent, Ingestor, IngestSummary
 from localrag.core.library import Library
 

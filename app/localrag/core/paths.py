@@ -70,3 +70,8 @@ def log_file() -> Path:
 
 def settings_file() -> Path:
     return data_dir() / "settings.json"
+
+
+def api_token_file() -> Path:
+    """The secret every request to ``local-rag serve`` must carry (created 0600 by the server)."""
+    return data_dir() / "api.token"

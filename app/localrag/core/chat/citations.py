@@ -98,6 +98,15 @@ class Source:
     def file_name(self) -> str:
         return self.path.replace("\\", "/").rsplit("/", 1)[-1] or self.title
 
+    def where(self) -> str:
+        """Its title (or file name), page and heading, as a sources list shows them."""
+        where = self.title or self.file_name
+        if self.doc_type == "pdf" or self.page_number > 1:
+            where += f", p. {self.page_number}"
+        if self.heading_path and self.heading_path != self.title:
+            where += f" — {self.heading_path}"
+        return where
+
 
 @dataclass
 class CitationMark:

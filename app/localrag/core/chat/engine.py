@@ -314,6 +314,7 @@ class ChatEngine:
         cancel: CancelToken | None = None,
         max_tokens: int | None = None,
         persist: bool = True,
+        history: Sequence[Turn] | None = None,
     ) -> Iterator[ChatEvent]:
         """Answer ``question`` in chat ``chat_id`` (``None``: a new chat, created when the answer is saved).
 
@@ -324,6 +325,8 @@ class ChatEngine:
             cancel: Esc; ends the events with ``Done(cancelled=True)``.
             max_tokens: the answer's length limit (default ``Settings.max_tokens``).
             persist: save the question and answer (the CLI passes False unless asked to keep them).
+            history: the earlier turns of a conversation kept by the caller (an API client's messages), used
+                instead of a stored chat's when ``chat_id`` is ``None``.
         """
         run = _Run(
             self,
@@ -337,6 +340,8 @@ class ChatEngine:
             max_tokens or self.settings.max_tokens,
             persist,
         )
+        if history is not None:
+            run.given_history = list(history)
         try:
             yield from run.events()
         except Cancelled:
@@ -468,6 +473,7 @@ class _Run:
         self.answer = ""
         self.prompt: Prompt | None = None
         self.history: list[Turn] = []
+        self.given_history: list[Turn] | None = None
         self.earlier: list[str] = []
         self.store_ok = True
         self.sources_used: list[Result] = []
@@ -767,6 +773,9 @@ class _Run:
 
     def _load_history(self) -> None:
         if self.chat_id is None:
+            if self.given_history:
+                self.history = self.given_history[-HISTORY_MESSAGES:]
+                self.earlier = [t.content for t in self.history if t.role == "user"][-2:]
             return
         try:
             with self.library.connect() as conn:

@@ -1,25 +1,28 @@
 """One embedding worker for the whole process: it owns the model and serves queries ahead of ingestion.
 
 ``EmbeddingService`` starts no thread. Its host runs two blocking loops on threads it owns (the GUI on its
-``WorkerThread``s, the command line on plain threads it joins): ``run``, which loads the model and embeds
-ingestion batches, and ``serve_queries``, the query lane: a second session of the same model with one thread,
-so a question asked during a long ingest is embedded at once instead of waiting for the batch in hand (p95
-1.35 s → see docs/benchmarks.md). Until the lane is open, or should its session fail to open, queries go
-through the priority queue: a query (priority 0) is taken before any queued ingestion batch (priority 1), and
-an ingestion batch is embedded a slice at a time with waiting queries served between slices.
+``WorkerThread``s; the command line and the API server on plain threads, with ``embedding_service``):
+``run``, which loads the model and embeds ingestion batches, and ``serve_queries``, the query lane: a second
+session of the same model with one thread, so a question asked during a long ingest is embedded at once
+instead of waiting for the batch in hand (p95 1.35 s → see docs/benchmarks.md). Until the lane is open, or
+should its session fail to open, queries go through the priority queue: a query (priority 0) is taken before
+any queued ingestion batch (priority 1), and an ingestion batch is embedded a slice at a time with waiting
+queries served between slices.
 ``stop`` ends both loops within one slice; ``last_beat`` is the watchdog's ping.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -206,3 +209,24 @@ class EmbeddingService:
                 return
             if request.priority >= 0 and not request.future.done():
                 request.future.set_exception(exc)
+
+
+@contextlib.contextmanager
+def embedding_service(library: Any) -> Iterator[EmbeddingService]:
+    """Serve the library's embeddings from one model while the block runs (ingestion then embeds the next
+    batch while it writes the last one); the threads are stopped and joined on the way out."""
+    service = EmbeddingService(lambda: library.embedder)
+    threads = [
+        threading.Thread(target=service.run, name="embedding", daemon=True),
+        threading.Thread(target=service.serve_queries, name="embed-queries", daemon=True),
+    ]
+    for thread in threads:
+        thread.start()
+    library.embedding_service = service
+    try:
+        yield service
+    finally:
+        library.embedding_service = None
+        service.stop()
+        for thread in threads:
+            thread.join()

@@ -36,6 +36,7 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -108,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
         with_ingest=not args.no_ingest,
         ingest_queries=args.ingest_queries,
         cache_dir=cache,
-        progress=_progress,
+        progress=print_progress,
         query_lane=not args.no_query_lane,
         ef_search=args.ef_search,
         store=args.store,
@@ -217,6 +218,54 @@ def synthesize(
 # -- the benchmark -------------------------------------------------------------------------------------------
 
 
+@dataclass
+class BenchCorpus:
+    """A benchmark store's content: ``chunks`` (the ``real`` ones first) with their ``vectors``, laid out in
+    ``docs`` (``(path, title, sha256, doc_type)``), and the dataset's ``queries``."""
+
+    dataset: beir.BeirDataset
+    queries: list[str]
+    base: list[beir.ChunkRow]
+    chunks: list[beir.ChunkRow]
+    vectors: np.ndarray
+    real: int
+    docs: list[tuple[str, str, str, str]]
+
+
+def build_corpus(
+    n_chunks: int,
+    corpus: Path | None,
+    embedder: OnnxEmbedder,
+    settings: Settings,
+    cache_dir: Path | None = None,
+    progress: beir.ProgressFn | None = None,
+) -> BenchCorpus:
+    """``n_chunks`` chunks from the BEIR folder ``corpus`` (default: ``default_corpus()``), real then
+    synthetic (``synthesize``), and its test and train queries."""
+    folder = corpus or default_corpus()
+    ds = beir.load_dataset(folder, "test")
+    query_texts = list(ds.queries.values())
+    with contextlib.suppress(KnownError):
+        query_texts += list(beir.load_dataset(folder, "train").queries.values())
+    query_texts = list(dict.fromkeys(query_texts))
+    if progress:
+        progress(Progress(f"chunking {len(ds.corpus)} documents"))
+    base = beir.chunk_corpus(ds, embedder, settings)
+    base_vecs = beir.embed_cached(embedder, [c.text for c in base], cache_dir, progress)
+    chunks, vecs, real = synthesize(base, base_vecs, n_chunks)
+    n_docs = (len(chunks) + CHUNKS_PER_DOC - 1) // CHUNKS_PER_DOC
+    docs = [
+        (
+            f"/bench/doc{d}.{_ext(DOC_TYPES[d % len(DOC_TYPES)])}",
+            f"Document {d}",
+            hashlib.sha256(f"bench-{d}".encode()).hexdigest(),
+            DOC_TYPES[d % len(DOC_TYPES)],
+        )
+        for d in range(n_docs)
+    ]
+    return BenchCorpus(ds, query_texts, base, chunks, vecs, real, docs)
+
+
 def bench(
     n_chunks: int,
     *,
@@ -234,27 +283,10 @@ def bench(
 ) -> dict[str, Any]:
     settings = settings or Settings.load()
     embedder = embedder or load_embedder(settings.embedding_model_dir or None)
-    folder = corpus or default_corpus()
-    ds = beir.load_dataset(folder, "test")
-    query_texts = list(ds.queries.values())
-    with contextlib.suppress(KnownError):
-        query_texts += list(beir.load_dataset(folder, "train").queries.values())
-    query_texts = list(dict.fromkeys(query_texts))
     say = (lambda label: progress(Progress(label))) if progress else (lambda label: None)
-    say(f"chunking {len(ds.corpus)} documents")
-    base = beir.chunk_corpus(ds, embedder, settings)
-    base_vecs = beir.embed_cached(embedder, [c.text for c in base], cache_dir, progress)
-    chunks, vecs, real = synthesize(base, base_vecs, n_chunks)
-    n_docs = (len(chunks) + CHUNKS_PER_DOC - 1) // CHUNKS_PER_DOC
-    docs = [
-        (
-            f"/bench/doc{d}.{_ext(DOC_TYPES[d % len(DOC_TYPES)])}",
-            f"Document {d}",
-            hashlib.sha256(f"bench-{d}".encode()).hexdigest(),
-            DOC_TYPES[d % len(DOC_TYPES)],
-        )
-        for d in range(n_docs)
-    ]
+    built = build_corpus(n_chunks, corpus, embedder, settings, cache_dir, progress)
+    ds, query_texts, base = built.dataset, built.queries, built.base
+    chunks, vecs, real, docs, n_docs = built.chunks, built.vectors, built.real, built.docs, len(built.docs)
     tuning = Tuning.from_settings(settings)
     if ef_search:
         tuning.ef_search = int(ef_search)
@@ -280,7 +312,7 @@ def bench(
         else:
             t = time.monotonic()
             say(f"loading {len(chunks)} chunks")
-            _load(conn, docs, chunks, vecs, embedder, progress)
+            load_chunks(conn, docs, chunks, vecs, embedder, progress)
             report["load_s"] = round(time.monotonic() - t, 1)
             say(f"  loaded and indexed in {report['load_s']} s")
             if store:
@@ -367,7 +399,7 @@ def _ext(doc_type: str) -> str:
     return {"pdf": "pdf", "markdown": "md", "text": "txt"}[doc_type]
 
 
-def _load(
+def load_chunks(
     conn: Any,
     docs: list,
     chunks: list,
@@ -672,7 +704,7 @@ def _write_doc(conn: Any, doc: int, batch: Sequence[beir.ChunkRow], vectors: np.
         conn.execute("UPDATE documents SET status = 'ready', indexed_at = now() WHERE id = %s", (doc_id,))
 
 
-def _progress(p: Progress) -> None:
+def print_progress(p: Progress) -> None:
     if p.total:
         print(
             f"\r{p.label}: {p.done}/{p.total} {p.unit}",

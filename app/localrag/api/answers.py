@@ -1,0 +1,117 @@
+"""Questions answered one at a time, on one thread that the language model is used from.
+
+``AnswerWorker.events`` hands an ``engine.ask`` to that thread and gives its events back to the event loop
+as they come; when the client goes away, the answer is cancelled (it stops within a token). ``sse_events``
+is what ``POST /v1/ask`` streams: ``evidence`` (the quoted sentences, at once), ``token`` (what the model
+writes), ``checked`` (each sentence of it checked against the sources), ``sources``, ``timings``, then
+``done`` with the same object as the answer without streaming; ``error`` first when the answer failed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from localrag.api.sse import sse
+from localrag.core.chat.answer_json import AnswerJson
+from localrag.core.chat.engine import ChatEngine, ChatEvent, Checked, Done, EvidenceReady, Failed, Token
+from localrag.core.progress import CancelToken
+
+
+class AnswerWorker:
+    """The thread that answers. ``close`` cancels what runs and waits for the thread."""
+
+    def __init__(self, engine: ChatEngine) -> None:
+        self.engine = engine
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="api-answer")
+        self._lock = threading.Lock()
+        self._running: set[CancelToken] = set()
+
+    async def events(self, question: str, **options: Any) -> AsyncIterator[ChatEvent]:
+        """The events of ``engine.ask(chat_id, question, **options)``; ``chat_id`` is one of ``options``."""
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[ChatEvent | None] = asyncio.Queue()
+        cancel = CancelToken()
+        chat_id = options.pop("chat_id", None)
+
+        def put(item: ChatEvent | None) -> None:
+            try:
+                loop.call_soon_threadsafe(queue.put_nowait, item)
+            except RuntimeError:  # the event loop is gone (the server stopped)
+                cancel.cancel()
+
+        def work() -> None:
+            try:
+                if not cancel.cancelled:  # the client may have left while the question waited
+                    for event in self.engine.ask(chat_id, question, cancel=cancel, **options):
+                        put(event)
+            finally:
+                with self._lock:
+                    self._running.discard(cancel)
+                put(None)
+
+        with self._lock:
+            self._running.add(cancel)
+        self._pool.submit(work)
+        try:
+            while (event := await queue.get()) is not None:
+                yield event
+        finally:
+            cancel.cancel()
+
+    def warm_up(self) -> None:
+        """Load the models and read the system prompt on the answering thread, before the first question."""
+        cancel = CancelToken()
+
+        def work() -> None:
+            try:
+                self.engine.warm_up(cancel)
+            finally:
+                with self._lock:
+                    self._running.discard(cancel)
+
+        with self._lock:
+            self._running.add(cancel)
+        self._pool.submit(work)
+
+    def close(self) -> None:
+        with self._lock:
+            for cancel in self._running:
+                cancel.cancel()
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+async def answer_json(worker: AnswerWorker, record: AnswerJson, question: str, **options: Any) -> None:
+    """Fill ``record`` with the answer to ``question``."""
+    async for event in worker.events(question, **options):
+        record.add(event)
+
+
+async def sse_events(
+    worker: AnswerWorker, record: AnswerJson, provider: Any, question: str, **options: Any
+) -> AsyncIterator[str]:
+    """The answer to ``question`` as server-sent events (see the module docstring)."""
+    async for event in worker.events(question, **options):
+        record.add(event)
+        if isinstance(event, EvidenceReady):
+            spans = _spans(event)
+            yield sse("evidence", {"lead": event.lead, "text": event.text, "spans": spans})
+        elif isinstance(event, Token):
+            yield sse("token", {"text": event.text})
+        elif isinstance(event, Checked):
+            yield sse("checked", {**event.sentence.to_dict(), "shown": event.shown})
+        elif isinstance(event, Done):
+            done = event.to_json()
+            yield sse("sources", {k: done[k] for k in ("sources", "citations", "notice")})
+            yield sse("timings", done["timings"])
+        elif isinstance(event, Failed):
+            yield sse("error", {"error": event.message})
+    yield sse("done", record.finish(provider))
+
+
+def _spans(event: EvidenceReady) -> list[dict[str, Any]]:
+    keys = ("text", "number", "path", "page_number", "char_start", "char_end", "score")
+    return [{k: v for k, v in s.to_dict().items() if k in keys} for s in event.evidence.spans]

@@ -1,0 +1,66 @@
+"""``local-rag serve [--port N]``: the HTTP API on 127.0.0.1 (``localrag.api``), headless, until Ctrl+C."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from localrag.core.errors import KnownError
+
+DEFAULT_PORT = 8765
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "serve", help="an HTTP API on 127.0.0.1: search, ask, documents, OpenAI-compatible chat"
+    )
+    p.add_argument(
+        "--port", type=int, default=DEFAULT_PORT, help=f"the port (default {DEFAULT_PORT}; 0: any free one)"
+    )
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from localrag.api import server, token
+    from localrag.api.answers import AnswerWorker
+    from localrag.api.app import ApiContext, create_app
+    from localrag.api.indexing import Indexing
+    from localrag.core import paths
+    from localrag.core.chat.engine import ChatEngine
+    from localrag.core.chat.llm import LLMProvider
+    from localrag.core.embed.service import embedding_service
+    from localrag.core.library import Library
+
+    if not 0 <= args.port <= 65535:
+        raise KnownError(f"--port {args.port} is not a port number (0 to 65535).")
+    token_file = paths.api_token_file()
+    secret = token.load_or_create(token_file)
+    try:
+        sock = server.bind(args.port)
+    except OSError as exc:
+        raise KnownError(f"Cannot listen on {server.HOST}:{args.port}: {exc.strerror or exc}.") from exc
+    library = Library(owner=False)
+    try:
+        library.open()
+        provider = LLMProvider(library.settings)
+        answers = AnswerWorker(ChatEngine(library, provider))
+        with embedding_service(library):
+            indexing = Indexing(library)
+            try:
+                indexing.start()
+                answers.warm_up()
+                ctx = ApiContext(library, provider, answers, indexing)
+                app = create_app(ctx, token=secret, token_file=str(token_file))
+                port = sock.getsockname()[1]
+                print(f"Local RAG API on http://{server.HOST}:{port}/v1", flush=True)
+                print(f"Token: in {token_file} (send it as 'Authorization: Bearer TOKEN')", flush=True)
+                print("Ctrl+C stops it.", flush=True)
+                server.run(app, sock)
+            finally:
+                answers.close()
+                indexing.close()
+    finally:
+        sock.close()
+        library.close()
+    print("local-rag: the API stopped", file=sys.stderr)
+    return 0

@@ -1,0 +1,115 @@
+"""``AnswerText``: the pieces a client that only appends text receives add up to exactly the answer, whatever
+leads it (the quoted sources, their checked rewording, the model, the model alone, a fixed reply), and the
+quoted sources come before ``Done``. Real documents, store and GGUF."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from fixtures_docs import empty_store
+from localrag.core.chat.answer_text import AnswerText
+from localrag.core.chat.engine import (
+    FROM_SOURCES_LABEL,
+    MODEL,
+    REWORD_LABEL,
+    ChatEngine,
+    Done,
+    EvidenceReady,
+)
+from localrag.core.chat.llm import load_llm
+from localrag.core.config import Settings
+
+DOCS = {
+    "install.md": (
+        "# Installing Local RAG\n\n## Windows\n\nOn Windows, download the installer LocalRAG-Setup.exe and "
+        "double-click it. The installer puts a shortcut in the Start menu.\n"
+    ),
+    "backup.md": (
+        "# Backups\n\nLocal RAG keeps its database in the data folder. To back up your library, quit the app "
+        "and copy the whole data folder to another disk.\n"
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def engine(library, tmp_path_factory):
+    from localrag.core.ingest.pipeline import Ingestor
+
+    empty_store(library)
+    folder = tmp_path_factory.mktemp("textdocs")
+    for name, text in DOCS.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    ingestor = Ingestor(library)
+    try:
+        ingestor.enqueue([folder])
+        assert ingestor.run().ready == len(DOCS)
+    finally:
+        ingestor.close()
+    return ChatEngine(library, load_llm(Settings(n_ctx=2048)))
+
+
+def streamed(engine: ChatEngine, question: str, **options) -> tuple[list[str], Done]:
+    """The pieces (with an empty string where an event added nothing, and a marker before Done's piece)."""
+    text = AnswerText()
+    pieces: list[str] = []
+    done = None
+    for event in engine.ask(None, question, persist=False, max_tokens=40, **options):
+        if isinstance(event, Done):
+            done = event
+            pieces.append("<done>")
+        pieces.append(text.feed(event))
+    assert done is not None
+    return pieces, done
+
+
+def joined(pieces: list[str]) -> str:
+    return "".join(p for p in pieces if p != "<done>")
+
+
+def before_done(pieces: list[str]) -> str:
+    return "".join(pieces[: pieces.index("<done>")])
+
+
+@pytest.mark.parametrize(
+    ("settings", "question", "options"),
+    [
+        ({}, "How do I install Local RAG on Windows?", {}),
+        ({"reword": True}, "How do I install Local RAG on Windows?", {}),
+        ({"answer_lead": MODEL}, "How do I back up my library?", {}),
+        ({}, "Say hello.", {"grounded": False}),
+        ({}, "What is the airspeed of a swallow?", {"strict": True}),
+    ],
+    ids=["quoted", "reworded", "model-led", "plain", "strict-nothing-found"],
+)
+def test_the_pieces_add_up_to_the_answer(engine, settings, question, options):
+    saved = engine.settings
+    engine.settings = dataclasses.replace(saved, **settings)
+    try:
+        pieces, done = streamed(engine, question, **options)
+    finally:
+        engine.settings = saved
+    assert done.answer and joined(pieces) == done.answer
+    if options.get("grounded", True) and not options.get("strict"):
+        assert "[1]" in done.answer
+    if done.lead == "sources":  # the quotes are sent as soon as they are found, before any model runs
+        assert before_done(pieces).startswith(done.evidence.text())
+    if settings.get("reword"):  # the checked rewording follows the quotes as it is written
+        assert REWORD_LABEL in before_done(pieces)
+    if settings.get("answer_lead") == MODEL:  # the model's checked sentences, then the quotes at the end
+        assert done.lead == MODEL and before_done(pieces)
+        assert FROM_SOURCES_LABEL in done.answer and FROM_SOURCES_LABEL not in before_done(pieces)
+    if not options.get("grounded", True):  # the model's own words, token by token
+        assert len([p for p in pieces[: pieces.index("<done>")] if p]) > 1
+
+
+def test_evidence_is_sent_at_once(engine):
+    text = AnswerText()
+    for event in engine.ask(None, "How do I install Local RAG on Windows?", persist=False):
+        piece = text.feed(event)
+        if isinstance(event, EvidenceReady):
+            assert piece == event.text and "LocalRAG-Setup.exe" in piece
+            break
+    else:
+        raise AssertionError("no evidence")
