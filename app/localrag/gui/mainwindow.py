@@ -126,6 +126,12 @@ class MainWindow(QtWidgets.QMainWindow):
         self.model_label.setProperty("role", "muted")
         self.model_label.setAccessibleName("Models in use")
         self.statusBar().addPermanentWidget(self.model_label)
+        self.api_label = QtWidgets.QLabel(self)
+        self.api_label.setProperty("role", "muted")
+        self.api_label.setAccessibleName("Local API server")
+        self.api_label.setTextInteractionFlags(QtCore.Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.api_label.hide()
+        self.statusBar().addPermanentWidget(self.api_label)
         self.statusBar().showMessage("Starting…")
 
         self._connect_services()
@@ -182,6 +188,11 @@ class MainWindow(QtWidgets.QMainWindow):
         self.new_chat_action = self.chat_panel.new_chat_action  # Ctrl+N
         self.settings_action = self._action("&Settings…", self.open_settings, "Ctrl+,")
         self.settings_action.setMenuRole(QtGui.QAction.MenuRole.PreferencesRole)
+        self.api_action = QtGui.QAction("Local &API server", self, checkable=True)
+        self.api_action.setStatusTip(
+            "Let other programs on this computer search and ask your library over HTTP (127.0.0.1 only)"
+        )
+        self.api_action.toggled.connect(self._toggle_api)
         quit_action = self._action("&Quit", self.close, QtGui.QKeySequence.StandardKey.Quit)
         quit_action.setMenuRole(QtGui.QAction.MenuRole.QuitRole)
         for a in (
@@ -192,6 +203,7 @@ class MainWindow(QtWidgets.QMainWindow):
             self.new_chat_action,
             None,
             self.settings_action,
+            self.api_action,
             None,
             quit_action,
         ):
@@ -253,6 +265,8 @@ class MainWindow(QtWidgets.QMainWindow):
         s.reembed_checked.connect(self._on_reembed_checked)
         s.reembed_progress.connect(self._on_reembed_progress)
         s.reembed_done.connect(self._on_reembed_done)
+        s.api_started.connect(self._on_api_started)
+        s.api_stopped.connect(self._on_api_stopped)
         s.settings_save_failed.connect(lambda msg: self.statusBar().showMessage(f"Settings not saved: {msg}"))
 
     # -- wiring ---------------------------------------------------------------------------------------------
@@ -384,6 +398,27 @@ class MainWindow(QtWidgets.QMainWindow):
         """Use ``path`` as the language model from now on (saved in the settings)."""
         self.services.set_gguf(path)
         self.statusBar().showMessage(f"Language model: {Path(path).name} (used from the next start)", 8000)
+
+    def _toggle_api(self, on: bool) -> None:
+        if on and not self.services.api.running:
+            self.api_label.setText("API: starting…")
+            self.api_label.show()
+            self.services.start_api()
+        elif not on and self.services.api.running:
+            self.services.stop_api()
+
+    def _on_api_started(self, address: str) -> None:
+        token = paths.api_token_file()
+        self.api_label.setText(f"API: {address}")
+        self.api_label.setToolTip(f"Send the token in {token} as 'Authorization: Bearer TOKEN'")
+        self.statusBar().showMessage(f"Local API at {address}; its token is in {token}", 8000)
+
+    def _on_api_stopped(self, reason: str) -> None:
+        self.api_label.hide()
+        with QtCore.QSignalBlocker(self.api_action):
+            self.api_action.setChecked(False)
+        if reason:
+            self.statusBar().showMessage(f"Local API stopped: {reason}", 10000)
 
     def _update_model_label(self) -> None:
         parts = []

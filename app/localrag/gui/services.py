@@ -15,9 +15,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
+from localrag.cli.serve import DEFAULT_PORT
 from localrag.core.ingest.documents import DocumentInfo
 from localrag.core.ingest.pipeline import IngestEvent
 from localrag.core.library import Library
+from localrag.gui.api_process import ApiProcess
 from localrag.gui.chat_worker import FAILED, ChatWorker
 from localrag.gui.qt import QObject, QTimer, Signal
 from localrag.gui.tasks import Op, task_manager
@@ -45,6 +47,7 @@ class AppServices(QObject):
         refresh_documents(), scan_watched(): a fresh listing; a look at the watched folders.
         check_reembed(), start_reembed(), cancel_reembed(): documents without vectors from the active model.
         restart_embedder(), set_gguf(path), check_llm(), settings_changed(names): the models.
+        start_api(), stop_api(): the local HTTP API in a child process (``api``: its port and address).
         shutdown(root): stop every worker in order, wait for them, close the library.
         chat_worker, embedding_worker, ingest_worker, reembed_worker: the workers (the latter three exist once
         the
@@ -68,6 +71,8 @@ class AppServices(QObject):
         reembed_progress(int, int, str): re-embedding: documents done, in all, the title in hand.
         reembed_done(str): a re-embedding run ended; empty on success, else what went wrong.
         settings_save_failed(str): the settings could not be saved.
+        api_started(str): the local HTTP API (``start_api``) listens at this address.
+        api_stopped(str): it ended: empty when asked to, else why.
     """
 
     store_ready = Signal()
@@ -85,6 +90,8 @@ class AppServices(QObject):
     reembed_progress = Signal(int, int, str)
     reembed_done = Signal(str)
     settings_save_failed = Signal(str)
+    api_started = Signal(str)
+    api_stopped = Signal(str)
 
     def __init__(self, library: Library, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -101,6 +108,9 @@ class AppServices(QObject):
         w.model_loading.connect(lambda: self.model_state_changed.emit("loading"))
         w.model_ready.connect(lambda: self.model_state_changed.emit("ready"))
         w.model_failed.connect(lambda _message: self.model_state_changed.emit(FAILED))
+        self.api = ApiProcess(DEFAULT_PORT, parent=self)
+        self.api.started.connect(self.api_started)
+        self.api.stopped.connect(self.api_stopped)
         self.watch_timer = QTimer(self)
         self.watch_timer.setInterval(WATCH_SCAN_MS)
         self.watch_timer.timeout.connect(self.scan_watched)
@@ -310,11 +320,22 @@ class AppServices(QObject):
 
     # -- shutdown --------------------------------------------------------------------------------------------
 
+    # -- the local HTTP API ----------------------------------------------------------------------------------
+
+    def start_api(self) -> None:
+        """Start ``local-rag serve`` beside the window (it attaches to this window's database)."""
+        if not self.closing:
+            self.api.start()
+
+    def stop_api(self) -> None:
+        self.api.stop()
+
     def shutdown(self, root: QObject | None = None) -> None:
         """Stop every worker and wait for it (a QThread destroyed while running aborts the process), then
         close the library. ``root`` (the window) starts no more background work afterwards."""
         self.closing = True
         self.watch_timer.stop()
+        self.api.stop()  # a guest of this window's database: it ends before the database does
         # Every worker is asked to stop first, so that none waits on another one that is still running; then
         # each is waited for: ingestion (it pauses after the step in hand), re-embedding, generation, the
         # embedding model, and last the one-off operations.
