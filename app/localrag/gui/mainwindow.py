@@ -401,7 +401,7 @@ class MainWindow(QtWidgets.QMainWindow):
 
     def _toggle_api(self, on: bool) -> None:
         if on and not self.services.api.running:
-            self.api_label.setText("API: starting…")
+            self.api_label.setText("·  API: starting…")
             self.api_label.show()
             self.services.start_api()
         elif not on and self.services.api.running:
@@ -409,7 +409,7 @@ class MainWindow(QtWidgets.QMainWindow):
 
     def _on_api_started(self, address: str) -> None:
         token = paths.api_token_file()
-        self.api_label.setText(f"API: {address}")
+        self.api_label.setText(f"·  API: {address}")
         self.api_label.setToolTip(f"Send the token in {token} as 'Authorization: Bearer TOKEN'")
         self.statusBar().showMessage(f"Local API at {address}; its token is in {token}", 8000)
 
