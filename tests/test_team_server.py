@@ -139,3 +139,48 @@ def test_connection_problems_are_one_line_errors(server, home):
         assert "pgvector" in cli(cases["no pgvector"], "search", "x").stderr
     finally:
         bare.stop()
+
+
+def test_a_computer_without_the_file_shows_the_page_from_the_librarys_copy(server, team_docs, tmp_path):
+    """A team member added harbour.pdf from their own disk; on another computer the file is not at that path,
+    yet the cited page still renders, with its highlight, from the copy kept in the database. The same bytes
+    are kept once, and the copy goes with its document."""
+    import shutil
+
+    from localrag.core.config import Settings
+    from localrag.core.ingest.documents import remove_document
+    from localrag.core.library import Library
+    from localrag.core.retrieve.retriever import retrieve
+    from localrag.core.store import files
+    from localrag.gui.views.source_ref import SourceRef
+    from localrag.gui.views.sources import load_source_view
+
+    server.create_library("copies")
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    shutil.copy(team_docs / "harbour.pdf", mine / "harbour.pdf")
+    shutil.copy(team_docs / "harbour.pdf", mine / "harbour-again.pdf")
+    assert cli(server.url("copies"), "ingest", str(mine)).returncode == 0
+
+    library = Library(Settings(database_url=server.url("copies")), owner=False)
+    library.open()
+    try:
+        with library.connect() as conn:
+            stored = conn.execute("SELECT count(*), sum(bytes) FROM document_files WHERE complete").fetchone()
+        assert stored == (1, (mine / "harbour.pdf").stat().st_size)  # one copy for the same bytes
+        shutil.rmtree(mine)  # "another computer": the path the documents were added from does not exist here
+        hit = retrieve(library, "draught above nine metres high water", k=1).results[0]
+        view = load_source_view(library, SourceRef.from_result(hit))
+        assert view.page is not None and view.page.rects, view.page_error
+        assert "library's copy" in view.note
+        copy, is_copy = files.readable_file(library, hit.doc_id, hit.path)
+        assert is_copy and copy is not None
+        assert copy.read_bytes() == (team_docs / "harbour.pdf").read_bytes()
+
+        with library.connect() as conn:
+            ids = [r[0] for r in conn.execute("SELECT id FROM documents").fetchall()]
+            assert len(ids) == 1  # the same bytes under a second name are one document
+            remove_document(conn, ids[0])
+            assert conn.execute("SELECT count(*) FROM document_file_parts").fetchone() == (0,)
+    finally:
+        library.close()

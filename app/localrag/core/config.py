@@ -24,6 +24,10 @@ class Settings:
 
     # Storage: empty means the embedded server in the data folder.
     database_url: str = ""
+    # Copies of the original files in the database, so that every computer sharing a library can show a cited
+    # page: "auto" (when the database is a server by URL), "always" or "never"; files up to this size.
+    file_copies: str = "auto"
+    file_copy_max_mb: int = 200
     # Models: empty means the bundled ones.
     embedding_model_dir: str = ""
     gguf_path: str = ""

@@ -70,6 +70,12 @@ class Library:
     def embedded(self) -> bool:
         return not self.settings.database_url
 
+    def file_copy_limit(self) -> int | None:
+        """The largest file whose bytes are kept in the database, or None when no copies are kept."""
+        mode = str(self.settings.file_copies or "auto").lower()
+        keep = mode == "always" or (mode == "auto" and not self.embedded)
+        return max(0, int(self.settings.file_copy_max_mb)) * 1024 * 1024 if keep else None
+
     def open(self, migrate: bool = True) -> None:
         """Start or reach the database and bring its schema up to date.
 

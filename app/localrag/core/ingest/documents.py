@@ -79,7 +79,13 @@ def remove_document(conn: psycopg.Connection[Any], doc_id: int) -> bool:
             return False
         if row[0] == READY:
             bm25.unindex_document(conn, doc_id)
-        conn.execute("DELETE FROM documents WHERE id = %s", (doc_id,))
+        sha = conn.execute("DELETE FROM documents WHERE id = %s RETURNING sha256", (doc_id,)).fetchone()
+        # Its file's copy goes too, unless another document has the same content.
+        conn.execute(
+            "DELETE FROM document_files f WHERE f.sha256 = %s "
+            "AND NOT EXISTS (SELECT 1 FROM documents d WHERE d.sha256 = f.sha256)",
+            (sha[0] if sha else "",),
+        )
     return True
 
 

@@ -70,7 +70,7 @@ class Ingestor:
         self.on_event = on_event
         self.db = Connection(library)
         self.cancellation = Cancellation()
-        self.queue = IngestQueue(self.db, self._emit, self.max_bytes)
+        self.queue = IngestQueue(self.db, self._emit, self.max_bytes, library.file_copy_limit())
         self.steps = DocumentSteps(library, self.db, self._emit, self.cancellation, self.max_bytes)
 
     @property

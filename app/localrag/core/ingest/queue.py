@@ -5,6 +5,7 @@ database), and what was queued cancelled."""
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -17,7 +18,10 @@ from localrag.core.ingest.connection import Connection
 from localrag.core.ingest.events import IngestEvent, IngestSummary
 from localrag.core.ingest.loaders._common import display_name
 from localrag.core.progress import CancelToken
+from localrag.core.store import files
 from localrag.core.store.db import one
+
+log = logging.getLogger("localrag.ingest.queue")
 
 ADVISORY_NS = 0x1A6  # advisory-lock namespace for "a process is ingesting this document"
 
@@ -67,6 +71,7 @@ class IngestQueue:
         db: the ingestor's connection.
         emit: reports an event (and returns it).
         max_bytes: the largest file indexed.
+        copy_max_bytes: keep a copy of each queued file up to this size in the database (None: no copies).
     """
 
     def __init__(
@@ -74,10 +79,12 @@ class IngestQueue:
         db: Connection,
         emit: Callable[[IngestEvent], IngestEvent],
         max_bytes: int = loaders.DEFAULT_MAX_BYTES,
+        copy_max_bytes: int | None = None,
     ) -> None:
         self.db = db
         self._emit = emit
         self.max_bytes = max_bytes
+        self.copy_max_bytes = copy_max_bytes
 
     @property
     def conn(self) -> psycopg.Connection:
@@ -166,7 +173,20 @@ class IngestQueue:
                 )
             )[0]
         message = "changed: re-indexing" if old else "queued"
+        if self.copy_max_bytes is not None:
+            self._keep_copy(path, sha)
         return IngestEvent(doc_id, db_path, name, doc_type or "", status.QUEUED, message=message)
+
+    def _keep_copy(self, path: Path, sha: str) -> None:
+        """The file's bytes in the database for the other computers sharing it (a failure costs only that)."""
+        assert self.copy_max_bytes is not None
+        try:
+            if not files.store_copy(self.conn, path, sha, self.copy_max_bytes):
+                log.info("no copy of %s kept in the database (larger than the limit, or changed)", path)
+            with self.conn.transaction():
+                files.drop_unused_copies(self.conn)  # the copy of a version this one replaces
+        except (OSError, psycopg.Error) as exc:
+            log.warning("could not keep a copy of %s in the database: %s", path, exc)
 
     def _record_failure(self, path: Path, doc_type: str, exc: BadDocument) -> IngestEvent:
         """A file that cannot be indexed still gets a row, so the panel can say why."""

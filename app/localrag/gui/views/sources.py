@@ -16,10 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import psycopg
 
-from localrag.core.errors import as_known
+from localrag.core.errors import StoreUnavailable, as_known
 from localrag.core.library import Library
 from localrag.core.pdfium_lock import PDFIUM_LOCK
+from localrag.core.store import files
 from localrag.gui.qt import QtCore, QtGui, QtWidgets, Signal
 from localrag.gui.tasks import Op
 from localrag.gui.views.source_ref import SourceRef
@@ -61,6 +63,7 @@ class SourceView:
     passage: Passage
     page: PageImage | None = None
     page_error: str = ""
+    note: str = ""  # e.g. that the page comes from the copy kept in the library
 
 
 # -- reading (any thread, no widgets) ------------------------------------------------------------------------
@@ -259,10 +262,16 @@ def load_source_view(library: Library, ref: SourceRef, scale: float = PAGE_SCALE
     if ref.doc_type == "pdf":
         view.passage.text = reflow(view.passage.text)
     if ref.doc_type == "pdf":
-        path = Path(ref.path)
-        if not path.is_file():
+        try:
+            path, is_copy = files.readable_file(library, ref.doc_id, ref.path)
+        except (StoreUnavailable, psycopg.Error, OSError, ValueError) as exc:
+            log.info("no stored copy of %s: %s", ref.path, exc)
+            path, is_copy = None, False
+        if path is None:
             view.page_error = f"The file is no longer at {ref.path}; showing the indexed text."
         else:
+            if is_copy:
+                view.note = f"The file is not at {ref.path} on this computer; showing the library's copy."
             try:
                 view.page = render_pdf_page(
                     path, ref.page_number, ref.char_start, ref.char_end, ref.text, scale
@@ -445,7 +454,8 @@ class SourceViewer(QtWidgets.QDialog):
             if view.page.rects:
                 self._highlight_top = min(r[1] for r in view.page.rects) / self._pixmap.height()
                 QtCore.QTimer.singleShot(0, self._scroll_to_highlight)
-            self.status.setText("" if view.page.rects else "The passage could not be located on the page.")
+            located = "" if view.page.rects else "The passage could not be located on the page."
+            self.status.setText(" ".join(t for t in (view.note, located) if t))
         else:
             self.page_scroll.setVisible(bool(view.page_error))
             if view.page_error:
@@ -483,8 +493,26 @@ class SourceViewer(QtWidgets.QDialog):
         self.failed.emit(message)
 
     def open_externally(self) -> bool:
-        """Open the document in the system's viewer for its type."""
-        return QtGui.QDesktopServices.openUrl(QtCore.QUrl.fromLocalFile(self.ref.path))
+        """Open the document in the system's viewer for its type: the file on this computer, else the copy
+        kept in the library (fetched in the background). Returns whether it was handed to the viewer at
+        once."""
+        if self.ref.path and Path(self.ref.path).is_file():
+            return QtGui.QDesktopServices.openUrl(QtCore.QUrl.fromLocalFile(self.ref.path))
+        ref, library = self.ref, self.library
+        self.status.setText("Fetching the library's copy of the file…")
+        fetch = Op(lambda: files.readable_file(library, ref.doc_id, ref.path), owner=self)
+        fetch.success(self._open_copy).failure(
+            lambda message, _known: self.status.setText(f"The file cannot be opened: {message}")
+        ).run_in_background()
+        return False
+
+    def _open_copy(self, found: tuple[Path | None, bool]) -> None:
+        path, _is_copy = found
+        if path is None:
+            self.status.setText(f"The file is no longer at {self.ref.path}, and the library keeps no copy.")
+            return
+        self.status.setText(f"Opened the library's copy ({path.name}).")
+        QtGui.QDesktopServices.openUrl(QtCore.QUrl.fromLocalFile(str(path)))
 
     def closeEvent(self, event: QtGui.QCloseEvent) -> None:  # noqa: N802 (Qt override)
         self._closed = True
