@@ -268,6 +268,14 @@ def kept_store(folder: Path) -> Iterator[str]:
         server.stop()
 
 
+@contextlib.contextmanager
+def server_store(url: str) -> Iterator[str]:
+    """A database on a PostgreSQL server by URL (migrated here); left as it is on exit."""
+    with db.connect(url) as conn:
+        Migrator(conn).migrate()
+    yield url
+
+
 class StoreHandle:
     """What ``retrieve`` needs of a ``Library``, over a store this module owns, with a plain query-vector
     cache."""

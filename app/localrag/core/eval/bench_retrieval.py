@@ -96,6 +96,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="keep the loaded store in this folder and reuse it when run again with the same --chunks "
         "(default: a throw-away store)",
     )
+    p.add_argument(
+        "--database-url",
+        default=None,
+        help="measure on this PostgreSQL server (an empty database, filled once and reused when run again "
+        "with the same --chunks) instead of a throw-away embedded one",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)
 
@@ -113,6 +119,7 @@ def run(args: argparse.Namespace) -> int:
         query_lane=not args.no_query_lane,
         ef_search=args.ef_search,
         store=args.store,
+        database_url=args.database_url,
     )
     if args.json:
         print(json.dumps(report, indent=2))
@@ -280,6 +287,7 @@ def bench(
     query_lane: bool = True,
     ef_search: int | None = None,
     store: Path | None = None,
+    database_url: str | None = None,
 ) -> dict[str, Any]:
     settings = settings or Settings.load()
     embedder = embedder or load_embedder(settings.embedding_model_dir or None)
@@ -303,19 +311,23 @@ def bench(
         "machine": machine(),
     }
     spec = {"chunks": len(chunks), "corpus": ds.name, "model": embedder.name}
-    with (
-        beir.kept_store(store) if store else beir.throwaway_store() as conninfo,
-        db.connect(conninfo) as conn,
-    ):
-        if store and _loaded(conn, spec):
-            say(f"reusing the store in {store}")
+    if database_url:
+        opened = beir.server_store(database_url)
+        report["store"] = "server by URL"
+    else:
+        opened = beir.kept_store(store) if store else beir.throwaway_store()
+        report["store"] = "embedded (Unix socket)"
+    kept = bool(store or database_url)
+    with opened as conninfo, db.connect(conninfo) as conn:
+        if kept and _loaded(conn, spec):
+            say(f"reusing the store in {db.mask_password(database_url) if database_url else store}")
         else:
             t = time.monotonic()
             say(f"loading {len(chunks)} chunks")
             load_chunks(conn, docs, chunks, vecs, embedder, progress)
             report["load_s"] = round(time.monotonic() - t, 1)
             say(f"  loaded and indexed in {report['load_s']} s")
-            if store:
+            if kept:
                 conn.execute("CREATE TABLE bench_spec (spec jsonb)")
                 conn.execute("INSERT INTO bench_spec VALUES (%s)", (json.dumps(spec),))
         sizes = db.one(
@@ -341,7 +353,7 @@ def bench(
         recall_texts = ordered[
             :queries
         ]  # recall does not depend on what is in memory: always the same queries
-        if store:  # a kept store runs out of the dataset's queries: its documents' titles are asked next
+        if kept:  # a kept store runs out of the dataset's queries: its documents' titles are asked next
             titles = list(dict.fromkeys(t for _, t, _ in ds.corpus if len(t.split()) >= 4))
             ordered += [titles[i] for i in rng.permutation(len(titles))]
         fresh, seen = _split_seen(conn, ordered)
@@ -385,7 +397,7 @@ def bench(
                     conninfo, conn, embedder, settings, tuning, base, texts, n_docs, query_lane
                 )
             finally:
-                if store:  # the next run finds the store as loaded
+                if kept:  # the next run finds the store as loaded
                     conn.rollback()
                     extra = [r[0] for r in conn.execute("SELECT id FROM documents WHERE id > %s", (n_docs,))]
                     bm25.unindex_documents(conn, extra)
@@ -582,8 +594,8 @@ def _loaded(conn: Any, spec: dict[str, Any]) -> bool:
     if found and found[0] == spec:
         return True
     raise KnownError(
-        f"The store in --store holds another benchmark ({found[0] if found else 'unknown'}); "
-        "use another folder or delete this one."
+        f"The kept store (--store or --database-url) holds another benchmark "
+        f"({found[0] if found else 'unknown'}); use another folder or database, or empty this one."
     )
 
 
