@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import psycopg
 from pypdf import PdfWriter
 from pypdf.generic import ArrayObject, DecodedStreamObject, DictionaryObject, NameObject, NumberObject
 
@@ -254,10 +255,24 @@ def text_image_png(path: Path, text: str) -> Path:
 
 def empty_store(library: Any, *, watched_folders: bool = False) -> None:
     """Empties the document store and chat history (the schema and registered models stay)."""
-    tables = "documents, document_chunks, chunk_embeddings, bm25_postings, bm25_terms, chats, messages"
+    tables = (
+        "documents, document_chunks, chunk_embeddings, bm25_postings, bm25_terms, chats, messages, "
+        "document_files"
+    )
     with library.connect() as conn:
-        conn.execute(
-            f"TRUNCATE {tables}{', watched_folders' if watched_folders else ''} RESTART IDENTITY CASCADE"
-        )
+        # A connection an earlier test left inside a transaction would block the TRUNCATE for ever: fail
+        # instead, naming what holds the lock.
+        conn.execute("SET lock_timeout = '60s'")
+        try:
+            conn.execute(
+                f"TRUNCATE {tables}{', watched_folders' if watched_folders else ''} RESTART IDENTITY CASCADE"
+            )
+        except psycopg.errors.LockNotAvailable:
+            conn.rollback()
+            holders = conn.execute(
+                "SELECT pid, state, left(query, 120) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid() AND state <> 'idle'"
+            ).fetchall()
+            raise AssertionError(f"the store is locked by another connection: {holders}") from None
         conn.execute("UPDATE bm25_stats SET n_chunks = 0, total_len = 0")
         conn.commit()
