@@ -42,6 +42,7 @@ from typing import Any
 
 import numpy as np
 import psutil
+import psycopg
 
 from localrag.core.config import Settings
 from localrag.core.embed.onnx_embedder import OnnxEmbedder, load_embedder
@@ -564,7 +565,11 @@ def _wait_for_restored_buffers(conn: Any, say: Any, appear_s: float = 15.0, limi
     """Wait while the server reads back the buffers it saved when it last stopped (``pg_prewarm``), so that
     the hot path is not measured against that background read. Returns the seconds waited (0 when nothing is
     read)."""
-    row = conn.execute("SELECT current_setting('data_directory')").fetchone()
+    try:
+        row = conn.execute("SELECT current_setting('data_directory')").fetchone()
+    except psycopg.errors.InsufficientPrivilege:  # a least-privilege role on a server: nothing to see
+        conn.rollback()
+        return 0.0
     conn.commit()
     if not row or not (Path(row[0]) / "autoprewarm.blocks").exists():
         return 0.0
