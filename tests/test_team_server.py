@@ -102,6 +102,11 @@ def test_clients_that_start_together_migrate_once(server):
         versions = [r[0] for r in conn.execute("SELECT version FROM schema_migrations").fetchall()]
     assert len(versions) == len(set(versions)) == sum(applied)  # each migration once, by whichever came first
     assert sorted(applied, reverse=True)[1:] == [0, 0]
+    # Every migration reverts and applies again on the server, as the least-privilege role.
+    down = cli(url, "db", "rollback", str(len(versions)))
+    assert down.returncode == 0 and f"reverted {len(versions)} migration" in down.stdout, down.stderr
+    up = cli(url, "db", "migrate")
+    assert up.returncode == 0 and f"applied {len(versions)} migration" in up.stdout, up.stderr
 
 
 def test_two_clients_ingesting_the_same_files_at_once_neither_duplicate_nor_lose_them(server, team_docs):
