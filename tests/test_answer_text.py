@@ -20,17 +20,7 @@ from localrag.core.chat.engine import (
 )
 from localrag.core.chat.llm import load_llm
 from localrag.core.config import Settings
-
-DOCS = {
-    "install.md": (
-        "# Installing Local RAG\n\n## Windows\n\nOn Windows, download the installer LocalRAG-Setup.exe and "
-        "double-click it. The installer puts a shortcut in the Start menu.\n"
-    ),
-    "backup.md": (
-        "# Backups\n\nLocal RAG keeps its database in the data folder. To back up your library, quit the app "
-        "and copy the whole data folder to another disk.\n"
-    ),
-}
+from test_api import DOCS  # the same two small manuals
 
 
 @pytest.fixture(scope="module")
