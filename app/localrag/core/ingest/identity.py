@@ -108,7 +108,7 @@ def extract(
 
     pdf_meta = pdf_meta or {}
     stem = Path(str(path).replace("\\", "/")).stem
-    name = _file_name_fields(stem)
+    name = file_name_fields(stem)
     head = "\n".join(first_pages)[:6000]
     cover = _cover_fields(head)
     meta_title = " ".join((pdf_meta.get("Title") or "").split())
@@ -119,6 +119,7 @@ def extract(
     put("organization", cover.get("organization"), "first pages")
     put("organization", _org_from_title(meta_title), "PDF metadata")
     put("organization", name.get("organization"), "file name")
+    put("ticker", cover.get("ticker"), "first pages")
     put("date", name.get("date"), "file name")
     put("date", cover.get("date"), "first pages")
     if "year" not in fields:
@@ -135,7 +136,7 @@ def extract(
     return Identity(fields, sources)
 
 
-def _file_name_fields(stem: str) -> dict[str, Any]:
+def file_name_fields(stem: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     flat = stem.replace("_", " ").replace(".", " ")
     low = flat.lower()
@@ -203,6 +204,15 @@ def _cover_fields(text: str) -> dict[str, Any]:
     elif q and "year" not in out:
         out["quarter"], out["year"] = int(q.group(1)), int(q.group(2))
     out["organization"] = _cover_org(text)
+    ticker = re.search(r"\((?:NYSE|NASDAQ|Nasdaq|NYSE American)\s*:\s*([A-Z][A-Z.]{0,5})\)", flat)
+    symbol = flat.lower().find("trading symbol")
+    if ticker is None and symbol >= 0:
+        ticker = re.search(
+            r"\b([A-Z][A-Z.]{0,5})\s+(?:The\s+)?(?:New York Stock Exchange|NYSE|Nasdaq|NASDAQ)",
+            flat[symbol : symbol + 600],
+        )
+    if ticker:
+        out["ticker"] = ticker.group(1).rstrip(".")
     return out
 
 

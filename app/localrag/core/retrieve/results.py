@@ -77,6 +77,7 @@ class RetrievalResponse:
             ``total``.
         candidates: every fused candidate chunk, best first, including those under the floor
             (``passed_floor`` says which), for the developer pane.
+        routing: which documents were searched first and why (``routing.Route.to_dict``).
     """
 
     results: list[Result] = field(default_factory=list)
@@ -86,6 +87,7 @@ class RetrievalResponse:
     candidates: list[Result] = field(default_factory=list)
     mode: str = "hybrid"
     query: str = ""
+    routing: dict[str, Any] = field(default_factory=dict)
 
     @property
     def chunk_ids(self) -> list[int]:
@@ -97,6 +99,7 @@ class RetrievalResponse:
             "mode": self.mode,
             "reason": self.reason,
             "error": self.error,
+            "routing": self.routing,
             "timings": {k: round(v, 3) for k, v in self.timings.items()},
             "results": [r.to_dict() for r in self.results],
         }

@@ -14,7 +14,7 @@ import psycopg
 
 from localrag.core.errors import KnownError, as_known
 from localrag.core.progress import CancelToken
-from localrag.core.retrieve import bm25, fuse, postprocess, vector
+from localrag.core.retrieve import bm25, fuse, postprocess, routing, vector
 from localrag.core.retrieve.filters import DateLike, Filters
 from localrag.core.retrieve.results import ERROR, MODEL_MISMATCH, Result, RetrievalResponse
 
@@ -63,6 +63,7 @@ class Tuning:
     depth: int = DEFAULT_DEPTH
     bm25_k1: float = bm25.DEFAULT_K1
     bm25_b: float = bm25.DEFAULT_B
+    route: bool = True
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Tuning:
@@ -77,6 +78,7 @@ class Tuning:
             depth=int(settings.retrieval_depth),
             bm25_k1=float(settings.bm25_k1),
             bm25_b=float(settings.bm25_b),
+            route=bool(getattr(settings, "routing", True)),
         )
 
 
@@ -94,12 +96,17 @@ def retrieve(
     cancel: CancelToken | None = None,
     conn: psycopg.Connection[Any] | None = None,
     tuning: Tuning | None = None,
+    route: bool | None = None,
 ) -> RetrievalResponse:
     """The best ``k`` passages for ``query``; see the package docstring for the contract.
 
     An environment problem (the store down or out of space, a statement that ran too long) is answered with
     ``reason`` ``error`` and its message: the chat then answers without the documents and says why. Anything
     else is a bug and is raised.
+
+    ``route``: whether a question that names documents of the library searches them first (``routing``;
+    default: the ``routing`` setting). A search with a filter is never routed. ``resp.routing`` says what was
+    decided and why.
 
     Raises:
         Cancelled: ``cancel`` was cancelled between two stages.
@@ -118,7 +125,24 @@ def retrieve(
         return resp
     filters = Filters.build(doc_ids, doc_types, path_glob, added_after, added_before)
     try:
-        _run(library, text, k, mode, filters, tuning, cancel, conn, resp)
+        decision = _route(library, text, filters, tuning if route is None else route, conn)
+        resp.routing = decision.to_dict()
+        if decision.doc_ids:
+            routed = Filters.build(decision.doc_ids)
+            _run(library, text, k, mode, routed, tuning, cancel, conn, resp)
+            if len(resp.results) < k and resp.reason is None:
+                # Too few passages in the documents named: the rest of the library fills the list.
+                rest = RetrievalResponse(mode=mode, query=query)
+                _run(library, text, k, mode, filters, tuning, cancel, conn, rest)
+                taken = set(decision.doc_ids)
+                more = [r for r in rest.results if r.doc_id not in taken][: k - len(resp.results)]
+                resp.results += more
+                resp.candidates += [r for r in rest.candidates if r.doc_id not in taken]
+                resp.routing["filled_from_library"] = len(more)
+                for key, value in rest.timings.items():
+                    resp.timings[key] = resp.timings.get(key, 0.0) + value
+        else:
+            _run(library, text, k, mode, filters, tuning, cancel, conn, resp)
     except Exception as exc:
         known = as_known(exc)
         if known is None:
@@ -229,6 +253,28 @@ def _run(
     resp.candidates = candidates
     resp.results = postprocess.merge_and_dedupe((r for r in candidates if r.passed_floor), k)
     timings["merge"] = _ms(t)
+
+
+def _route(
+    library: Searchable,
+    text: str,
+    filters: Filters,
+    setting: Tuning | bool,
+    conn: psycopg.Connection[Any] | None,
+) -> routing.Route:
+    enabled = setting.route if isinstance(setting, Tuning) else bool(setting)
+    if filters.active:
+        return routing.Route(routing.FILTERED, reason="a filter was given: it decides which documents")
+    if not enabled:
+        return routing.Route(routing.OFF, reason="routing is off")
+    cache = routing.identities_for(library.pool)
+    if conn is not None:
+        with conn.transaction():
+            cache.load(conn)
+    else:
+        with library.pool.connection() as c, c.transaction():
+            cache.load(c)
+    return routing.route(cache, text)
 
 
 def _bm25_leg(
