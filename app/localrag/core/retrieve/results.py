@@ -39,6 +39,7 @@ class Result:
     scores: dict[str, Any] = field(default_factory=dict)
     chunk_index: int = 0
     text_hash: str = ""
+    context: str = ""  # what the passage was searched with besides its text: its document's line, its heading
 
     @property
     def file_name(self) -> str:
@@ -55,6 +56,7 @@ class Result:
             "file_name": self.file_name,
             "page_number": self.page_number,
             "heading_path": self.heading_path,
+            "context": self.context,
             "char_start": self.char_start,
             "char_end": self.char_end,
             "similarity": round(self.similarity, 6),

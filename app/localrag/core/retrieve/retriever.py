@@ -6,7 +6,7 @@ import contextlib
 import logging
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
@@ -14,7 +14,7 @@ import psycopg
 
 from localrag.core.errors import KnownError, as_known
 from localrag.core.progress import CancelToken
-from localrag.core.retrieve import bm25, fuse, postprocess, routing, vector
+from localrag.core.retrieve import bm25, fuse, postprocess, rescore, routing, vector
 from localrag.core.retrieve.filters import DateLike, Filters
 from localrag.core.retrieve.results import ERROR, MODEL_MISMATCH, Result, RetrievalResponse
 
@@ -64,6 +64,8 @@ class Tuning:
     bm25_k1: float = bm25.DEFAULT_K1
     bm25_b: float = bm25.DEFAULT_B
     route: bool = True
+    rescore_top: int = 30
+    rescore: rescore.Weights = field(default_factory=rescore.Weights)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Tuning:
@@ -250,6 +252,7 @@ def _run(
         r = _result(row, f)
         r.passed_floor = postprocess.passes_floor(r, tuning.floor)
         candidates.append(r)
+    candidates = rescore.rescore(text, candidates, tuning.rescore, tuning.rescore_top)
     resp.candidates = candidates
     resp.results = postprocess.merge_and_dedupe((r for r in candidates if r.passed_floor), k)
     timings["merge"] = _ms(t)
@@ -340,7 +343,7 @@ def _fetch(
         params.update(q=np.asarray(qvec, dtype=np.float32), model=model, sim_ids=similarity_for)
     rows = conn.execute(
         "SELECT c.id, c.doc_id, d.doc_type, d.title, d.path, c.page_number, c.chunk_index, c.heading_path,"
-        f" c.text, c.char_start, c.char_end, c.text_hash, {sim} FROM document_chunks c"
+        f" c.text, c.char_start, c.char_end, c.text_hash, {sim}, c.context FROM document_chunks c"
         " JOIN documents d ON d.id = c.doc_id"
         " WHERE c.id = ANY(%(ids)s) AND d.status = 'ready'",
         params,
@@ -349,7 +352,7 @@ def _fetch(
 
 
 def _result(row: tuple, f: fuse.Candidate) -> Result:
-    cid, doc_id, doc_type, title, path, page, index, heading, text, start, end, text_hash, sim = row
+    cid, doc_id, doc_type, title, path, page, index, heading, text, start, end, text_hash, sim, context = row
     similarity = float(sim) if sim is not None else (f.vector if f.vector is not None else None)
     return Result(
         chunk_ids=[int(cid)],
@@ -372,6 +375,7 @@ def _result(row: tuple, f: fuse.Candidate) -> Result:
         },
         chunk_index=int(index),
         text_hash=text_hash,
+        context=context or "",
     )
 
 
