@@ -315,10 +315,7 @@ def test_killed_ingest_resumes_to_the_same_state(clean_db, tmp_path, embedder):
     sample = list(range(0, len(expected), max(1, len(expected) // 12)))  # every part of the run, not all
     fit = identity.ContextFitter(embedder)  # each vector is of the chunk's text in its context
     want = embedder.embed(
-        [
-            identity.embedding_text(fit(rows[i][3], expected[i].token_count), expected[i].text)
-            for i in sample
-        ]
+        [identity.embedding_text(fit(rows[i][3], expected[i].token_count), expected[i].text) for i in sample]
     )
     got = np.array([np.asarray(rows[i][2].to_list()) for i in sample])
     assert np.allclose(got, want, atol=1e-5)
