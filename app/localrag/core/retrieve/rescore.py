@@ -64,11 +64,11 @@ def rescore(question: str, candidates: Sequence[Result], weights: Weights, top: 
     stems, lines, heads = [], [], []
     for r in head:
         own, parts = _scan(r.text, qset)
-        where = r.context.split("\n", 1)[1] if "\n" in r.context else r.heading_path
-        heading = _scan(where, qset)[0]
-        stems.append(_scan(r.context.split("\n", 1)[0], qset)[0] + heading + own)
+        place = r.context.split("\n", 1)[1] if "\n" in r.context else r.heading_path
+        place_stems = _scan(place, qset)[0]
+        stems.append(_scan(r.context.split("\n", 1)[0], qset)[0] + place_stems + own)
         lines.append(parts)
-        heads.append(set(heading))
+        heads.append(set(place_stems))
     present = [set(sc) for sc in stems]
     df = Counter(t for p in present for t in set(terms) & p)
     n = len(head)
@@ -76,9 +76,9 @@ def rescore(question: str, candidates: Sequence[Result], weights: Weights, top: 
     total = sum(idf.values()) or 1.0
     best = max((r.scores.get("fused") or 0.0) for r in head) or 1.0
     scored = []
-    for r, s, p, parts, where in zip(head, stems, present, lines, heads, strict=True):
+    for r, s, p, parts, in_place in zip(head, stems, present, lines, heads, strict=True):
         cover = sum(idf[t] for t in terms if t in p) / total
-        heading = sum(idf[t] for t in terms if t in where) / total
+        heading = sum(idf[t] for t in terms if t in in_place) / total
         line = max((sum(idf[t] for t in terms if t in part) / total for part in parts), default=0.0)
         adjacent = set(itertools.pairwise(s))
         phrase = sum(1 for pair in pairs if pair in adjacent) / len(pairs) if pairs else 0.0
