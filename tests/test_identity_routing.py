@@ -52,7 +52,7 @@ def test_identity_from_file_name_cover_and_pdf_metadata():
     plain = identity.extract("report-2019.pdf", "", [], {"Title": "", "CreationDate": "D:20200301"})
     assert plain.fields["year"] == 2019  # the file name says the period; the creation date does not override
     dated = identity.extract("minutes.pdf", "", [], {"CreationDate": "D:20210514120000"})
-    assert dated.fields["year"] == 2021 and dated.sources["year"] == "PDF metadata"
+    assert dated.fields["created"] == "2021-05-14" and "year" not in dated.fields
 
     line = identity.document_line("GLOBEX_2018_10K", found.fields)
     context = identity.chunk_context(line, "Liquidity")

@@ -122,12 +122,14 @@ def extract(
     put("ticker", cover.get("ticker"), "first pages")
     put("date", name.get("date"), "file name")
     put("date", cover.get("date"), "first pages")
-    if "year" not in fields:
-        created = re.match(r"D?:?((?:19|20)\d\d)", pdf_meta.get("CreationDate") or "")
-        if created:
-            put("year", int(created.group(1)), "PDF metadata")
+    created = re.match(r"D?:?((?:19|20)\d\d)(\d\d)?(\d\d)?", pdf_meta.get("CreationDate") or "")
+    if created:  # when the file was made, not the period it is about: kept, not in the context line
+        put("created", "-".join(g for g in created.groups() if g), "PDF metadata")
     if "annual" in str(fields.get("kind", "")):
         fields.pop("quarter", None)
+    ends = cover.get("fiscal_year_end") or cover.get("quarter_end")
+    if ends:
+        put("period_end", ends[0].upper() + ends[1:], "first pages")
     fields["period"] = _period(fields, cover)
     if fields["period"]:
         sources["period"] = sources.get("year", "first pages")
@@ -289,8 +291,7 @@ def _period(fields: dict[str, Any], cover: dict[str, Any]) -> str:
         text = f"fiscal year {year} (FY{year})"
     else:
         text = str(year)
-    ends = cover.get("fiscal_year_end") or cover.get("quarter_end")
-    return f"{text}, {ends}" if ends else text
+    return text
 
 
 def _phrase(flat: str, m: re.Match[str]) -> str:
@@ -321,8 +322,11 @@ def document_line(title: str, meta: dict[str, Any]) -> str:
     parts: list[str] = []
     for value in (meta.get("organization"), meta.get("kind"), meta.get("period"), meta.get("date"), title):
         text = " ".join(str(value or "").split())
-        if value is title and len(re.findall(r"[A-Za-z]", text)) < 3:
-            continue  # a title that is only a number (an accession number) names nothing
+        if value is title:
+            said = _fold(" ".join(parts))
+            words = [w for w in re.findall(r"[A-Za-z]{3,}", text) if w.lower() not in GENERIC_WORDS]
+            if all(_fold(w) in said for w in words):
+                continue  # a number (an accession number), or nothing the line does not say already
         if text and not any(_fold(text) in _fold(p) for p in parts):
             parts.append(text)
     return " · ".join(parts)[:CONTEXT_CHARS]
@@ -380,7 +384,9 @@ def page_heads(pages: Iterable[tuple[int, str]]) -> dict[int, str]:
         lines = []
         for line in text.splitlines()[:12]:
             line = " ".join(line.split())
-            if line and len(line) <= PAGE_HEAD_CHARS and re.search(r"[A-Za-z]{3}", line):
+            # A heading-like line: short, starts as a title does, is not the end of a sentence.
+            title_like = (line[:1].isupper() or line[:1].isdigit()) and bool(re.search(r"[A-Za-z]{3}", line))
+            if len(line) <= PAGE_HEAD_CHARS and title_like and not line.endswith((".", ",", ";")):
                 lines.append(line)
         tops[number] = lines[: PAGE_HEAD_LINES + 3]
     seen = Counter(_fold(line) for lines in tops.values() for line in set(lines))
