@@ -5,7 +5,7 @@ from __future__ import annotations
 from localrag.core.ingest import identity, metadata
 from localrag.core.ingest.documents import reembed_needed
 from localrag.core.ingest.pipeline import Ingestor
-from localrag.core.retrieve import retrieve, routing
+from localrag.core.retrieve import Result, rescore, retrieve, routing
 
 COVER = """UNITED STATES SECURITIES AND EXCHANGE COMMISSION
 FORM 10-K
@@ -168,3 +168,25 @@ def test_a_library_from_before_identity_is_upgraded_by_reembed(clean_db, tmp_pat
         assert meta["year"] == 2021 and meta["version"] == identity.VERSION
         contexts = [r[0] for r in conn.execute("SELECT context FROM document_chunks")]
         assert all(c.startswith("HOOLI") for c in contexts)
+
+
+def _candidate(i: int, text: str, context: str = "") -> Result:
+    return Result([i], 1, "pdf", "t", "p", i, "", text, 0.5, scores={"fused": 1 / (10 + i)}, context=context)
+
+
+def test_rescoring_puts_the_passage_that_answers_first():
+    lines = [
+        "Revenue grew in every segment and management expects growth to continue.",
+        "Operating expenses were flat as the company invested in research.",
+        "Capital spending was discussed with the board during the year.",
+    ]
+    answer = "Purchases of property, plant and equipment were (1,577) in 2018 and (1,373) in 2017."
+    candidates = [_candidate(i, t) for i, t in enumerate(lines)]
+    candidates.append(_candidate(3, answer, "3M Company · 10-K\nConsolidated Statement of Cash Flows"))
+    question = "What were the purchases of property, plant and equipment in FY2018 (cash flow statement)?"
+    weights = rescore.Weights(cover=0.5, line=0.5, phrase=0.3, exact=0.2, heading=0.3)
+    ranked = rescore.rescore(question, candidates, weights, top=10)
+    assert ranked[0].text == answer
+    assert ranked[0].scores["rescore"] > ranked[1].scores["rescore"]
+    # Without weights the fused order stands.
+    assert rescore.rescore(question, candidates, rescore.Weights(), top=10)[0].text == lines[0]
