@@ -177,10 +177,13 @@ def document_names(doc_id: int, path: str, title: str, meta: dict[str, Any]) -> 
     if name_org:
         add(name_org, "file name")
     shown = str(edited.get("title") or title)
-    if shown and len(shown) <= 60 and re.search(r"[A-Za-z]{3}", shown):
+    words = [w for w in re.findall(r"[A-Za-z][\w+\-]*", shown) if _fold(w) not in identity.GENERIC_WORDS]
+    # A title names a document when it reads as a name ("GNU Octave", "Debian Policy Manual"), not as a
+    # sentence ("Tumor necrosis factor in sepsis", a paper's title a question may well repeat).
+    name_like = bool(words) and all(w[0].isupper() or any(ch.isdigit() for ch in w) for w in words)
+    if shown and len(shown) <= 60 and name_like:
         add(shown, "title")
-        words = [w for w in re.findall(r"[A-Za-z][\w+\-]*", shown) if _fold(w) not in identity.GENERIC_WORDS]
-        if 1 <= len(words) <= 3:
+        if len(words) <= 3:
             add(" ".join(words), "title")
     year = meta.get("year")
     quarter = meta.get("quarter")
