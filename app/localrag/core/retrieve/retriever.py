@@ -132,6 +132,7 @@ def retrieve(
         if decision.doc_ids:
             routed = Filters.build(decision.doc_ids)
             _run(library, text, k, mode, routed, tuning, cancel, conn, resp)
+
             if len(resp.results) < k and resp.reason is None:
                 # Too few passages in the documents named: the rest of the library fills the list.
                 rest = RetrievalResponse(mode=mode, query=query)
@@ -145,6 +146,9 @@ def retrieve(
                     resp.timings[key] = resp.timings.get(key, 0.0) + value
         else:
             _run(library, text, k, mode, filters, tuning, cancel, conn, resp)
+        if routing.asks_for_contents(text) and resp.results and resp.reason is None:
+            # The documents named, or else the one the best passage is in.
+            _contents_first(library, decision.doc_ids or [resp.results[0].doc_id], conn, resp, k)
     except Exception as exc:
         known = as_known(exc)
         if known is None:
@@ -278,6 +282,41 @@ def _route(
         with library.pool.connection() as c, c.transaction():
             cache.load(c)
     return routing.route(cache, text)
+
+
+# A table of contents: many lines that end in a page number (or dot leaders), in a document's first pages.
+_TOC_LINES = r"(\.\s?){3,}\s*\d+|[^\n]\s\d{1,4}[ \t]*(\n|$)"
+TOC_MIN_LINES = 3
+TOC_PAGES = 20
+
+
+def _contents_first(
+    library: Searchable,
+    doc_ids: list[int],
+    conn: psycopg.Connection[Any] | None,
+    resp: RetrievalResponse,
+    k: int,
+) -> None:
+    """Put the table of contents of the documents a whole-document question is about first (the first chunk of
+    their first pages with at least ``TOC_MIN_LINES`` lines that end in a page number)."""
+    with contextlib.ExitStack() as stack:
+        c = conn if conn is not None else stack.enter_context(library.pool.connection())
+        with c.transaction():
+            found = c.execute(
+                "SELECT DISTINCT ON (c.doc_id) c.id FROM document_chunks c"
+                " WHERE c.doc_id = ANY(%s) AND c.page_number <= %s"
+                " AND regexp_count(c.text, %s) >= %s"
+                " ORDER BY c.doc_id, c.chunk_index",
+                (doc_ids[:3], TOC_PAGES, _TOC_LINES, TOC_MIN_LINES),
+            ).fetchall()
+            rows = _fetch(c, [int(r[0]) for r in found], "", 0, None)
+    firsts = [_result(row, fuse.Candidate(int(cid))) for cid, row in rows.items()]
+    if not firsts:
+        return
+    taken = {cid for r in firsts for cid in r.chunk_ids}
+    rest = [r for r in resp.results if not taken.intersection(r.chunk_ids)]
+    resp.results = (firsts + rest)[:k]
+    resp.routing["contents_first"] = [r.chunk_ids[0] for r in firsts]
 
 
 def _bm25_leg(

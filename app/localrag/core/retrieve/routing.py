@@ -183,8 +183,8 @@ def document_names(doc_id: int, path: str, title: str, meta: dict[str, Any]) -> 
     name_like = bool(words) and all(w[0].isupper() or any(ch.isdigit() for ch in w) for w in words)
     if shown and len(shown) <= 60 and name_like:
         add(shown, "title")
-        if len(words) <= 3:
-            add(" ".join(words), "title")
+        if 1 < len(words) <= 3:
+            add(" ".join(words), "title words")
     year = meta.get("year")
     quarter = meta.get("quarter")
     return Doc(
@@ -214,6 +214,12 @@ def route(ids: Identities, question: str) -> Route:
                 if said not in hits.setdefault(d.id, []):
                     hits[d.id].append(f"{said} ({d.names[key]})")
                 docs[d.id] = d
+    # Words taken out of a title ("Debian" of "Debian Policy Manual") are also what the library is about:
+    # they never route on their own.
+    weak = {"title words"}
+    for doc_id in [i for i, said in hits.items() if all(h.rsplit(" (", 1)[1][:-1] in weak for h in said)]:
+        docs.pop(doc_id, None)
+        hits.pop(doc_id, None)
     if not docs:
         return Route(NONE, reason="the question names no document of the library")
     chosen = list(docs.values())
@@ -259,6 +265,21 @@ def route(ids: Identities, question: str) -> Route:
         reason,
         [{"doc_id": d.id, "file_name": d.file_name, "why": why[d.id]} for d in chosen],
     )
+
+
+_CONTENTS = re.compile(
+    r"\b(main|major|top-level)\s+(sections|chapters|parts|topics)\b"
+    r"|\b(chapters|sections|table of contents)\s+of\b"
+    r"|\boverview of\b|\bwhat (does|do)\b.{0,80}\bcover\b|\bwhat topics\b|\bsummari[sz]e\b"
+    r"|\blist the (chapters|sections|parts)\b",
+    re.IGNORECASE,
+)
+
+
+def asks_for_contents(question: str) -> bool:
+    """Whether the question asks what a whole document holds ("What are the main chapters of …?", "Give me an
+    overview of …"): its table of contents answers it."""
+    return bool(_CONTENTS.search(question))
 
 
 def asked_years(question: str, *, fiscal_only: bool = False) -> list[int]:
