@@ -63,6 +63,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="page datasets: route questions to the documents they name (default: the routing setting)",
     )
     p.add_argument("--k", type=int, default=10, help="page datasets: passages per question (default 10)")
+    p.add_argument(
+        "--indexed-only",
+        action="store_true",
+        help="page datasets: ingest nothing; ask only the questions whose document is in the library",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)
 
@@ -116,6 +121,7 @@ def run_pages(args: argparse.Namespace) -> int:
             k=args.k,
             limit=args.limit,
             route=args.route,
+            indexed_only=args.indexed_only,
             say=lambda line: print(line, file=sys.stderr, flush=True),
         )
     except FileNotFoundError as exc:
