@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import psycopg
@@ -31,11 +31,12 @@ class DocumentInfo:
     created_at: dt.datetime
     indexed_at: dt.datetime | None
     warnings: list[str]
+    meta: dict[str, Any] = field(default_factory=dict)  # what the document is: organisation, kind, period …
 
 
 _COLUMNS = (
     "id, path, title, doc_type, pages, chunks_total, chunks_embedded, status, error_code, error, bytes, "
-    "created_at, indexed_at, warnings"
+    "created_at, indexed_at, warnings, meta"
 )
 
 
