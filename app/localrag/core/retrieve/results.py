@@ -21,7 +21,8 @@ class Result:
             0.0 when no vector was compared (keyword mode).
         passed_floor: whether the passage cleared the relevance floor (see ``postprocess.passes_floor``).
         scores: ``vector`` (cosine similarity or None), ``bm25`` (score or None), ``vector_rank`` and
-            ``bm25_rank`` (1-based rank in each list, None when absent from it), ``fused`` (RRF score).
+            ``bm25_rank`` (1-based rank in each list, None when absent from it), ``fused`` (RRF score),
+            ``rescore`` (the score the first candidates were ranked again by, ``rescore.py``).
     """
 
     chunk_ids: list[int]
