@@ -25,8 +25,6 @@ from typing import Any
 
 # The version of the extraction below; documents extracted by an older one are refreshed by ``reembed``.
 VERSION = 1
-# Metadata fields, in the order the context line names them.
-FIELDS = ("organization", "kind", "period", "date")
 PAGE_HEAD_LINES = 3
 PAGE_HEAD_CHARS = 120
 CONTEXT_CHARS = 300
