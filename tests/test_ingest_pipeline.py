@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from localrag.core.ingest import identity
 from localrag.core.ingest.pipeline import Ingestor
 
 LOREM = (
@@ -305,14 +306,17 @@ def test_killed_ingest_resumes_to_the_same_state(clean_db, tmp_path, embedder):
     )
     with clean_db.connect() as conn:
         rows = conn.execute(
-            "SELECT c.chunk_index, c.text_hash, e.embedding FROM document_chunks c JOIN chunk_embeddings e "
-            "ON e.chunk_id = c.id ORDER BY c.chunk_index"
+            "SELECT c.chunk_index, c.text_hash, e.embedding, c.context FROM document_chunks c "
+            "JOIN chunk_embeddings e ON e.chunk_id = c.id ORDER BY c.chunk_index"
         ).fetchall()
         status = conn.execute("SELECT status FROM documents").fetchone()[0]
     assert status == "ready"
     assert [(r[0], r[1]) for r in rows] == [(c.chunk_index, c.text_hash) for c in expected]
     sample = list(range(0, len(expected), max(1, len(expected) // 12)))  # every part of the run, not all
-    want = embedder.embed([expected[i].text for i in sample])
+    fit = identity.ContextFitter(embedder)  # each vector is of the chunk's text in its context
+    want = embedder.embed(
+        [identity.embedding_text(fit(rows[i][3], expected[i].token_count), expected[i].text) for i in sample]
+    )
     got = np.array([np.asarray(rows[i][2].to_list()) for i in sample])
     assert np.allclose(got, want, atol=1e-5)
 

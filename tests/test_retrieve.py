@@ -162,7 +162,7 @@ def test_hybrid_returns_the_shape_the_chat_uses(corpus, library):
     assert top.doc_id == corpus["install"][0]
     assert top.path == "/docs/install-guide.pdf" and top.doc_type == "pdf" and top.title == "Install guide"
     assert top.page_number == 1 and top.heading_path == "Installation"
-    assert set(top.scores) == {"vector", "bm25", "vector_rank", "bm25_rank", "fused"}
+    assert set(top.scores) == {"vector", "bm25", "vector_rank", "bm25_rank", "fused", "rescore"}
     assert top.scores["vector_rank"] and top.scores["bm25_rank"] and top.scores["fused"] > 0
     assert 0 < top.similarity <= 1 and top.similarity == pytest.approx(top.scores["vector"])
     assert {"embed", "vector", "bm25", "fuse", "merge", "total"} <= set(resp.timings)

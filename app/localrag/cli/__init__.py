@@ -11,7 +11,7 @@ from localrag import __version__
 from localrag.core.errors import KnownError
 
 # Modules under localrag.cli, each with ``register(subparsers)`` that sets ``func(args) -> int``.
-COMMANDS = ["doctor", "db", "ingest", "search", "eval", "bench", "ask", "serve"]
+COMMANDS = ["doctor", "db", "ingest", "meta", "search", "eval", "bench", "ask", "serve"]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,5 +1,6 @@
 """``local-rag eval DATASET_DIR [--split test|train] [--mode M] [--json]``: retrieval quality on a BEIR
-folder.
+folder; on a page-hit folder (documents and questions with ``file`` and ``pages``, as financebench-dev), page
+hit@1/5/10 pooled and scoped to the question's document, in this data folder's library (``--route``, ``--k``).
 
 ``local-rag eval answers DATASET_DIR [--answer-mode M] [--limit N] [--kind K] [--json]``: answer quality — the
 real ``ask`` path over questions with gold answers and pages (see ``core/eval/answers.py``), in this data
@@ -27,7 +28,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "dataset",
         nargs="+",
         metavar="DATASET_DIR",
-        help="a BEIR folder (corpus.jsonl, queries*.jsonl, qrels/<split>.tsv), or `answers DIR`: a "
+        help="a BEIR folder (corpus.jsonl, queries*.jsonl, qrels/<split>.tsv), a page-hit folder "
+        "(docs/ or pdfs/ and questions with file and pages), or `answers DIR`: a "
         "folder of PDFs and questions with gold answers (datasets/debian-manuals)",
     )
     p.add_argument(
@@ -54,6 +56,18 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="where corpus vectors are cached (default: the data folder's cache/eval, "
         "or LOCALRAG_EVAL_CACHE)",
     )
+    p.add_argument(
+        "--route",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="page datasets: route questions to the documents they name (default: the routing setting)",
+    )
+    p.add_argument("--k", type=int, default=10, help="page datasets: passages per question (default 10)")
+    p.add_argument(
+        "--indexed-only",
+        action="store_true",
+        help="page datasets: ingest nothing; ask only the questions whose document is in the library",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)
 
@@ -65,6 +79,10 @@ def run(args: argparse.Namespace) -> int:
         print("local-rag: eval takes one DATASET_DIR, or `answers DATASET_DIR`", file=sys.stderr)
         return 2
     args.dataset = Path(args.dataset[0])
+    from localrag.core.eval import pagehit
+
+    if pagehit.is_page_dataset(args.dataset):
+        return run_pages(args)
     from localrag.core.eval.beir import evaluate
 
     cache = args.cache_dir or (
@@ -91,6 +109,38 @@ def run(args: argparse.Namespace) -> int:
         f"(latency: retrieve with k=100 and the query vector cached; embedding a query: p50 {q['p50']} ms, "
         f"p95 {q['p95']} ms)"
     )
+    return 0
+
+
+def run_pages(args: argparse.Namespace) -> int:
+    from localrag.core.eval import pagehit
+
+    try:
+        report = pagehit.evaluate(
+            args.dataset,
+            k=args.k,
+            limit=args.limit,
+            route=args.route,
+            indexed_only=args.indexed_only,
+            say=lambda line: print(line, file=sys.stderr, flush=True),
+        )
+    except FileNotFoundError as exc:
+        print(f"local-rag: {exc}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(report, indent=2, ensure_ascii=False))
+        return 0
+    print(f"{report['dataset']}: {report['questions']} questions, page hit@k over {report['k']} passages")
+    print(f"{'setting':8} {'hit@1':>7} {'hit@5':>7} {'hit@10':>7} {'MRR@10':>7} {'p50 ms':>8} {'p95 ms':>8}")
+    for name, m in report["settings"].items():
+        lat = m.get("latency_ms", {})
+        print(
+            f"{name:8} {m['hit@1']:7.3f} {m['hit@5']:7.3f} {m['hit@10']:7.3f} {m['mrr@10']:7.3f} "
+            f"{lat.get('p50', 0):8.1f} {lat.get('p95', 0):8.1f}"
+        )
+    ingest = report.get("ingest", {})
+    if ingest.get("indexed"):
+        print(f"(ingested {ingest['indexed']} documents, {ingest['chunks']} chunks in {ingest['seconds']} s)")
     return 0
 
 

@@ -25,6 +25,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="only documents of this type (pdf, markdown, text, html, docx, image); repeatable",
     )
     p.add_argument("--path", dest="path_glob", metavar="GLOB", help="only documents whose path matches")
+    p.add_argument(
+        "--route",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="search the documents the question names first (default: the routing setting, on)",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)
 
@@ -36,7 +42,13 @@ def run(args: argparse.Namespace) -> int:
     library.open()
     try:
         resp = retrieve(
-            library, args.query, k=args.k, mode=args.mode, doc_types=args.doc_types, path_glob=args.path_glob
+            library,
+            args.query,
+            k=args.k,
+            mode=args.mode,
+            doc_types=args.doc_types,
+            path_glob=args.path_glob,
+            route=args.route,
         )
     finally:
         library.close()
@@ -70,5 +82,7 @@ def print_results(resp: RetrievalResponse) -> None:
         if len(snippet) > SNIPPET_CHARS:
             snippet = snippet[: SNIPPET_CHARS - 1].rsplit(" ", 1)[0] + "…"
         print(textwrap.indent(textwrap.fill(snippet, 100), "   "))
+    if resp.routing.get("doc_ids"):
+        print(f"(routing: {resp.routing['mode']}; {resp.routing['reason']})", file=sys.stderr)
     timings = " ".join(f"{k} {v:.1f}" for k, v in resp.timings.items())
     print(f"({resp.mode}; ms: {timings})", file=sys.stderr)

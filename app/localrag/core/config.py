@@ -45,6 +45,7 @@ class Settings:
     bm25_k1: float = 1.2
     bm25_b: float = 0.75
     ef_search: int = 100
+    routing: bool = True  # a question naming documents of the library searches them first
     context_tokens: int = 1200
     # Generation.
     temperature: float = 0.2

@@ -34,6 +34,7 @@ from localrag.core.config import Settings
 from localrag.core.embed.onnx_embedder import OnnxEmbedder, load_embedder
 from localrag.core.errors import KnownError
 from localrag.core.eval import metrics
+from localrag.core.ingest import identity
 from localrag.core.progress import Progress
 from localrag.core.retrieve import bm25
 from localrag.core.retrieve.retriever import MODES, Tuning, retrieve
@@ -68,6 +69,13 @@ class ChunkRow:
     char_start: int
     char_end: int
     text_hash: str
+    context: str = ""  # what the chunk is searched with besides its text (core/ingest/identity.py)
+
+
+def embedding_texts(embedder: OnnxEmbedder, chunks: Sequence[ChunkRow]) -> list[str]:
+    """What the embedding model reads for each chunk, as ingestion composes it: context, then text."""
+    fit = identity.ContextFitter(embedder)
+    return [identity.embedding_text(fit(c.context, c.token_count), c.text) for c in chunks]
 
 
 @dataclass
@@ -166,6 +174,7 @@ def chunk_corpus(dataset: BeirDataset, embedder: OnnxEmbedder, settings: Setting
                     c.char_start,
                     c.char_end,
                     c.text_hash,
+                    identity.chunk_context(identity.document_line(title, {}), c.heading_path or title),
                 )
                 for c in chunks
             ]
@@ -329,7 +338,7 @@ def bulk_load(
                 )
         with conn.cursor().copy(
             "COPY document_chunks (id, doc_id, chunk_index, page_number, heading_path, text, token_count, "
-            "char_start, char_end, text_hash) FROM STDIN"
+            "char_start, char_end, text_hash, context) FROM STDIN"
         ) as copy:
             for j, c in enumerate(chunks):
                 copy.write_row(
@@ -344,14 +353,16 @@ def bulk_load(
                         c.char_start,
                         c.char_end,
                         c.text_hash,
+                        c.context,
                     )
                 )
         with conn.cursor().copy(
-            "COPY chunk_embeddings (chunk_id, embedding_model, embedding) FROM STDIN WITH (FORMAT BINARY)"
+            "COPY chunk_embeddings (chunk_id, embedding_model, embedding, context_hash) FROM STDIN WITH "
+            "(FORMAT BINARY)"
         ) as copy:
-            copy.set_types(["int8", "text", "vector"])
+            copy.set_types(["int8", "text", "vector", "text"])
             for j in range(len(chunks)):
-                copy.write_row((j + 1, model, vectors[j]))
+                copy.write_row((j + 1, model, vectors[j], identity.context_hash(chunks[j].context)))
         conn.execute("SELECT setval('documents_id_seq', greatest(1, %s))", (len(docs),))
         conn.execute("SELECT setval('document_chunks_id_seq', greatest(1, %s))", (len(chunks),))
     if index_bm25:
@@ -411,7 +422,7 @@ class EvalSession:
         ds, emb = self.dataset, self.embedder
         self._say(f"chunking {len(ds.corpus)} documents")
         self.chunks = chunk_corpus(ds, emb, self.settings)
-        vectors = embed_cached(emb, [c.text for c in self.chunks], self.cache_dir, self.progress)
+        vectors = embed_cached(emb, embedding_texts(emb, self.chunks), self.cache_dir, self.progress)
         conninfo = self._stack.enter_context(throwaway_store())
         self.conn = self._stack.enter_context(db.connect(conninfo))
         self._say(f"loading {len(ds.corpus)} documents, {len(self.chunks)} chunks")

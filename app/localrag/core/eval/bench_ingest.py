@@ -18,6 +18,7 @@ from typing import Any
 
 from localrag.core.config import Settings
 from localrag.core.eval.beir import throwaway_store
+from localrag.core.ingest import identity
 from localrag.core.ingest.pipeline import EMBED_BATCH, Ingestor
 from localrag.core.library import Library
 
@@ -64,10 +65,13 @@ def bench_ingest(paths: list[Path], *, embed_only: bool = True) -> dict[str, Any
             "peak_rss_mb": round(peak_rss_mb(), 1),
         }
         if embed_only:
+            fit = identity.ContextFitter(library.embedder)
             with library.connect() as conn:
-                texts = [
-                    r[0]
-                    for r in conn.execute("SELECT text FROM document_chunks ORDER BY doc_id, chunk_index")
+                texts = [  # what the pipeline embedded: each chunk's context, then its text
+                    identity.embedding_text(fit(context, n), text)
+                    for text, context, n in conn.execute(
+                        "SELECT text, context, token_count FROM document_chunks ORDER BY doc_id, chunk_index"
+                    )
                 ]
             t1 = time.monotonic()
             for i in range(0, len(texts), EMBED_BATCH):

@@ -259,7 +259,7 @@ def build_corpus(
     if progress:
         progress(Progress(f"chunking {len(ds.corpus)} documents"))
     base = beir.chunk_corpus(ds, embedder, settings)
-    base_vecs = beir.embed_cached(embedder, [c.text for c in base], cache_dir, progress)
+    base_vecs = beir.embed_cached(embedder, beir.embedding_texts(embedder, base), cache_dir, progress)
     chunks, vecs, real = synthesize(base, base_vecs, n_chunks)
     n_docs = (len(chunks) + CHUNKS_PER_DOC - 1) // CHUNKS_PER_DOC
     docs = [

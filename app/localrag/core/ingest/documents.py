@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import psycopg
@@ -31,11 +31,12 @@ class DocumentInfo:
     created_at: dt.datetime
     indexed_at: dt.datetime | None
     warnings: list[str]
+    meta: dict[str, Any] = field(default_factory=dict)  # what the document is: organisation, kind, period …
 
 
 _COLUMNS = (
     "id, path, title, doc_type, pages, chunks_total, chunks_embedded, status, error_code, error, bytes, "
-    "created_at, indexed_at, warnings"
+    "created_at, indexed_at, warnings, meta"
 )
 
 
@@ -90,11 +91,14 @@ def remove_document(conn: psycopg.Connection[Any], doc_id: int) -> bool:
 
 
 def reembed_needed(conn: psycopg.Connection[Any], active_model: str) -> int:
-    """How many ready documents have chunks without a vector from ``active_model``."""
+    """How many ready documents have chunks without a vector from ``active_model`` for their current context,
+    or metadata from an older extraction (a library indexed before document identity)."""
+    from localrag.core.ingest import metadata
+
     row = conn.execute(
         "SELECT count(DISTINCT c.doc_id) FROM document_chunks c JOIN documents d ON d.id = c.doc_id "
         "WHERE d.status = 'ready' AND NOT EXISTS (SELECT 1 FROM chunk_embeddings e "
-        "WHERE e.chunk_id = c.id AND e.embedding_model = %s)",
+        f"WHERE e.chunk_id = c.id AND e.embedding_model = %s AND {metadata.CURRENT_VECTOR})",
         (active_model,),
     ).fetchone()
-    return int(row[0]) if row else 0
+    return (int(row[0]) if row else 0) or len(metadata.outdated_documents(conn))

@@ -1,14 +1,19 @@
-"""Re-embedding: after switching embedding models, every ready document gets vectors from the active model.
+"""Re-embedding: every ready document gets vectors from the active model for its chunks' current contexts.
 
-Batches are committed as they go (a kill loses at most one), the documents stay ready and searchable
-throughout, and the previous model's vectors are kept.
+It runs after switching embedding models, after metadata was edited (the chunks whose context changed), and
+once on a library indexed before document identity existed: its documents' metadata is found first (from the
+file name, the PDF's metadata and the stored first pages; each document in one transaction that also
+rebuilds its BM25 postings), then the vectors are embedded again with their context. Batches are committed as
+they go (a kill loses at most one and a rerun carries on), the documents stay ready and searchable throughout
+(a stale vector answers until its replacement is written in the same transaction that removes it), and the
+previous model's vectors are kept.
 """
 
 from __future__ import annotations
 
 import time
 
-from localrag.core.ingest import status
+from localrag.core.ingest import metadata, status
 from localrag.core.ingest.events import IngestEvent, IngestSummary
 from localrag.core.ingest.queue import IngestQueue
 from localrag.core.ingest.steps import DocCancel, DocumentSteps
@@ -21,10 +26,21 @@ def reembed(queue: IngestQueue, steps: DocumentSteps, cancel: CancelToken | None
     started = time.monotonic()
     conn = steps.conn
     model = steps.library.embedder.name
+    for doc_id in metadata.outdated_documents(conn):
+        if cancel is not None and cancel.cancelled:
+            break
+        if not queue.try_lock(doc_id):
+            continue
+        try:
+            with conn.transaction():
+                metadata.refresh(conn, doc_id)
+        finally:
+            queue.unlock(doc_id)
+    conn.commit()
     rows = conn.execute(
         "SELECT DISTINCT d.id, d.path, d.title, d.doc_type FROM documents d JOIN document_chunks c "
         "ON c.doc_id = d.id WHERE d.status = %s AND NOT EXISTS (SELECT 1 FROM chunk_embeddings e "
-        "WHERE e.chunk_id = c.id AND e.embedding_model = %s) ORDER BY d.id",
+        f"WHERE e.chunk_id = c.id AND e.embedding_model = %s AND {metadata.CURRENT_VECTOR}) ORDER BY d.id",
         (status.READY, model),
     ).fetchall()
     conn.commit()

@@ -25,7 +25,7 @@ from psycopg.types.json import Jsonb
 from localrag.core.chat import overview
 from localrag.core.embed.service import BATCH
 from localrag.core.errors import BadDocument, KnownError, StoreUnavailable, internal_error
-from localrag.core.ingest import loaders, status
+from localrag.core.ingest import identity, loaders, metadata, status
 from localrag.core.ingest.chunking import iter_chunks
 from localrag.core.ingest.connection import Connection
 from localrag.core.ingest.events import IngestEvent, IngestSummary
@@ -166,6 +166,8 @@ class DocumentSteps:
         pages = 0
         t_extract = time.monotonic() - t0
 
+        tops: list[tuple[int, str]] = []  # each page's first lines, for the chunks' context
+
         def timed_pages() -> Iterator[Any]:
             """The stream's pages, with the time spent reading them counted as extraction."""
             nonlocal pages, t_extract
@@ -177,6 +179,8 @@ class DocumentSteps:
                 if page is None:
                     return
                 pages += 1
+                first = len(tops) < metadata.FIRST_PAGES
+                tops.append((page.number, page.text if first else page.text[:2000]))
                 yield page
 
         for chunk in iter_chunks(
@@ -202,19 +206,30 @@ class DocumentSteps:
         t_total = time.monotonic() - t0
         if not rows:
             raise BadDocument(f"{display_name(path)} has no text to index.", code="empty")
+        meta = metadata.build_meta(
+            path_to_db(path)[0],
+            title,
+            [text for _, text in tops[: metadata.FIRST_PAGES]],
+            metadata.pdf_metadata(path),
+            self.edited_metadata(doc_id),
+        )
+        heads = identity.page_heads(tops)
+        chunk_contexts = metadata.contexts(title, meta, [(r[3], r[2]) for r in rows], heads)
+        with_context = [(*r, ctx) for r, ctx in zip(rows, chunk_contexts, strict=True)]
         summary.stage_seconds["extract"] += t_extract
         summary.stage_seconds["chunk"] += t_total - t_extract
         tw = time.monotonic()
         with conn.transaction():
             with conn.cursor().copy(
                 "COPY document_chunks (doc_id, chunk_index, page_number, heading_path, text, token_count, "
-                "char_start, char_end, text_hash) FROM STDIN"
+                "char_start, char_end, text_hash, context) FROM STDIN"
             ) as copy:
-                for r in rows:
+                for r in with_context:
                     copy.write_row(r)
             conn.execute(
                 "UPDATE documents SET status = %s, title = %s, doc_type = %s, mime = %s, pages = %s, "
-                "pages_done = %s, chunks_total = %s, warnings = %s, updated_at = now() WHERE id = %s",
+                "pages_done = %s, chunks_total = %s, warnings = %s, meta = %s, updated_at = now() "
+                "WHERE id = %s",
                 (
                     status.EMBEDDING,
                     title,
@@ -224,6 +239,7 @@ class DocumentSteps:
                     pages,
                     len(rows),
                     Jsonb(stream.warnings),
+                    Jsonb(meta),
                     doc_id,
                 ),
             )
@@ -245,6 +261,15 @@ class DocumentSteps:
         )
         return title, doc_type
 
+    def edited_metadata(self, doc_id: int) -> dict[str, Any]:
+        """What a person set by hand on this document, or on the version of its file it replaces."""
+        row = self.conn.execute(
+            "SELECT coalesce(d.meta->'edited', o.meta->'edited') FROM documents d "
+            "LEFT JOIN documents o ON o.id = d.replaces_id WHERE d.id = %s",
+            (doc_id,),
+        ).fetchone()
+        return dict(row[0]) if row and row[0] else {}
+
     def embed(
         self, doc_id: int, path: str, title: str, doc_type: str, summary: IngestSummary, cancel: DocCancel
     ) -> None:
@@ -254,20 +279,28 @@ class DocumentSteps:
         with conn.transaction():
             # Chunks whose exact text already has a vector from this model (an unchanged part of a changed
             # file, a duplicate passage) reuse it.
+            # (same text in the same context).
             conn.execute(
-                "INSERT INTO chunk_embeddings (chunk_id, embedding_model, embedding) "
-                "SELECT DISTINCT ON (c.id) c.id, e.embedding_model, e.embedding FROM document_chunks c "
-                "JOIN document_chunks o ON o.text_hash = c.text_hash AND o.doc_id <> c.doc_id "
+                "INSERT INTO chunk_embeddings (chunk_id, embedding_model, embedding, context_hash) "
+                "SELECT DISTINCT ON (c.id) c.id, e.embedding_model, e.embedding, e.context_hash "
+                "FROM document_chunks c JOIN document_chunks o ON o.text_hash = c.text_hash "
+                "AND o.context = c.context AND o.doc_id <> c.doc_id "
                 "JOIN chunk_embeddings e ON e.chunk_id = o.id AND e.embedding_model = %s "
+                f"AND {metadata.CURRENT_VECTOR.replace('c.', 'o.')} "
                 "WHERE c.doc_id = %s ON CONFLICT DO NOTHING",
                 (model, doc_id),
             )
-        todo = conn.execute(
-            "SELECT c.id, c.text, c.token_count FROM document_chunks c WHERE c.doc_id = %s AND NOT EXISTS "
-            "(SELECT 1 FROM chunk_embeddings e WHERE e.chunk_id = c.id AND e.embedding_model = %s) "
-            "ORDER BY c.chunk_index",
-            (doc_id, model),
-        ).fetchall()
+        # Chunks without a vector, or whose vector was embedded with another context (stale).
+        fit = identity.ContextFitter(self.library.embedder)
+        todo = [
+            (cid, identity.embedding_text(fit(context, n), text), n, context)
+            for cid, text, n, context in conn.execute(
+                "SELECT c.id, c.text, c.token_count, c.context FROM document_chunks c WHERE c.doc_id = %s "
+                "AND NOT EXISTS (SELECT 1 FROM chunk_embeddings e WHERE e.chunk_id = c.id "
+                f"AND e.embedding_model = %s AND {metadata.CURRENT_VECTOR}) ORDER BY c.chunk_index",
+                (doc_id, model),
+            ).fetchall()
+        ]
         total = one(conn.execute("SELECT count(*) FROM document_chunks WHERE doc_id = %s", (doc_id,)))[0]
         conn.commit()
         summary.stage_seconds["write"] += time.monotonic() - tw
@@ -315,11 +348,17 @@ class DocumentSteps:
     def write_vectors(self, doc_id: int, model: str, batch: list[tuple], vectors: np.ndarray) -> None:
         conn = self.conn
         with conn.transaction():
+            # A stale vector (embedded with an earlier context) is replaced in the same transaction.
+            conn.execute(
+                "DELETE FROM chunk_embeddings WHERE chunk_id = ANY(%s) AND embedding_model = %s",
+                ([r[0] for r in batch], model),
+            )
             with conn.cursor().copy(
-                "COPY chunk_embeddings (chunk_id, embedding_model, embedding) FROM STDIN"
+                "COPY chunk_embeddings (chunk_id, embedding_model, embedding, context_hash) FROM STDIN"
             ) as copy:
-                for (chunk_id, _text, _n), vec in zip(batch, vectors, strict=True):
-                    copy.write_row((chunk_id, model, "[" + ",".join(f"{x:.7g}" for x in vec) + "]"))
+                for (chunk_id, _text, _n, context), vec in zip(batch, vectors, strict=True):
+                    row = (chunk_id, model, "[" + ",".join(f"{x:.7g}" for x in vec) + "]")
+                    copy.write_row((*row, identity.context_hash(context)))
             conn.execute(
                 "UPDATE documents SET chunks_embedded = (SELECT count(*) FROM chunk_embeddings e JOIN "
                 "document_chunks c ON c.id = e.chunk_id WHERE c.doc_id = %s AND e.embedding_model = %s), "

@@ -1,6 +1,7 @@
 """BM25 inside PostgreSQL: postings of ``to_tsvector('english')`` lexemes, with the statistics kept in step.
 
-What is indexed is each chunk's heading path and text. A chunk's length is its number of lexeme occurrences
+What is indexed is each chunk's context (its document's identity and heading path) and text. A chunk's
+length is its number of lexeme occurrences
 (stop words removed), stored in ``document_chunks.lexeme_count`` and, for scoring, in each of its postings
 (``bm25_postings.dl``). The statistics follow from the postings alone:
 
@@ -36,7 +37,11 @@ DEFAULT_K1 = 1.2
 DEFAULT_B = 0.75
 
 # The text of a chunk that BM25 sees (the alias ``c`` is document_chunks).
-INDEXED_TEXT = "to_tsvector('english', c.heading_path || ' ' || c.text)"
+# Its context (the document's line and the heading path, ``core/ingest/identity.py``) and its text; a chunk
+# written without a context (a library from before contexts, until ``reembed`` refreshes it) its heading path.
+INDEXED_TEXT = (
+    "to_tsvector('english', CASE WHEN c.context = '' THEN c.heading_path ELSE c.context END || ' ' || c.text)"
+)
 
 
 def index_document(conn: psycopg.Connection[Any], doc_id: int) -> None:

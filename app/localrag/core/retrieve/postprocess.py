@@ -95,6 +95,7 @@ def merge(members: list[Result]) -> Result:
         scores=scores,
         chunk_index=parts[0].chunk_index,
         text_hash=hashlib.sha256(text.encode("utf-8")).hexdigest(),
+        context=best.context,
     )
 
 

@@ -21,7 +21,8 @@ class Result:
             0.0 when no vector was compared (keyword mode).
         passed_floor: whether the passage cleared the relevance floor (see ``postprocess.passes_floor``).
         scores: ``vector`` (cosine similarity or None), ``bm25`` (score or None), ``vector_rank`` and
-            ``bm25_rank`` (1-based rank in each list, None when absent from it), ``fused`` (RRF score).
+            ``bm25_rank`` (1-based rank in each list, None when absent from it), ``fused`` (RRF score),
+            ``rescore`` (the score the first candidates were ranked again by, ``rescore.py``).
     """
 
     chunk_ids: list[int]
@@ -39,6 +40,7 @@ class Result:
     scores: dict[str, Any] = field(default_factory=dict)
     chunk_index: int = 0
     text_hash: str = ""
+    context: str = ""  # what the passage was searched with besides its text: its document's line, its heading
 
     @property
     def file_name(self) -> str:
@@ -55,6 +57,7 @@ class Result:
             "file_name": self.file_name,
             "page_number": self.page_number,
             "heading_path": self.heading_path,
+            "context": self.context,
             "char_start": self.char_start,
             "char_end": self.char_end,
             "similarity": round(self.similarity, 6),
@@ -77,6 +80,7 @@ class RetrievalResponse:
             ``total``.
         candidates: every fused candidate chunk, best first, including those under the floor
             (``passed_floor`` says which), for the developer pane.
+        routing: which documents were searched first and why (``routing.Route.to_dict``).
     """
 
     results: list[Result] = field(default_factory=list)
@@ -86,6 +90,7 @@ class RetrievalResponse:
     candidates: list[Result] = field(default_factory=list)
     mode: str = "hybrid"
     query: str = ""
+    routing: dict[str, Any] = field(default_factory=dict)
 
     @property
     def chunk_ids(self) -> list[int]:
@@ -97,6 +102,7 @@ class RetrievalResponse:
             "mode": self.mode,
             "reason": self.reason,
             "error": self.error,
+            "routing": self.routing,
             "timings": {k: round(v, 3) for k, v in self.timings.items()},
             "results": [r.to_dict() for r in self.results],
         }

@@ -303,6 +303,9 @@ class DevPane(QtWidgets.QWidget):
             notes.append(f"The store failed: {error or 'unknown error'} (the answer was not grounded).")
         elif reason:
             notes.append(f"Reason: {reason}" + (f" ({error})" if error else ""))
+        routing = _get(response, "routing")
+        if isinstance(routing, dict) and routing.get("doc_ids"):
+            notes.append(f"Routing ({routing.get('mode')}): {routing.get('reason', '')}.")
         candidates = _get(response, "candidates")
         results = list(_get(response, "results") or [])
         if isinstance(candidates, list):

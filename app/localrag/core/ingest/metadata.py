@@ -1,0 +1,147 @@
+"""Document metadata in the store: found at ingest, refreshed for libraries indexed before it existed, edited
+by a person; and the chunk contexts that follow from it (``identity``).
+
+A change of metadata re-indexes only what it must: the contexts of the document's chunks are written again;
+when they changed, the document's BM25 postings are rebuilt (in the same transaction) and its vectors become
+stale (their ``context_hash`` no longer matches), so ``reembed`` embeds those chunks again. Until then the old
+vectors keep answering.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from psycopg.types.json import Jsonb
+
+from localrag.core.ingest import identity, status
+from localrag.core.retrieve import bm25
+
+log = logging.getLogger("localrag.ingest.metadata")
+
+# Fields a person may set (``None`` or "" clears an edit: the value found at ingest comes back).
+EDITABLE = ("title", "organization", "kind", "period", "date", "year", "quarter")
+FIRST_PAGES = 2
+
+# The SQL condition "this vector was embedded with its chunk's current context" (aliases e and c).
+CURRENT_VECTOR = "e.context_hash = md5(c.context)"
+
+
+def pdf_metadata(path: Path) -> dict[str, str]:
+    """A PDF's Title, Author and CreationDate (empty when the file cannot be read)."""
+    if path.suffix.lower() != ".pdf" or not path.is_file():
+        return {}
+    try:
+        import pypdfium2 as pdfium
+
+        pdf = pdfium.PdfDocument(str(path))
+        try:
+            return {k: pdf.get_metadata_value(k) or "" for k in ("Title", "Author", "CreationDate")}
+        finally:
+            pdf.close()
+    except Exception:  # an unreadable file has no metadata to give
+        return {}
+
+
+def build_meta(
+    path: str, title: str, first_pages: Sequence[str], pdf_meta: dict[str, str], edited: dict[str, Any]
+) -> dict[str, Any]:
+    """``documents.meta``: the fields found (``identity.extract``), then a person's edits over them."""
+    found = identity.extract(path, title, first_pages, pdf_meta)
+    meta = found.to_meta()
+    if edited:
+        meta["edited"] = dict(edited)
+        for key, value in edited.items():
+            if key != "title":
+                meta[key] = value
+                meta["sources"][key] = "edited"
+    return meta
+
+
+def shown_title(title: str, meta: dict[str, Any]) -> str:
+    edited = meta.get("edited") or {}
+    return str(edited.get("title") or title or "")
+
+
+def contexts(
+    title: str, meta: dict[str, Any], chunks: Sequence[tuple[str, int]], heads: dict[int, str]
+) -> list[str]:
+    """The context of each chunk, from its ``(heading_path, page_number)`` and the page heads."""
+    line = identity.document_line(shown_title(title, meta), meta)
+    return [identity.chunk_context(line, heading, heads.get(page, "")) for heading, page in chunks]
+
+
+def refresh(conn: psycopg.Connection[Any], doc_id: int, *, edits: dict[str, Any] | None = None) -> bool:
+    """Find a document's metadata again (from its file name, the PDF's metadata when the file is still there,
+    and its first pages as stored), apply ``edits`` on top of earlier ones, and write the chunk contexts that
+    follow. A ready document whose contexts changed gets its BM25 postings rebuilt. Call inside a
+    transaction. Returns whether any chunk's context changed (its vectors are then stale)."""
+    row = conn.execute(
+        "SELECT path, path_bytes, title, status, meta FROM documents WHERE id = %s FOR UPDATE", (doc_id,)
+    ).fetchone()
+    if row is None:
+        return False
+    from localrag.core.ingest.queue import path_from_db
+
+    path, raw, title, state, old = row
+    edited = dict((old or {}).get("edited") or {})
+    for key, value in (edits or {}).items():
+        if key not in EDITABLE:
+            raise ValueError(f"unknown metadata field {key!r}; use one of {', '.join(EDITABLE)}")
+        if value in (None, ""):
+            edited.pop(key, None)
+        else:
+            edited[key] = int(value) if key in ("year", "quarter") else str(value)
+    chunks = conn.execute(
+        "SELECT id, heading_path, page_number, text, context FROM document_chunks WHERE doc_id = %s "
+        "ORDER BY chunk_index",
+        (doc_id,),
+    ).fetchall()
+    pages: dict[int, list[str]] = {}
+    for _id, _heading, page, text, _ctx in chunks:
+        pages.setdefault(int(page), []).append(text)
+    page_texts = [(n, "\n".join(t)) for n, t in sorted(pages.items())]
+    first = [t for _, t in page_texts[:FIRST_PAGES]]
+    meta = build_meta(path, title, first, pdf_metadata(path_from_db(path, raw)), edited)
+    if edited and "period" in edited:
+        meta["period"] = edited["period"]
+    heads = identity.page_heads(page_texts)
+    new = contexts(title, meta, [(c[1], int(c[2])) for c in chunks], heads)
+    changed = [(c[0], ctx) for c, ctx in zip(chunks, new, strict=True) if c[4] != ctx]
+    conn.execute("UPDATE documents SET meta = %s, updated_at = now() WHERE id = %s", (Jsonb(meta), doc_id))
+    if changed:
+        conn.execute(
+            "UPDATE document_chunks c SET context = u.context FROM unnest(%s::bigint[], %s::text[]) "
+            "AS u(id, context) WHERE c.id = u.id",
+            ([c[0] for c in changed], [c[1] for c in changed]),
+        )
+        if state == status.READY:
+            bm25.index_document(conn, doc_id)  # re-indexes: the postings follow the new contexts
+    return bool(changed)
+
+
+def edit(conn: psycopg.Connection[Any], doc_id: int, edits: dict[str, Any]) -> bool:
+    """Set metadata fields of a document by hand (see ``refresh``). Returns whether its vectors are now stale
+    (run ``reembed`` to embed those chunks again)."""
+    with conn.transaction():
+        return refresh(conn, doc_id, edits=edits)
+
+
+def outdated_documents(conn: psycopg.Connection[Any]) -> list[int]:
+    """Ready documents whose metadata was found by an older extraction (or never: a library from before)."""
+    return [
+        int(r[0])
+        for r in conn.execute(
+            "SELECT id FROM documents WHERE status = %s AND coalesce((meta->>'version')::int, 0) < %s "
+            "ORDER BY id",
+            (status.READY, identity.VERSION),
+        )
+    ]
+
+
+def document_meta(conn: psycopg.Connection[Any], doc_id: int) -> dict[str, Any] | None:
+    row = conn.execute("SELECT meta FROM documents WHERE id = %s", (doc_id,)).fetchone()
+    return dict(row[0]) if row else None
