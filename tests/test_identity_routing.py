@@ -190,3 +190,23 @@ def test_rescoring_puts_the_passage_that_answers_first():
     assert ranked[0].scores["rescore"] > ranked[1].scores["rescore"]
     # Without weights the fused order stands.
     assert rescore.rescore(question, candidates, rescore.Weights(), top=10)[0].text == lines[0]
+
+
+def test_the_documents_list_says_what_a_document_is(clean_db, tmp_path, qapp):
+    """The documents table's tooltip names what ingestion found the document to be (its organisation and
+    period, from the file name here), under its title."""
+    from fixtures_chat import index
+    from fixtures_docs import write_pdf
+    from localrag.core.ingest.documents import list_documents
+    from localrag.gui.qt import QtCore
+    from localrag.gui.views.documents_model import DocumentRow, DocumentsModel
+
+    write_pdf(tmp_path / "Acme_2019_10K.pdf", [["Annual report", "Revenue grew in every region."]])
+    index(clean_db, [tmp_path / "Acme_2019_10K.pdf"])
+    with clean_db.connect() as conn:
+        infos = list_documents(conn)
+    model = DocumentsModel()
+    model.set_rows([DocumentRow.from_info(i) for i in infos])
+    tip = model.data(model.index(0, DocumentsModel.TITLE), QtCore.Qt.ItemDataRole.ToolTipRole)
+    identity = tip.splitlines()[1]
+    assert "Acme" in identity and "2019" in identity, tip

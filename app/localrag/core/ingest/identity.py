@@ -234,7 +234,9 @@ def _cover_org(text: str) -> str:
         r"(?:\([A-Z]+:\s*[A-Z.]+\)\s*)?(?:today\s+)?(?:reports?|reported|announces?|announced)\b",
         " ".join(lines[:40]),
     )
-    return _tidy_org(sentence.group(1)) if sentence else ""
+    if not sentence or all(w.lower() in GENERIC_WORDS for w in sentence.group(1).split()):
+        return ""  # "Annual report", "Quarterly report": a heading, not a company
+    return _tidy_org(sentence.group(1))
 
 
 def _tidy_org(name: str) -> str:

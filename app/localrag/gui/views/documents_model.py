@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, cast
 
+from localrag.core.ingest.identity import document_line
 from localrag.core.ingest.status import (
     CANCELLED,
     EMBEDDING,
@@ -73,6 +74,7 @@ class DocumentRow:
     error_code: str | None = None
     error: str | None = None
     bytes: int = 0
+    identity: str = ""  # what the document is, as found at ingest: organisation · kind · period
 
     @property
     def key(self) -> str:
@@ -128,6 +130,7 @@ class DocumentRow:
             error_code=info.error_code,
             error=info.error if info.status == FAILED else None,
             bytes=info.bytes,
+            identity=document_line("", getattr(info, "meta", None) or {}),
         )
 
 
@@ -191,7 +194,7 @@ class DocumentsModel(QtCore.QAbstractTableModel):
             if col == self.STATUS:
                 return row.status_text
         if role == QtCore.Qt.ItemDataRole.ToolTipRole:
-            return "\n".join(x for x in (row.title, row.path, row.detail_text) if x)
+            return "\n".join(x for x in (row.title, row.identity, row.path, row.detail_text) if x)
         if role == QtCore.Qt.ItemDataRole.TextAlignmentRole and col in (self.PAGES, self.CHUNKS):
             return int(QtCore.Qt.AlignmentFlag.AlignRight | QtCore.Qt.AlignmentFlag.AlignVCenter)
         if role == QtCore.Qt.ItemDataRole.ForegroundRole and col == self.STATUS:
