@@ -14,16 +14,11 @@ from fixtures_docs import empty_store
 def index(library: Any, paths: Sequence[Path], *, ready: int | None = None, empty: bool = True) -> Any:
     """Index ``paths`` (files or folders) with the real pipeline, into an emptied store by default; ``ready``
     documents (default: one per path) must come out ready."""
-    from localrag.core.ingest.pipeline import Ingestor
+    from localrag.core.ingest.pipeline import index_paths
 
     if empty:
         empty_store(library)
-    ingestor = Ingestor(library)
-    try:
-        ingestor.enqueue(list(paths))
-        summary = ingestor.run()
-    finally:
-        ingestor.close()
+    summary = index_paths(library, paths)
     assert summary.ready == (len(paths) if ready is None else ready), summary
     return summary
 

@@ -13,6 +13,7 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from localrag.core.progress import Progress
@@ -112,23 +113,36 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_report(args: argparse.Namespace, evaluate: Callable[[Callable[[str], None]], dict]) -> dict | None:
+    """Run an evaluation with its progress on stderr; print the report as JSON with ``--json``. None (after
+    saying why) when the dataset's files are missing."""
+    try:
+        report = evaluate(lambda line: print(line, file=sys.stderr, flush=True))
+    except FileNotFoundError as exc:
+        print(f"local-rag: {exc}", file=sys.stderr)
+        return None
+    if args.json:
+        print(json.dumps(report, indent=2, ensure_ascii=False))
+    return report
+
+
 def run_pages(args: argparse.Namespace) -> int:
     from localrag.core.eval import pagehit
 
-    try:
-        report = pagehit.evaluate(
+    report = _run_report(
+        args,
+        lambda say: pagehit.evaluate(
             args.dataset,
             k=args.k,
             limit=args.limit,
             route=args.route,
             indexed_only=args.indexed_only,
-            say=lambda line: print(line, file=sys.stderr, flush=True),
-        )
-    except FileNotFoundError as exc:
-        print(f"local-rag: {exc}", file=sys.stderr)
+            say=say,
+        ),
+    )
+    if report is None:
         return 1
     if args.json:
-        print(json.dumps(report, indent=2, ensure_ascii=False))
         return 0
     print(f"{report['dataset']}: {report['questions']} questions, page hit@k over {report['k']} passages")
     print(f"{'setting':8} {'hit@1':>7} {'hit@5':>7} {'hit@10':>7} {'MRR@10':>7} {'p50 ms':>8} {'p95 ms':>8}")
@@ -147,19 +161,15 @@ def run_pages(args: argparse.Namespace) -> int:
 def run_answers(args: argparse.Namespace, folder: Path) -> int:
     from localrag.core.eval.answers import MODES, evaluate
 
-    try:
-        report = evaluate(
-            folder,
-            modes=args.answer_modes or MODES,
-            limit=args.limit,
-            kinds=args.kinds,
-            say=lambda line: print(line, file=sys.stderr, flush=True),
-        )
-    except FileNotFoundError as exc:
-        print(f"local-rag: {exc}", file=sys.stderr)
+    report = _run_report(
+        args,
+        lambda say: evaluate(
+            folder, modes=args.answer_modes or MODES, limit=args.limit, kinds=args.kinds, say=say
+        ),
+    )
+    if report is None:
         return 1
     if args.json:
-        print(json.dumps(report, indent=2, ensure_ascii=False))
         return 0
     print(f"{report['dataset']}: {report['questions']} questions, model {report.get('model')}")
     print(

@@ -267,7 +267,7 @@ def evaluate(
     then ask every question in each mode. Returns the report (``modes``: per-mode summary and rows)."""
     from localrag.core.chat.engine import ChatEngine
     from localrag.core.chat.llm import LLMProvider
-    from localrag.core.ingest.pipeline import Ingestor
+    from localrag.core.ingest.pipeline import index_paths
     from localrag.core.library import Library
 
     questions = load_questions(folder)
@@ -285,12 +285,7 @@ def evaluate(
     report: dict[str, Any] = {"dataset": str(folder), "questions": len(questions), "modes": {}}
     try:
         t = time.monotonic()
-        ingestor = Ingestor(library)
-        try:
-            ingestor.enqueue(pdfs)
-            summary = ingestor.run()
-        finally:
-            ingestor.close()
+        summary = index_paths(library, pdfs)
         report["ingest"] = {"seconds": round(time.monotonic() - t, 1), "indexed": summary.ready}
         say(f"library ready ({summary.ready} newly indexed)")
         provider = LLMProvider(library.settings)

@@ -94,7 +94,7 @@ def evaluate(
     """Ingest the folder's documents into this data folder's library (skipping those indexed), then search
     every question pooled and scoped. ``route``: routing on or off (default: the setting).
     ``indexed_only``: ingest nothing and ask only the questions whose document is in the library."""
-    from localrag.core.ingest.pipeline import Ingestor
+    from localrag.core.ingest.pipeline import index_paths
     from localrag.core.library import Library
     from localrag.core.retrieve import retrieve
 
@@ -109,12 +109,7 @@ def evaluate(
     try:
         if not indexed_only:
             t = time.monotonic()
-            ingestor = Ingestor(library)
-            try:
-                ingestor.enqueue(files)
-                summary = ingestor.run()
-            finally:
-                ingestor.close()
+            summary = index_paths(library, files)
             report["ingest"] = {
                 "seconds": round(time.monotonic() - t, 1),
                 "indexed": summary.ready,

@@ -190,3 +190,13 @@ class Ingestor:
             except Exception:  # a broken listener must not stop indexing
                 log.exception("ingest event listener failed")
         return event
+
+
+def index_paths(library: Any, paths: Iterable[Path]) -> IngestSummary:
+    """Queue ``paths`` and index everything queued, start to end, on this thread (evaluations, tests)."""
+    ingestor = Ingestor(library)
+    try:
+        ingestor.enqueue(paths)
+        return ingestor.run()
+    finally:
+        ingestor.close()
