@@ -723,3 +723,68 @@ def test_light_and_dark_follow_the_system(qtbot, qapp):
         qapp.setStyle(style)
         qapp.setPalette(palette)
         qapp.setStyleSheet(sheet)
+
+
+def test_a_documents_details_are_edited_and_a_question_naming_them_finds_it(qtbot, window, tmp_path):
+    from localrag.core.ingest.documents import reembed_needed
+    from localrag.core.retrieve import retrieve
+    from localrag.gui.qt import QtCore, QtWidgets
+    from localrag.gui.views.details import DocumentDetailsDialog
+
+    (tmp_path / "glaciers.txt").write_text(TEXT * 4)
+    statuses = Statuses(window.ingest_worker)
+    window.add_paths([str(tmp_path / "glaciers.txt")])
+    qtbot.waitUntil(lambda: statuses.settled(["glaciers.txt"]), timeout=60000)
+    doc_id = statuses.by_name["glaciers.txt"].doc_id
+    panel = window.documents_panel
+    with qtbot.waitSignal(window.documents_loaded, timeout=30000):
+        window.refresh_documents()
+    panel.select_documents([doc_id])
+    panel.table.setFocus()
+
+    # Alt+Return on the list opens the details, read off the UI thread.
+    with qtbot.waitSignal(window.services.details_loaded, timeout=30000):
+        qtbot.keyClick(panel.table, QtCore.Qt.Key.Key_Return, QtCore.Qt.KeyboardModifier.AltModifier)
+    dialog = window.findChild(DocumentDetailsDialog)
+    assert dialog is not None and dialog.isVisible()
+    assert dialog.origins["organization"].text() in ("nothing found", "found in the file name")
+    assert not dialog.reset_buttons["organization"].isEnabled()
+
+    # Saving re-embeds the document's chunks with their new context, in the background.
+    dialog.fields["organization"].setText("Nordhavn Polar Institute")
+    dialog.fields["title"].setText("Ice and sea level")
+    assert dialog.edits() == {"organization": "Nordhavn Polar Institute", "title": "Ice and sea level"}
+    with qtbot.waitSignal(window.reembed_finished, timeout=60000) as finished:
+        dialog.findChild(QtWidgets.QDialogButtonBox).button(
+            QtWidgets.QDialogButtonBox.StandardButton.Save
+        ).click()
+    assert finished.args == [0]
+    with window.library.connect() as conn:
+        meta = conn.execute("SELECT meta FROM documents WHERE id = %s", (doc_id,)).fetchone()[0]
+        contexts = {
+            r[0] for r in conn.execute("SELECT context FROM document_chunks WHERE doc_id = %s", (doc_id,))
+        }
+        assert reembed_needed(conn, window.services.model_name) == 0
+    assert meta["organization"] == "Nordhavn Polar Institute" and meta["sources"]["organization"] == "edited"
+    assert all("Nordhavn Polar Institute" in c and "Ice and sea level" in c for c in contexts)
+    # The list shows the title set by hand; a question naming the organisation finds the document.
+    qtbot.waitUntil(lambda: "Ice and sea level" in rows_by_title(window), timeout=30000)
+    hits = retrieve(window.library, "What does the Nordhavn report say about bubbles?", k=3).results
+    assert hits and hits[0].doc_id == doc_id
+
+    # Opened again, the field says it was set by hand, and Reset gives back what was found.
+    with qtbot.waitSignal(window.services.details_loaded, timeout=30000):
+        panel.request_details()
+    qtbot.waitUntil(lambda: len(window.findChildren(DocumentDetailsDialog)) == 1, timeout=5000)
+    dialog = window.findChild(DocumentDetailsDialog)
+    assert dialog.fields["organization"].text() == "Nordhavn Polar Institute"
+    assert dialog.origins["organization"].text() == "set by hand"
+    dialog.reset_buttons["organization"].click()
+    assert dialog.edits() == {"organization": ""}
+    with qtbot.waitSignal(window.reembed_finished, timeout=60000):
+        dialog.findChild(QtWidgets.QDialogButtonBox).button(
+            QtWidgets.QDialogButtonBox.StandardButton.Save
+        ).click()
+    with window.library.connect() as conn:
+        meta = conn.execute("SELECT meta FROM documents WHERE id = %s", (doc_id,)).fetchone()[0]
+    assert meta.get("organization") != "Nordhavn Polar Institute" and "organization" not in meta["edited"]

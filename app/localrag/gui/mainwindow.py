@@ -25,6 +25,7 @@ from localrag.gui.views.about import AboutDialog, collect_versions
 from localrag.gui.views.banners import BannerArea
 from localrag.gui.views.chat import ChatPanel
 from localrag.gui.views.chats_list import ChatsList
+from localrag.gui.views.details import DocumentDetailsDialog
 from localrag.gui.views.devpane import DevPane
 from localrag.gui.views.documents import DocumentsPanel
 from localrag.gui.views.drop_overlay import DropOverlay, local_paths
@@ -77,6 +78,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self._layout_file = layout_file
         self._closing = False
         self._report_reembed = False
+        self._reembed_again = False
         self.setWindowTitle("Local RAG")
         self.setWindowIcon(theme.app_icon())
         self.setAcceptDrops(True)
@@ -261,6 +263,9 @@ class MainWindow(QtWidgets.QMainWindow):
         s.ingest_event.connect(self._on_ingest_event)
         s.paths_enqueued.connect(self.documents_panel.clear_placeholders)
         s.documents_listed.connect(self._on_documents_listed)
+        s.details_loaded.connect(self.show_details)
+        s.details_saved.connect(self._on_details_saved)
+        s.details_failed.connect(lambda message: self.statusBar().showMessage(message, 8000))
         s.watched_scanned.connect(self._on_watched_scanned)
         s.reembed_checked.connect(self._on_reembed_checked)
         s.reembed_progress.connect(self._on_reembed_progress)
@@ -280,6 +285,7 @@ class MainWindow(QtWidgets.QMainWindow):
         panel.cancel_requested.connect(self.services.cancel_documents)
         panel.cancel_all_requested.connect(self._cancel_all)
         panel.open_requested.connect(self._open_file)
+        panel.details_requested.connect(self.services.load_details)
         panel.scope_changed.connect(self._scope_changed)
         chat = self.chat_panel
         chat.retrieval_done.connect(self.dev_pane.show_retrieval)
@@ -483,6 +489,9 @@ class MainWindow(QtWidgets.QMainWindow):
         self.banners.set_progress("reembed", None)
         self.banners.clear("reembed")
         self._report_reembed = True  # the count that follows says how many still lack vectors
+        if self._reembed_again:
+            self._reembed_again = False
+            QtCore.QTimer.singleShot(0, self.start_reembed)
 
     # -- documents -------------------------------------------------------------------------------------------
 
@@ -493,6 +502,23 @@ class MainWindow(QtWidgets.QMainWindow):
     def _on_documents_listed(self, infos: list[DocumentInfo]) -> None:
         self.documents_panel.set_documents(infos)
         self.documents_loaded.emit(len(infos))
+
+    def show_details(self, info: DocumentInfo) -> DocumentDetailsDialog:
+        """The details dialog of one document (loaded by ``services.load_details``)."""
+        dialog = DocumentDetailsDialog(info.id, Path(info.path).name, info.title, info.meta, self)
+        dialog.save_requested.connect(self.services.save_details)
+        dialog.setAttribute(QtCore.Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.open()
+        return dialog
+
+    def _on_details_saved(self, _doc_id: int, stale: bool) -> None:
+        self.statusBar().showMessage("Details saved.", 4000)
+        if not stale:
+            return
+        if self.services.reembedding:  # the run in hand listed its documents before this edit
+            self._reembed_again = True
+        else:
+            self.start_reembed()
 
     def add_paths(self, paths: list[str]) -> None:
         """Index these files and folders (a ``.gguf`` becomes the language model). Returns at once."""

@@ -45,6 +45,7 @@ class AppServices(QObject):
         add_paths(paths), remove_documents(ids), reindex_documents(ids), cancel_documents(ids), cancel_all():
             the documents (a file dropped before the store opened is queued until it does).
         refresh_documents(), scan_watched(): a fresh listing; a look at the watched folders.
+        load_details(id), save_details(id, edits): what a document is (organisation, kind, period…).
         check_reembed(), start_reembed(), cancel_reembed(): documents without vectors from the active model.
         restart_embedder(), set_gguf(path), check_llm(), settings_changed(names): the models.
         start_api(), stop_api(): the local HTTP API in a child process (``api``: its port and address).
@@ -66,6 +67,10 @@ class AppServices(QObject):
         ingest_event(IngestEvent): what happened to one file (ingestion or re-embedding).
         paths_enqueued(list): these dropped paths (strings) are walked and recorded.
         documents_listed(list): a fresh listing: a list of ``DocumentInfo``.
+        details_loaded(object): ``load_details``' document (a ``DocumentInfo``).
+        details_saved(int, bool): a document's edited metadata was saved; whether its chunks must be embedded
+            again (their context changed).
+        details_failed(str): loading or saving a document's metadata failed (the message says why).
         watched_scanned(int, int): the watched folders had this many files to add, documents gone.
         reembed_checked(int): this many documents lack vectors from the active embedding model.
         reembed_progress(int, int, str): re-embedding: documents done, in all, the title in hand.
@@ -85,6 +90,9 @@ class AppServices(QObject):
     ingest_event = Signal(IngestEvent)
     paths_enqueued = Signal(list)
     documents_listed = Signal(list)
+    details_loaded = Signal(object)
+    details_saved = Signal(int, bool)
+    details_failed = Signal(str)
     watched_scanned = Signal(int, int)
     reembed_checked = Signal(int)
     reembed_progress = Signal(int, int, str)
@@ -195,6 +203,41 @@ class AppServices(QObject):
 
         self._op(listing).success(self.documents_listed.emit).failure(
             lambda message, known: self._on_store_lost(message) if known else None
+        ).run_in_background()
+
+    def load_details(self, doc_id: int) -> None:
+        """Read one document's metadata (off the UI thread); ``details_loaded`` brings it."""
+        from localrag.core.ingest.documents import get_document
+
+        def read() -> DocumentInfo | None:
+            with self.library.connect() as conn:
+                return get_document(conn, doc_id)
+
+        self._op(read).success(
+            lambda info: (
+                self.details_loaded.emit(info)
+                if info is not None
+                else self.details_failed.emit("That document is no longer in the library.")
+            )
+        ).failure(lambda message, _known: self.details_failed.emit(message)).run_in_background()
+
+    def save_details(self, doc_id: int, edits: dict[str, str]) -> None:
+        """Set a document's metadata by hand (off the UI thread): its chunk contexts and keywords follow at
+        once; ``details_saved`` says whether its vectors must be embedded again."""
+        from localrag.core.ingest import metadata
+
+        def save() -> bool:
+            with self.library.connect() as conn:
+                stale = metadata.edit(conn, doc_id, edits)
+                conn.commit()
+                return stale
+
+        def saved(stale: bool) -> None:
+            self.refresh_documents()
+            self.details_saved.emit(doc_id, stale)
+
+        self._op(save).success(saved).failure(
+            lambda message, _known: self.details_failed.emit(f"Details not saved: {message}")
         ).run_in_background()
 
     def add_paths(self, paths: list[str]) -> None:

@@ -69,6 +69,7 @@ class DocumentsPanel(QtWidgets.QWidget):
         cancel_requested(list): document ids whose indexing should stop.
         cancel_all_requested(): stop indexing everything queued.
         open_requested(str): a document's file to open with the system's viewer.
+        details_requested(int): a document whose details (organisation, kind, period…) to show and edit.
         scope_changed(list, list): the chat's scope as (document ids, document types); both empty: all.
     """
 
@@ -79,6 +80,7 @@ class DocumentsPanel(QtWidgets.QWidget):
     cancel_requested = Signal(list)
     cancel_all_requested = Signal()
     open_requested = Signal(str)
+    details_requested = Signal(int)
     scope_changed = Signal(list, list)
 
     def __init__(self, parent: QtWidgets.QWidget | None = None, *, repaints_per_s: float = 10.0) -> None:
@@ -265,9 +267,13 @@ class DocumentsPanel(QtWidgets.QWidget):
     # -- feeding ------------------------------------------------------------------------------------------
 
     def set_documents(self, infos: list[Any]) -> None:
-        """Show a fresh listing (``DocumentInfo`` rows from ``list_documents``)."""
+        """Show a fresh listing (``DocumentInfo`` rows from ``list_documents``); the selected documents (the
+        chat's scope) stay selected."""
+        selected = [r.doc_id for r in self.selected_rows() if r.doc_id is not None]
         self._pending.clear()
         self.model.set_rows([DocumentRow.from_info(i) for i in infos])
+        if selected:
+            self.select_documents(selected)
         self._update_views()
 
     def add_placeholders(self, paths: list[str]) -> None:
@@ -491,11 +497,34 @@ class DocumentsPanel(QtWidgets.QWidget):
         for b in (self.open_button, self.reindex_button, self.cancel_button, self.remove_button):
             action = menu.addAction(b.icon(), b.text(), b.click)
             action.setEnabled(b.isEnabled())
+        menu.addSeparator()
+        details = menu.addAction("Details…", self.request_details)
+        details.setShortcut(QtGui.QKeySequence("Alt+Return"))
+        details.setEnabled(self._details_row() is not None)
         menu.exec(self.table.viewport().mapToGlobal(pos))
+
+    def _details_row(self) -> DocumentRow | None:
+        rows = self.selected_rows()
+        if len(rows) == 1 and rows[0].doc_id is not None and rows[0].status == READY:
+            return rows[0]
+        return None
+
+    def request_details(self) -> None:
+        """Ask for the selected document's details (one ready document selected)."""
+        row = self._details_row()
+        if row is not None and row.doc_id is not None:
+            self.details_requested.emit(row.doc_id)
 
     def keyPressEvent(self, event: QtGui.QKeyEvent) -> None:  # noqa: N802 (Qt override)
         if event.key() == QtCore.Qt.Key.Key_Delete and self.table.hasFocus():
             self._remove_selected()
+            return
+        if (
+            event.key() in (QtCore.Qt.Key.Key_Return, QtCore.Qt.Key.Key_Enter)
+            and event.modifiers() & QtCore.Qt.KeyboardModifier.AltModifier
+            and self.table.hasFocus()
+        ):
+            self.request_details()
             return
         super().keyPressEvent(event)
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from localrag.core.ingest.identity import document_line
+from localrag.core.ingest.metadata import shown_title
 from localrag.core.ingest.status import (
     CANCELLED,
     EMBEDDING,
@@ -120,7 +121,7 @@ class DocumentRow:
         return cls(
             doc_id=info.id,
             path=info.path,
-            title=info.title,
+            title=shown_title(info.title, getattr(info, "meta", None) or {}),
             doc_type=info.doc_type,
             status=info.status,
             pages=info.pages,
