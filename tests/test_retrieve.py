@@ -453,3 +453,71 @@ def test_ef_search_grows_with_the_store(library):
             )
             assert vector.scaled_ef_search(conn, 100) == expected
         conn.rollback()
+
+
+def test_while_re_embedding_for_a_new_model_the_old_vectors_keep_answering(
+    clean_db, library, embedder, tmp_path, monkeypatch
+):
+    """After switching embedding models, search by meaning finds every document throughout the re-embedding:
+    the previous model answers for the chunks that have no new vector yet, until none is left."""
+    import localrag.core.library as library_module
+    from localrag.core.embed.model_files import default_embedding_files
+    from localrag.core.ingest.pipeline import Ingestor, index_paths
+    from localrag.core.library import Library
+
+    monkeypatch.setattr(library_module, "STAND_IN_CHECK_S", 0.0)  # look again at every query
+    tides, owls = tmp_path / "tides.txt", tmp_path / "owls.txt"
+    tides.write_text("Tides rise and fall twice a day because the Moon pulls on the oceans. " * 4)
+    owls.write_text("Owls hunt at night and find their prey by sound alone, even under snow. " * 4)
+    assert index_paths(clean_db, [tides, owls]).ready == 2
+    # The next model: the bundled one's files in a folder of another name (a model of its own to the store).
+    files = default_embedding_files()
+    folder = tmp_path / "minilm-next"
+    folder.mkdir()
+    (folder / "model.onnx").symlink_to(files.onnx)
+    (folder / "tokenizer.json").symlink_to(files.tokenizer)
+    settings = Settings.load()
+    settings.embedding_model_dir = str(folder)
+    switched = Library(settings, owner=False)
+    switched.open()
+    try:
+        assert switched.embedder.name == "minilm-next"
+        # Nothing re-embedded yet: the previous model answers for everything.
+        resp = retrieve(switched, "Why does the sea rise twice daily?", mode="vector", k=3)
+        assert resp.reason is None and resp.stand_in == embedder.name
+        assert resp.results and resp.results[0].path == str(tides)
+
+        # One document re-embedded: each is found, by the model that has its vectors.
+        cancel = CancelToken()
+        ingestor = Ingestor(switched, on_event=lambda e: cancel.cancel() if e.status == "ready" else None)
+        try:
+            ingestor.reembed(cancel=cancel)
+        finally:
+            ingestor.close()
+        with switched.connect() as conn:
+            done = conn.execute(
+                "SELECT DISTINCT d.path FROM documents d JOIN document_chunks c ON c.doc_id = d.id "
+                "JOIN chunk_embeddings e ON e.chunk_id = c.id AND e.embedding_model = 'minilm-next'"
+            ).fetchall()
+        assert len(done) == 1
+        for question, doc in (("Why does the sea rise twice daily?", tides), ("How do owls hunt?", owls)):
+            resp = retrieve(switched, question, mode="vector", k=3)
+            assert resp.stand_in == embedder.name and resp.results[0].path == str(doc)
+
+        # All re-embedded: the new model alone answers.
+        ingestor = Ingestor(switched)
+        try:
+            ingestor.reembed()
+        finally:
+            ingestor.close()
+        resp = retrieve(switched, "How do owls hunt?", mode="vector", k=3)
+        assert resp.stand_in == "" and resp.results[0].path == str(owls)
+        assert resp.results[0].scores["vector"] is not None
+    finally:
+        with switched.connect() as conn:
+            conn.execute("DELETE FROM chunk_embeddings WHERE embedding_model = 'minilm-next'")
+            conn.execute(f"DROP INDEX IF EXISTS {models.index_name('minilm-next')}")
+            conn.execute("DELETE FROM embedding_models WHERE name = 'minilm-next'")
+            conn.commit()
+            models.register_model(conn, embedder.name, embedder.dimension)
+        switched.close()

@@ -34,6 +34,8 @@ log = logging.getLogger("localrag.library")
 QUERY_CACHE_SIZE = 4096
 # How long a question waits for the embedding service before giving up with a clear message.
 EMBED_WAIT_S = 60.0
+# How often retrieval asks whether another model's vectors must stand in for missing ones (``stand_in``).
+STAND_IN_CHECK_S = 30.0
 
 
 class Library:
@@ -59,6 +61,8 @@ class Library:
         self._generation = 0
         self._restart_lock = threading.Lock()
         self._query_cache: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+        # (checked at, active model, the stand-in's name or "", its loaded model or None): see ``stand_in``.
+        self._stand_in: tuple[float, str, str, OnnxEmbedder | None] = (-1e9, "", "", None)
         # Set by a front end that runs an EmbeddingService (the GUI): embeddings then go through its queue.
         self.embedding_service: EmbeddingService | None = None
         # Connections that retrievals borrow (two at a time for a hybrid query: one per leg).
@@ -144,11 +148,38 @@ class Library:
             embedder = load_embedder(self.settings.embedding_model_dir or None)
             if self.conninfo:
                 with self.connect() as conn:
-                    models.register_model(conn, embedder.name, embedder.dimension)
+                    models.register_model(
+                        conn,
+                        embedder.name,
+                        embedder.dimension,
+                        model_dir=str(self.settings.embedding_model_dir or ""),
+                    )
             with self._state_lock:
                 if self._generation == generation:
                     self._embedder = embedder
             return embedder
+
+    def stand_in(self, conn: psycopg.Connection[Any]) -> OnnxEmbedder | None:
+        """The previous model, while a re-embedding after a switch of models is under way: its vectors answer
+        for the chunks that have none from the active model yet, so nothing drops out of search by meaning
+        meanwhile. None when the active model's vectors are complete, or the previous model's files are gone.
+
+        Checked at most every ``STAND_IN_CHECK_S`` seconds; the model is loaded once (blocking, seconds).
+        """
+        active = self.embedder.name
+        now = time.monotonic()
+        with self._state_lock:
+            checked, for_model, name, loaded = self._stand_in
+        if for_model == active and now - checked < STAND_IN_CHECK_S:
+            return loaded
+        found = models.stand_in_model(conn, active)
+        if found is None:
+            loaded = None
+        elif found[0] != name or for_model != active:  # a model that cannot be loaded is tried once
+            loaded = _load_stand_in(*found)
+        with self._state_lock:
+            self._stand_in = (now, active, found[0] if found else "", loaded)
+        return loaded
 
     def embed_query(self, text: str) -> np.ndarray:
         """The vector of one query, from an LRU cache, else from the embedding service (ahead of queued
@@ -216,3 +247,18 @@ def _wait(future: Future, cancel: CancelToken | None) -> np.ndarray:
                 raise KnownError(
                     f"The embedding model did not answer within {EMBED_WAIT_S:.0f} s; it may be overloaded."
                 ) from None
+
+
+def _load_stand_in(name: str, dimension: int, model_dir: str | None) -> OnnxEmbedder | None:
+    """The model ``name`` from the folder it was registered with ("" or unknown: the bundled one), or None
+    when that folder no longer holds it."""
+    try:
+        embedder = load_embedder(model_dir or None, threads=1)
+    except Exception as exc:  # its files are gone: keyword search answers for those chunks
+        log.info("the previous embedding model %s cannot be loaded (%s)", name, exc)
+        return None
+    if embedder.name != name or embedder.dimension != dimension:
+        log.info("the previous embedding model %s is no longer at %r", name, model_dir or "(bundled)")
+        return None
+    log.info("until the library is re-embedded, %s answers for the chunks it has vectors of", name)
+    return embedder

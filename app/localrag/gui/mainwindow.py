@@ -448,7 +448,8 @@ class MainWindow(QtWidgets.QMainWindow):
                     "reembed",
                     f"{docs} {'were' if n != 1 else 'was'} indexed with a different embedding model. "
                     "Re-embed "
-                    f"{'them' if n != 1 else 'it'} with the current model to search by meaning again.",
+                    f"{'them' if n != 1 else 'it'} with the current model; until then the previous model's "
+                    "vectors answer where its files are still here.",
                     level="warning",
                     action=f"Re-embed {docs}",
                     on_action=self.start_reembed,

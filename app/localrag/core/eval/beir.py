@@ -299,6 +299,9 @@ class StoreHandle:
     def connect(self, *, autocommit: bool = False) -> psycopg.Connection[Any]:
         return db.connect(self.conninfo, autocommit=autocommit)
 
+    def stand_in(self, conn: psycopg.Connection[Any]) -> OnnxEmbedder | None:
+        return None  # one model only
+
     def embed_query(self, text: str) -> np.ndarray:
         hit = self._vectors.get(text)
         if hit is None:

@@ -6,7 +6,8 @@ file name, the PDF's metadata and the stored first pages; each document in one t
 rebuilds its BM25 postings), then the vectors are embedded again with their context. Batches are committed as
 they go (a kill loses at most one and a rerun carries on), the documents stay ready and searchable throughout
 (a stale vector answers until its replacement is written in the same transaction that removes it), and the
-previous model's vectors are kept.
+previous model's vectors are kept: after a switch of models they answer for the chunks that have no new vector
+yet (``Library.stand_in``).
 """
 
 from __future__ import annotations

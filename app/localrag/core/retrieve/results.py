@@ -81,6 +81,8 @@ class RetrievalResponse:
         candidates: every fused candidate chunk, best first, including those under the floor
             (``passed_floor`` says which), for the developer pane.
         routing: which documents were searched first and why (``routing.Route.to_dict``).
+        stand_in: the previous embedding model, when its vectors answered for chunks that have none from the
+            active model yet (a re-embedding after a switch of models is under way); else "".
     """
 
     results: list[Result] = field(default_factory=list)
@@ -91,6 +93,7 @@ class RetrievalResponse:
     mode: str = "hybrid"
     query: str = ""
     routing: dict[str, Any] = field(default_factory=dict)
+    stand_in: str = ""
 
     @property
     def chunk_ids(self) -> list[int]:
@@ -103,6 +106,7 @@ class RetrievalResponse:
             "reason": self.reason,
             "error": self.error,
             "routing": self.routing,
+            "stand_in": self.stand_in,
             "timings": {k: round(v, 3) for k, v in self.timings.items()},
             "results": [r.to_dict() for r in self.results],
         }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 import threading
 import time
@@ -38,6 +39,7 @@ class Searchable(Protocol):
     @property
     def embedder(self) -> OnnxEmbedder: ...
     def embed_query(self, text: str) -> np.ndarray: ...
+    def stand_in(self, conn: psycopg.Connection[Any]) -> OnnxEmbedder | None: ...
 
 
 MODES = ("hybrid", "vector", "keyword")
@@ -208,6 +210,24 @@ def _run(
                         ef_search=tuning.ef_search,
                     )
                     timings["vector"] = _ms(t)
+                    older = library.stand_in(c)
+                    if older is not None:
+                        # Re-embedding with a new model: the previous model answers for the chunks that have
+                        # no new vector yet (each chunk is found by one model only).
+                        t = time.perf_counter()
+                        older_hits = vector.search(
+                            c,
+                            older.embed([_fit_to_model(older, text)])[0],
+                            model=older.name,
+                            dimension=older.dimension,
+                            n=depth,
+                            filters=filters,
+                            ef_search=tuning.ef_search,
+                            lacking=model,
+                        )
+                        vector_hits = _interleave(vector_hits, older_hits, depth)
+                        resp.stand_in = older.name
+                        timings["vector_stand_in"] = _ms(t)
                     if not vector_hits and vector.model_mismatch(c, model):
                         resp.reason = MODEL_MISMATCH
                         resp.error = (
@@ -358,6 +378,16 @@ class _Leg:
         if self._error is not None:
             raise self._error
         return self._value
+
+
+def _interleave(
+    first: list[tuple[int, float]], second: list[tuple[int, float]], n: int
+) -> list[tuple[int, float]]:
+    """Two models' nearest chunks as one list, taking turns (their similarities are not comparable)."""
+    out: list[tuple[int, float]] = []
+    for pair in itertools.zip_longest(first, second):
+        out.extend(hit for hit in pair if hit is not None)
+    return out[:n]
 
 
 def _fetch(

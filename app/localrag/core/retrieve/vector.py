@@ -27,9 +27,19 @@ def search(
     n: int,
     filters: Filters,
     ef_search: int = 100,
+    lacking: str | None = None,
 ) -> list[tuple[int, float]]:
-    """The ``n`` nearest chunks of ready documents as ``(chunk_id, cosine similarity)``, nearest first."""
+    """The ``n`` nearest chunks of ready documents as ``(chunk_id, cosine similarity)``, nearest first.
+
+    ``lacking``: only chunks without a vector from this model (another model's vectors standing in for it).
+    """
     where, params = filters.sql("d")
+    if lacking is not None:
+        where += (
+            " AND NOT EXISTS (SELECT 1 FROM chunk_embeddings a WHERE a.chunk_id = e.chunk_id"
+            " AND a.embedding_model = %(lacking)s)"
+        )
+        params["lacking"] = lacking
     dim = int(dimension)
     params.update(q=np.asarray(query_vector, dtype=np.float32), model=model, n=int(n))
     expr = f"e.embedding::vector({dim}) <=> %(q)s::vector({dim})"
