@@ -14,7 +14,10 @@ report, the same paragraph in two manuals) that leaves the first place to chance
 - ``exact``: numbers and identifiers the question writes, found verbatim (``FY2018`` → ``2018``,
   ``R_LIBS_USER``);
 - ``heading``: the question's words in the passage's heading path or page head (a question "from the cash
-  flow statement" and a page headed "Consolidated Statements of Cash Flows").
+  flow statement" and a page headed "Consolidated Statements of Cash Flows");
+- ``table``: for a question that asks for a quantity ("how much", "what is the total …", a ratio, a rate, a
+  percentage), the share of the passage's lines that are rows of figures ("Purchases of property, plant and
+  equipment (1,577) (1,373) (1,420)"): the figure asked for is in a table more often than in prose.
 
 ``score = fused + Σ weight × feature``; the candidates beyond the first ``rescore_top`` keep their order after
 them. The features are in each candidate's ``scores`` (``rescore``) for the developer pane.
@@ -34,6 +37,14 @@ from localrag.core.chat import spans as sp
 from localrag.core.retrieve.results import Result
 
 _LINES = re.compile(r"(?<=[.!?])\s+(?=[A-Z(])|\n+")
+# A line that ends in two or more figures: "Net sales $ 14,694 $ 14,544 $ 12,861", "Other — net 9 (6) (4)".
+_FIGURES_ROW = re.compile(r"(?:\s+(?:\(?-?[$€£¥]?\s?\d[\d,]*(?:\.\d+)?\)?%?|[—–-])){2,}\s*$")
+# A question that asks for a quantity.
+_ASKS_QUANTITY = re.compile(
+    r"\b(?:how (?:much|many)|amount|ratio|rate|percentage|percent|growth|total|figure|value|calculate|"
+    r"compute)\b|%",
+    re.IGNORECASE,
+)
 _YEARS = re.compile(r"(?:FY|Q[1-4])\s?'?((?:19|20)?\d\d)\b", re.IGNORECASE)
 
 
@@ -44,10 +55,11 @@ class Weights:
     phrase: float = 0.0
     exact: float = 0.0
     heading: float = 0.0
+    table: float = 0.0
 
     @property
     def active(self) -> bool:
-        return any(w > 0 for w in (self.cover, self.line, self.phrase, self.exact, self.heading))
+        return any(w > 0 for w in (self.cover, self.line, self.phrase, self.exact, self.heading, self.table))
 
 
 def rescore(question: str, candidates: Sequence[Result], weights: Weights, top: int) -> list[Result]:
@@ -59,6 +71,7 @@ def rescore(question: str, candidates: Sequence[Result], weights: Weights, top: 
     if not terms:
         return list(candidates)
     exact = _exact_tokens(question)
+    asks_quantity = weights.table > 0 and bool(_ASKS_QUANTITY.search(question))
     pairs = _pairs(_terms(question))
     qset = set(terms)
     stems, lines, heads = [], [], []
@@ -84,7 +97,15 @@ def rescore(question: str, candidates: Sequence[Result], weights: Weights, top: 
         phrase = sum(1 for pair in pairs if pair in adjacent) / len(pairs) if pairs else 0.0
         body = f"{r.context}\n{r.text}"
         found = sum(1 for tok in exact if tok in body) / len(exact) if exact else 0.0
-        features = {"cover": cover, "line": line, "phrase": phrase, "exact": found, "heading": heading}
+        table = figures_share(r.text) if asks_quantity else 0.0
+        features = {
+            "cover": cover,
+            "line": line,
+            "phrase": phrase,
+            "exact": found,
+            "heading": heading,
+            "table": table,
+        }
         score = (r.scores.get("fused") or 0.0) / best + sum(
             getattr(weights, name) * value for name, value in features.items()
         )
@@ -92,6 +113,12 @@ def rescore(question: str, candidates: Sequence[Result], weights: Weights, top: 
         scored.append((score, r))
     order = sorted(range(n), key=lambda i: -scored[i][0])
     return [scored[i][1] for i in order] + tail
+
+
+def figures_share(text: str) -> float:
+    """The share of ``text``'s non-empty lines that are rows of figures (a label, two or more numbers)."""
+    lines = [line for line in text.split("\n") if line.strip()]
+    return sum(1 for line in lines if _FIGURES_ROW.search(line)) / len(lines) if lines else 0.0
 
 
 _SCAN = re.compile(r"[a-z0-9]+(?:[._][a-z0-9]+)*|\n|[.!?;](?=\s)")
