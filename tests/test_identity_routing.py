@@ -192,6 +192,23 @@ def test_rescoring_puts_the_passage_that_answers_first():
     assert rescore.rescore(question, candidates, rescore.Weights(), top=10)[0].text == lines[0]
 
 
+def test_a_question_asking_for_a_quantity_prefers_rows_of_figures():
+    prose = "Capital expenditure rose as the company invested in new plants; the amount is discussed below."
+    table = (
+        "(Millions) 2018 2017 2016\n"
+        "Purchases of property, plant and equipment (PP&E) (1,577) (1,373) (1,420)\n"
+        "Proceeds from sale of PP&E and other assets 262 49 58"
+    )
+    candidates = [_candidate(0, prose), _candidate(1, table)]
+    weights = rescore.Weights(table=0.5)
+    asked = rescore.rescore("What is the 2018 capital expenditure amount?", candidates, weights, top=10)
+    assert asked[0].text == table and asked[0].scores["rescore"] > asked[1].scores["rescore"]
+    # A question that asks for no quantity keeps the fused order.
+    told = rescore.rescore("Why did capital expenditure rise?", candidates, weights, top=10)
+    assert told[0].text == prose
+    assert rescore.figures_share(prose) == 0.0 and rescore.figures_share(table) == 1.0
+
+
 def test_the_documents_list_says_what_a_document_is(clean_db, tmp_path, qapp):
     """The documents table's tooltip names what ingestion found the document to be (its organisation and
     period, from the file name here), under its title."""
