@@ -166,3 +166,55 @@ def test_evidence_survives_a_round_trip_through_json(embed):
     assert (
         back is not None and back.text() == ev.text() and back.spans[0].char_start == ev.spans[0].char_start
     )
+
+
+CASH_FLOWS_PAGE = (
+    "3M Company and Subsidiaries\n"
+    "Consolidated Statement of Cash Flows\n"
+    "Years ended December 31\n"
+    "(Millions) 2018 2017 2016\n"
+    "Net income including noncontrolling interest $ 5,363 $ 4,869 $ 5,058\n"
+    "Depreciation and amortization 1,488 1,544 1,474\n"
+    "Purchases of property, plant and equipment (PP&E) $ (1,577) $ (1,373) $ (1,420)\n"
+    "Proceeds from sale of PP&E and other assets 262 49 58\n"
+    "Other — net 9 (6) (4)\n"
+)
+
+
+def test_a_quoted_row_of_figures_shows_each_value_under_its_column(embed):
+    """The row alone says (1,577) (1,373) (1,420); the answer says which year each figure is, and marks the
+    year asked for."""
+    start = CASH_FLOWS_PAGE.index("Depreciation")
+    passage = Passage(CASH_FLOWS_PAGE[start:], title="3M 10-K 2018", page_number=60, char_start=start)
+    question = "How much were the purchases of property, plant and equipment in FY2018?"
+    ev = find_evidence(question, [passage], embed, pages={(1, 60): CASH_FLOWS_PAGE})
+    assert ev.answered
+    span = next(s for s in ev.spans if "Purchases" in s.text)
+    row = span.rows[0]
+    assert row.label == "Purchases of property, plant and equipment (PP&E)"
+    assert row.columns == [("2018", "$ (1,577)"), ("2017", "$ (1,373)"), ("2016", "$ (1,420)")]
+    assert row.asked == [0]
+    assert (
+        "Purchases of property, plant and equipment (PP&E) — 2018: $ (1,577) · 2017: $ (1,373)" in ev.text()
+    )
+    # The offsets still point at the row itself on the page, for the viewer to highlight.
+    assert CASH_FLOWS_PAGE[span.char_start : span.char_end].startswith("Purchases of property")
+    # Stored and read back (a chat reopened later shows the same cells).
+    assert Evidence.from_dict(ev.to_dict()).spans[ev.spans.index(span)].rows == span.rows
+    # Without the page the row is quoted as it stands.
+    plain = find_evidence(question, [passage], embed)
+    assert all(not s.cells for s in plain.spans) and "(1,577)" in plain.text()
+
+
+def test_rows_without_column_headings_or_prose_stay_as_quoted():
+    from localrag.core.chat.cells import cells_of, split_row
+
+    no_headings = "Net sales 14,694 14,544 12,861\n"
+    assert cells_of(no_headings.strip(), no_headings, 0) is None
+    assert split_row("The plant opened in 2018 and grew.") is None
+    assert split_row("Other — net 9 (6) (4)") == ("Other — net", ["9", "(6)", "(4)"])
+    quarters = "Three Months Ended\nQ4 2023 Q4 2022\nRevenue 1,200 1,100\n"
+    row = cells_of("Revenue 1,200 1,100", quarters, quarters.index("Revenue"), "revenue in Q4 2023")
+    assert (
+        row is not None and row.columns == [("Q4 2023", "1,200"), ("Q4 2022", "1,100")] and row.asked == [0]
+    )

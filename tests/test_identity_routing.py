@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from localrag.core.chat import cells
 from localrag.core.ingest import identity, metadata
 from localrag.core.ingest.documents import reembed_needed
 from localrag.core.ingest.pipeline import Ingestor
@@ -206,7 +207,7 @@ def test_a_question_asking_for_a_quantity_prefers_rows_of_figures():
     # A question that asks for no quantity keeps the fused order.
     told = rescore.rescore("Why did capital expenditure rise?", candidates, weights, top=10)
     assert told[0].text == prose
-    assert rescore.figures_share(prose) == 0.0 and rescore.figures_share(table) == 1.0
+    assert cells.figures_share(prose) == 0.0 and cells.figures_share(table) == 1.0
 
 
 def test_the_documents_list_says_what_a_document_is(clean_db, tmp_path, qapp):

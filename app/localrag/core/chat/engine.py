@@ -668,26 +668,27 @@ class _Run:
         # A source the context budget cut to its leading sentences is read whole for the evidence.
         whole = {tuple(r.chunk_ids): r for r in results}
         full = [whole.get(tuple(s.chunk_ids), s) for s in sources]
-        self.evidence_sources = self._whole_sentences(full)
+        self.evidence_sources, pages = self._whole_sentences(full)
         try:
-            self.evidence = find_evidence(query, self.evidence_sources, self._embed)
+            self.evidence = find_evidence(query, self.evidence_sources, self._embed, pages=pages)
         except KnownError as exc:  # the embedding worker failed: words alone still pick a sentence
             log.warning("evidence scored without the embedding model: %s", exc.message)
-            self.evidence = find_evidence(query, self.evidence_sources, None)
+            self.evidence = find_evidence(query, self.evidence_sources, None, pages=pages)
         self.timings["evidence_s"] = time.monotonic() - t
         self.timings["evidence_at_s"] = time.monotonic() - self.started
 
-    def _whole_sentences(self, sources: list[Result]) -> list[Any]:
+    def _whole_sentences(self, sources: list[Result]) -> tuple[list[Any], dict[tuple[int, int], str]]:
         """The passages the evidence is read from, their cut first and last sentences made whole from the page
-        and running headers blanked (the sources as numbered and shown stay as retrieved)."""
+        and running headers blanked (the sources as numbered and shown stay as retrieved); and the pages'
+        text."""
         top = sources[:PASSAGES]
         try:
             with self.library.pool.connection() as conn:
                 texts = page_texts(conn, around((s.doc_id, s.page_number) for s in top))
         except (StoreUnavailable, psycopg.OperationalError) as exc:  # the store is down; a bug is raised
             log.warning("pages not read for whole sentences: %s", exc)
-            return list(sources)
-        return [widen(s, texts) for s in top] + list(sources[PASSAGES:])
+            return list(sources), {}
+        return [widen(s, texts) for s in top] + list(sources[PASSAGES:]), texts
 
     def _lead(self) -> str:
         """What leads the answer: the setting, or for "auto" the sources unless the model is a large one."""

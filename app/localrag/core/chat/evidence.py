@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from localrag.core.chat import spans as sp
+from localrag.core.chat.cells import Cells, cells_of, is_figures_row
 
 # How many of the best passages are read for sentences.
 PASSAGES = 5
@@ -95,6 +96,19 @@ class EvidenceSpan:
     char_end: int
     score: float
     features: dict[str, float] = field(default_factory=dict)
+    # Quoted rows of figures read as cells under their columns' headings (``cells.Cells.to_dict``, a row
+    # each), else empty.
+    cells: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def rows(self) -> list[Cells]:
+        return [row for row in map(Cells.from_dict, self.cells) if row is not None]
+
+    @property
+    def shown(self) -> str:
+        """The sentence as a person reads it; rows of figures as their labels and each value in its column."""
+        rows = self.rows
+        return "; ".join(row.text() for row in rows) if rows else display(self.text)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -106,6 +120,7 @@ class EvidenceSpan:
     def from_dict(cls, data: dict[str, Any]) -> EvidenceSpan:
         known = {f: data[f] for f in cls.__dataclass_fields__ if f in data}
         known.setdefault("features", {})
+        known.setdefault("cells", [])
         for name, default in (
             ("text", ""),
             ("number", 0),
@@ -143,7 +158,7 @@ class Evidence:
         """The answer as a person reads it: each sentence on one line with its ``[n]``."""
         if not self.answered:
             return NOT_FOUND_TEXT
-        return "\n".join(f"{display(s.text)} [{s.number}]" for s in self.spans)
+        return "\n".join(f"{s.shown} [{s.number}]" for s in self.spans)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -209,6 +224,7 @@ def find_evidence(
     *,
     question_vector: np.ndarray | None = None,
     keep: int = 8,
+    pages: dict[tuple[int, int], str] | None = None,
 ) -> Evidence:
     """The sentences of ``sources`` (numbered from 1, best first) that best answer ``question``.
 
@@ -218,6 +234,8 @@ def find_evidence(
         embed: the embedding model (a list of texts → unit vectors); ``None`` scores by words alone.
         question_vector: the question's vector when already at hand (retrieval computed it).
         keep: how many of the best-scored sentences ``Evidence.candidates`` keeps (the developer pane).
+        pages: the text of the sources' pages by ``(doc_id, page_number)``: a quoted row of figures is read as
+            cells under the column headings above it (``cells``).
     """
     started = time.monotonic()
     kind = question_kind(question)
@@ -260,9 +278,12 @@ def find_evidence(
             seconds=time.monotonic() - started,
         )
     order = sorted(chosen, key=lambda c: (c.number, c.span.start))
+    spans = [_span(c) for c in order]
+    for span in spans:
+        span.cells = _cells(span, question, pages or {})
     return Evidence(
         ANSWERED,
-        spans=[_span(c) for c in order],
+        spans=spans,
         kind=kind,
         candidates=top,
         seconds=time.monotonic() - started,
@@ -516,6 +537,24 @@ def _span(c: _Candidate) -> EvidenceSpan:
         score=c.score,
         features=dict(c.features),
     )
+
+
+def _cells(span: EvidenceSpan, question: str, pages: dict[tuple[int, int], str]) -> list[dict[str, Any]]:
+    """Quoted rows of figures as cells under the column headings found above them on their page (all the
+    span's lines, or none)."""
+    page = pages.get((span.doc_id, span.page_number), "")
+    lines = [(m.start(), m.group(0)) for m in re.finditer(r"[^\n]+", span.text) if m.group(0).strip()]
+    if not page or not lines or not all(is_figures_row(line) for _, line in lines):
+        return []
+    rows = []
+    for offset, line in lines:
+        exact = span.char_start >= 0 and page[span.char_start + offset :].startswith(line)
+        start = span.char_start + offset if exact else page.find(line)
+        found = cells_of(line, page, start, question) if start >= 0 else None
+        if found is None:
+            return []
+        rows.append(found.to_dict())
+    return rows
 
 
 def _closest(sources: Sequence[Any]) -> list[int]:

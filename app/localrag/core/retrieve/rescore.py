@@ -34,11 +34,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from localrag.core.chat import spans as sp
+from localrag.core.chat.cells import figures_share
 from localrag.core.retrieve.results import Result
 
 _LINES = re.compile(r"(?<=[.!?])\s+(?=[A-Z(])|\n+")
-# A line that ends in two or more figures: "Net sales $ 14,694 $ 14,544 $ 12,861", "Other — net 9 (6) (4)".
-_FIGURES_ROW = re.compile(r"(?:\s+(?:\(?-?[$€£¥]?\s?\d[\d,]*(?:\.\d+)?\)?%?|[—–-])){2,}\s*$")
 # A question that asks for a quantity.
 _ASKS_QUANTITY = re.compile(
     r"\b(?:how (?:much|many)|amount|ratio|rate|percentage|percent|growth|total|figure|value|calculate|"
@@ -113,12 +112,6 @@ def rescore(question: str, candidates: Sequence[Result], weights: Weights, top: 
         scored.append((score, r))
     order = sorted(range(n), key=lambda i: -scored[i][0])
     return [scored[i][1] for i in order] + tail
-
-
-def figures_share(text: str) -> float:
-    """The share of ``text``'s non-empty lines that are rows of figures (a label, two or more numbers)."""
-    lines = [line for line in text.split("\n") if line.strip()]
-    return sum(1 for line in lines if _FIGURES_ROW.search(line)) / len(lines) if lines else 0.0
 
 
 _SCAN = re.compile(r"[a-z0-9]+(?:[._][a-z0-9]+)*|\n|[.!?;](?=\s)")

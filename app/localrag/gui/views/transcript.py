@@ -27,6 +27,7 @@ from html import escape
 from pathlib import PurePath
 from typing import Any
 
+from localrag.core.chat.cells import Cells
 from localrag.core.chat.evidence import Evidence, EvidenceSpan, display
 from localrag.core.chat.history import Message
 from localrag.core.chat.support import CheckedSentence
@@ -250,7 +251,7 @@ def evidence_html(turn: Turn, index: int, c: dict[str, str]) -> str:
         rows.append(
             f"<tr><td width='4' style='background-color:{c['quote_bar']}'></td>"
             f"<td style='background-color:{c['quote_bg']}; padding:5px 10px 5px 10px'>"
-            f"“{_inline(display(span.text))}”&nbsp;"
+            f"“{_quoted(span)}”&nbsp;"
             f"<a href='ev:{index}:{i}' style='{_LINK}'>[{span.number}]</a>"
             f"<span style='color:{c['muted']}'> · {' · '.join(where)}</span></td></tr>"
         )
@@ -260,6 +261,23 @@ def evidence_html(turn: Turn, index: int, c: dict[str, str]) -> str:
         + "".join(rows)
         + "</table>"
     )
+
+
+def _quoted(span: EvidenceSpan) -> str:
+    """A quoted sentence; rows of figures as their labels and each value with its column, the columns the
+    question names in bold."""
+    rows = span.rows
+    if not rows:
+        return _inline(display(span.text))
+    return "; ".join(_row_html(row) for row in rows)
+
+
+def _row_html(row: Cells) -> str:
+    columns = [
+        f"<b>{escape(h)}: {escape(v)}</b>" if i in row.asked else f"{escape(h)}: {escape(v)}"
+        for i, (h, v) in enumerate(row.columns)
+    ]
+    return f"{escape(row.label)} — " + " · ".join(columns)
 
 
 def not_found_html(turn: Turn, index: int, c: dict[str, str]) -> str:

@@ -1,0 +1,116 @@
+"""Rows of figures read as cells: a table row's label, and each value with the column it sits under.
+
+A quoted row of a financial statement, "Purchases of property, plant and equipment (PP&E) (1,577) (1,373)
+(1,420)", is three figures without their years. The page says which: a line above the row ends in as many
+column headings ("(Millions) 2018 2017 2016"). The evidence answer then shows "Purchases of property, plant
+and equipment (PP&E) — 2018: (1,577) · 2017: (1,373) · 2016: (1,420)", and the column a question names
+(FY2018) is marked.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# One figure of a row: "1,577", "(1,577)", "$ 14,694", "$ (1,577)", "-3.2", "12.5%", or a dash for none.
+FIGURE = r"(?:[$€£¥]\s?)?\(?-?[$€£¥]?\s?\d[\d,]*(?:\.\d+)?\)?%?|[—–-]"
+# A line that ends in two or more figures: "Net sales $ 14,694 $ 14,544 $ 12,861", "Other — net 9 (6) (4)".
+FIGURES_ROW = re.compile(rf"(?:\s+(?:{FIGURE})){{2,}}\s*$")
+_FIGURE = re.compile(rf"(?:{FIGURE})(?=\s|$)")
+# A column heading: a year ("2018", "FY2018") or a quarter ("Q4 2023").
+_HEADING = re.compile(r"(?:FY|Q[1-4]\s?)?(?:19|20)\d\d\b", re.IGNORECASE)
+# How far above a row its column headings are looked for (lines).
+MAX_LINES_UP = 80
+# A year the question names: "FY2018", "2018", "fiscal 2018", "Q4 2023".
+_ASKED_YEAR = re.compile(r"(?:FY\s?|Q[1-4]\s?)?'?((?:19|20)\d\d)\b", re.IGNORECASE)
+
+
+@dataclass
+class Cells:
+    """A row's ``label`` and its ``(column heading, value)`` pairs, left to right; ``asked`` holds the
+    indexes of the columns the question names."""
+
+    label: str
+    columns: list[tuple[str, str]]
+    asked: list[int]
+
+    def text(self) -> str:
+        return f"{self.label} — " + " · ".join(f"{h}: {v}" for h, v in self.columns)
+
+    def to_dict(self) -> dict[str, object]:
+        return {"label": self.label, "columns": [list(c) for c in self.columns], "asked": list(self.asked)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, object] | None) -> Cells | None:
+        if not data:
+            return None
+        columns = [(str(h), str(v)) for h, v in data.get("columns") or []]  # type: ignore[attr-defined]
+        asked = [int(i) for i in data.get("asked") or []]  # type: ignore[attr-defined]
+        return cls(str(data.get("label") or ""), columns, asked)
+
+
+def is_figures_row(line: str) -> bool:
+    """Whether ``line`` is a label followed by two or more figures."""
+    return bool(FIGURES_ROW.search(line)) and bool(re.search(r"[A-Za-z]", FIGURES_ROW.sub("", line)))
+
+
+def figures_share(text: str) -> float:
+    """The share of ``text``'s non-empty lines that are rows of figures (a label, two or more numbers)."""
+    lines = [line for line in text.split("\n") if line.strip()]
+    return sum(1 for line in lines if FIGURES_ROW.search(line)) / len(lines) if lines else 0.0
+
+
+def split_row(line: str) -> tuple[str, list[str]] | None:
+    """A row's label and its figures, or None when ``line`` is not a row of figures."""
+    line = " ".join(line.split())
+    match = FIGURES_ROW.search(line)
+    if match is None:
+        return None
+    label = line[: match.start()].rstrip(" $€£¥:")
+    figures = [" ".join(f.split()) for f in _FIGURE.findall(line[match.start() :].strip())]
+    if not re.search(r"[A-Za-z]", label) or len(figures) < 2:
+        return None
+    return label, figures
+
+
+def headings_above(page: str, row_start: int, count: int) -> list[str] | None:
+    """The ``count`` column headings of the table a row at ``row_start`` of ``page`` belongs to: the nearest
+    line above that ends in exactly that many years or quarters (none between it and the row)."""
+    lines = page[:row_start].split("\n")[-MAX_LINES_UP:]
+    for line in reversed(lines):
+        tokens = line.split()
+        if len(tokens) < count:
+            continue
+        headings = _tail_headings(tokens, count)
+        if len(headings) == count and all(_HEADING.fullmatch(h) for h in headings):
+            return [h.upper() if h[:1].isalpha() else h for h in headings]
+    return None
+
+
+def _tail_headings(tokens: list[str], count: int) -> list[str]:
+    """The last ``count`` headings of a line's tokens, a quarter's two tokens ("Q4 2023") read as one."""
+    out: list[str] = []
+    i = len(tokens) - 1
+    while i >= 0 and len(out) < count:
+        token = tokens[i]
+        if i > 0 and re.fullmatch(r"Q[1-4]", tokens[i - 1], re.IGNORECASE):
+            token = f"{tokens[i - 1]} {token}"
+            i -= 1
+        out.append(token)
+        i -= 1
+    return list(reversed(out))
+
+
+def cells_of(row: str, page: str, row_start: int, question: str = "") -> Cells | None:
+    """``row`` (a line at ``row_start`` of ``page``) as cells under its column headings, or None when it is
+    not a row of figures or its headings are not found."""
+    split = split_row(row)
+    if split is None:
+        return None
+    label, figures = split
+    headings = headings_above(page, row_start, len(figures))
+    if headings is None:
+        return None
+    years = {m.group(1) for m in _ASKED_YEAR.finditer(question)}
+    asked = [i for i, h in enumerate(headings) if any(y in h for y in years)]
+    return Cells(label, list(zip(headings, figures, strict=True)), asked)
