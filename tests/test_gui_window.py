@@ -770,7 +770,7 @@ def test_a_documents_details_are_edited_and_a_question_naming_them_finds_it(qtbo
     # The list shows the title set by hand; a question naming the organisation finds the document.
     qtbot.waitUntil(lambda: "Ice and sea level" in rows_by_title(window), timeout=30000)
     hits = retrieve(window.library, "What does the Nordhavn report say about bubbles?", k=3).results
-    assert hits and hits[0].doc_id == doc_id
+    assert hits and hits[0].doc_id == doc_id and hits[0].title == "Ice and sea level"
 
     # Opened again, the field says it was set by hand, and Reset gives back what was found.
     with qtbot.waitSignal(window.services.details_loaded, timeout=30000):

@@ -516,6 +516,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.statusBar().showMessage("Details saved.", 4000)
         if not stale:
             return
+        self.services.reembed_count += 1  # this document, besides any the last count found
         if self.services.reembedding:  # the run in hand listed its documents before this edit
             self._reembed_again = True
         else:

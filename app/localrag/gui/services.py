@@ -311,7 +311,8 @@ class AppServices(QObject):
         """Embed the chunks of every document that lacks vectors from the active model, in the background."""
         if self.reembedding:
             return
-        worker = ReembedWorker(self.library, total=self.reembed_count, parent=self)
+        # At least one: a run started after an edit of metadata, before any count, has one document to do.
+        worker = ReembedWorker(self.library, total=max(1, self.reembed_count), parent=self)
         self.reembed_worker = worker
         worker.progress.connect(self.reembed_progress)
         worker.finished_run.connect(self._on_reembed_done)

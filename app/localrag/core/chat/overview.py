@@ -42,6 +42,7 @@ from psycopg import sql
 
 from localrag.core.chat import spans as sp
 from localrag.core.chat.evidence import EvidenceSpan, split_long
+from localrag.core.ingest.identity import SHOWN_TITLE
 from localrag.core.retrieve.results import Result
 from localrag.core.store.db import one
 
@@ -405,7 +406,7 @@ def answer(library: Any, question: str, intent: Intent, doc_ids: list[int] | Non
 
 def _ready_documents(conn: Conn) -> list[_Doc]:
     rows = conn.execute(
-        "SELECT d.id, d.title, d.path, d.pages, coalesce(left(c.text, 300), '') FROM documents d "
+        f"SELECT d.id, {SHOWN_TITLE}, d.path, d.pages, coalesce(left(c.text, 300), '') FROM documents d "
         "LEFT JOIN document_chunks c ON c.doc_id = d.id AND c.chunk_index = 0 "
         "WHERE d.status = 'ready' ORDER BY d.id"
     ).fetchall()
@@ -534,7 +535,7 @@ def _section_rows(conn: Conn, doc_id: int) -> list[tuple[Any, ...]]:
 
 def _chunk_results(conn: Conn, chunk_ids: list[int]) -> dict[int, Result]:
     rows = conn.execute(
-        "SELECT c.id, c.doc_id, d.doc_type, d.title, d.path, c.page_number, c.heading_path, c.text, "
+        f"SELECT c.id, c.doc_id, d.doc_type, {SHOWN_TITLE}, d.path, c.page_number, c.heading_path, c.text, "
         "c.char_start, c.char_end, c.chunk_index, c.text_hash "
         "FROM document_chunks c JOIN documents d ON d.id = c.doc_id WHERE c.id = ANY(%s)",
         (chunk_ids,),

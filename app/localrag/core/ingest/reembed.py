@@ -39,10 +39,9 @@ def reembed(queue: IngestQueue, steps: DocumentSteps, cancel: CancelToken | None
             queue.unlock(doc_id)
     conn.commit()
     rows = conn.execute(
-        # The title shown: one set by hand, else the document's.
-        "SELECT DISTINCT d.id, d.path, coalesce(nullif(d.meta->'edited'->>'title', ''), d.title), d.doc_type "
-        "FROM documents d JOIN document_chunks c "
-        "ON c.doc_id = d.id WHERE d.status = %s AND NOT EXISTS (SELECT 1 FROM chunk_embeddings e "
+        f"SELECT DISTINCT d.id, d.path, {metadata.SHOWN_TITLE}, d.doc_type FROM documents d "
+        "JOIN document_chunks c ON c.doc_id = d.id WHERE d.status = %s "
+        "AND NOT EXISTS (SELECT 1 FROM chunk_embeddings e "
         f"WHERE e.chunk_id = c.id AND e.embedding_model = %s AND {metadata.CURRENT_VECTOR}) ORDER BY d.id",
         (status.READY, model),
     ).fetchall()

@@ -14,6 +14,7 @@ import numpy as np
 import psycopg
 
 from localrag.core.errors import KnownError, as_known
+from localrag.core.ingest.identity import SHOWN_TITLE
 from localrag.core.progress import CancelToken
 from localrag.core.retrieve import bm25, fuse, postprocess, rescore, routing, vector
 from localrag.core.retrieve.filters import DateLike, Filters
@@ -415,8 +416,9 @@ def _fetch(
         )
         params.update(q=np.asarray(qvec, dtype=np.float32), model=model, sim_ids=similarity_for)
     rows = conn.execute(
-        "SELECT c.id, c.doc_id, d.doc_type, d.title, d.path, c.page_number, c.chunk_index, c.heading_path,"
-        f" c.text, c.char_start, c.char_end, c.text_hash, {sim}, c.context FROM document_chunks c"
+        f"SELECT c.id, c.doc_id, d.doc_type, {SHOWN_TITLE}, d.path, c.page_number, c.chunk_index,"
+        f" c.heading_path, c.text, c.char_start, c.char_end, c.text_hash, {sim}, c.context"
+        " FROM document_chunks c"
         " JOIN documents d ON d.id = c.doc_id"
         " WHERE c.id = ANY(%(ids)s) AND d.status = 'ready'",
         params,
