@@ -66,9 +66,11 @@ echo "$by_module"
 
 step "the window, offscreen: opens, warms up, then closes on TERM"
 log="$tmp/data/logs/localrag.log"
-before="$(cat "$log" 2> /dev/null | wc -l)"
+before=0
+if [ -f "$log" ]; then before="$(wc -l < "$log")"; fi
 window_log() { tail -n +"$((before + 1))" "$log" 2> /dev/null; }
-run QT_QPA_PLATFORM=offscreen "$exe" > "$tmp/window.out" 2>&1 &
+# Started without the run function, so that $! is the app itself (env replaces itself with it).
+"${clean_env[@]}" QT_QPA_PLATFORM=offscreen "$exe" > "$tmp/window.out" 2>&1 &
 window_pid=$!
 # Ready when the chat has warmed up: the library is open, the embedding and language models are loaded.
 for _ in $(seq 360); do
@@ -161,5 +163,12 @@ echo "$flat" | grep -q '"path":"[^"]*observatory.pdf","doc_type":"pdf","page_num
 grep -q '42 metres per year' "$tmp/answer.json" || show "the answer does not quote the page"
 grep '"answer"' "$tmp/answer.json"
 echo "cited: observatory.pdf, page 2"
+
+step "nothing of the bundle is left running"
+if command -v pgrep > /dev/null && pgrep -f "$tmp/app/" > /dev/null; then
+    pgrep -af "$tmp/app/" >&2
+    fail "processes of the bundle are still running"
+fi
+echo "none"
 
 printf '\nsmoke: OK (%s)\n' "$(basename "$archive")"
