@@ -28,12 +28,16 @@ work="build/bundle"
 rm -rf "$work" "dist/$name" "dist/$name.tar.gz"
 mkdir -p dist
 
+bundling=$(date +%s)
 LOCALRAG_BUNDLE_OCR="$ocr" python -m PyInstaller --noconfirm --log-level WARN \
     --distpath "$work/dist" --workpath "$work/work" packaging/local-rag.spec
 mv "$work/dist/local-rag" "dist/$name"
+packing=$(date +%s)
 echo "packing dist/$name.tar.gz..."
 tar -C dist -czf "dist/$name.tar.gz" "$name"
+done=$(date +%s)
 
-printf 'built in %ss: dist/%s (%s unpacked, %s files), dist/%s.tar.gz (%s)\n' "$(($(date +%s) - started))" \
-    "$name" "$(du -sh "dist/$name" | cut -f1)" "$(find "dist/$name" -type f | wc -l)" "$name" \
-    "$(du -h "dist/$name.tar.gz" | cut -f1)"
+printf 'built in %ss (PyInstaller %ss, packing %ss): dist/%s (%s bytes unpacked, %s files), dist/%s.tar.gz (%s bytes)\n' \
+    "$((done - started))" "$((packing - bundling))" "$((done - packing))" "$name" \
+    "$(du -sb "dist/$name" | cut -f1)" "$(find "dist/$name" -type f | wc -l)" "$name" \
+    "$(stat -c %s "dist/$name.tar.gz")"
