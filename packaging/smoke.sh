@@ -2,7 +2,8 @@
 # Tries the bundle as a person would: unpacks the archive into an empty folder and runs it with nothing else —
 # no virtual environment, no Python and no compiler on the PATH, a fresh data folder — then:
 #   doctor passes · `-m` runs a module of the app (its child processes) · the window opens (offscreen) and
-#   closes cleanly on TERM · a PDF is indexed · a question gets an answer that cites the page holding it.
+#   closes cleanly on TERM · a PDF is indexed · a question gets an answer that cites the page holding it ·
+#   an image is read by OCR (or, in an archive built without it, reported as needing it).
 #   packaging/smoke.sh [ARCHIVE]    (default: the newest dist/local-rag-*.tar.gz)
 # Exits non-zero at the first failure. As root (containers, CI) it sets LOCALRAG_ALLOW_ROOT=1 (see README).
 set -euo pipefail
@@ -163,6 +164,22 @@ echo "$flat" | grep -q '"path":"[^"]*observatory.pdf","doc_type":"pdf","page_num
 grep -q '42 metres per year' "$tmp/answer.json" || show "the answer does not quote the page"
 grep '"answer"' "$tmp/answer.json"
 echo "cited: observatory.pdf, page 2"
+
+step "an image: read by OCR when the bundle has it, otherwise reported as needing OCR"
+cp packaging/smoke-scan.png "$tmp/docs/scan.png"   # two lines of text, rendered: no text layer
+if [ -d "$(dirname "$exe")/_internal/rapidocr" ]; then
+    run "$exe" ingest "$tmp/docs/scan.png" || fail "ingest of an image with OCR"
+    run "$exe" search "weather mast on the moraine" --k 1 > "$tmp/scan.out" || fail "search"
+    grep -q "stands 12 metres tall" "$tmp/scan.out" || { cat "$tmp/scan.out"; fail "the image's text was not read"; }
+    echo "read by OCR: $(grep -o "The weather mast.*" "$tmp/scan.out")"
+else
+    status=0
+    run "$exe" ingest "$tmp/docs/scan.png" > "$tmp/scan.out" 2>&1 || status=$?
+    if [ "$status" = 0 ] || ! grep -q "scan.png is an image; to read its text" "$tmp/scan.out"; then
+        cat "$tmp/scan.out"; fail "an image in a bundle without OCR was not reported as needing it"
+    fi
+    echo "no OCR in this bundle; reported: $(grep -o "scan.png is an image;[^.]*" "$tmp/scan.out" | head -1)"
+fi
 
 step "nothing of the bundle is left running"
 if command -v pgrep > /dev/null && pgrep -f "$tmp/app/" > /dev/null; then

@@ -81,12 +81,12 @@ def api_token_file() -> Path:
 def resources_dir() -> Path:
     """The app's own files that are not code: icons, desktop entry, bundle metadata (``resources/``).
 
-    In the source tree it is the top-level ``resources/`` folder; in the bundle built by
-    ``packaging/build.sh`` (PyInstaller), ``resources/`` beside the bundled packages.
+    ``resources/`` at the top of the source tree, or the copy inside the package (where the bundle built by
+    ``packaging/build.sh`` puts it, as it does ``migrations/``).
     """
-    bundle = getattr(sys, "_MEIPASS", None)
-    root = Path(bundle) if bundle else Path(__file__).resolve().parents[3]
-    return root / "resources"
+    here = Path(__file__).resolve()
+    candidates = (here.parents[3] / "resources", here.parents[1] / "resources")
+    return next((folder for folder in candidates if folder.is_dir()), candidates[0])
 
 
 def icon_files() -> list[Path]:
