@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds Local RAG as one self-contained folder (PyInstaller, packaging/local-rag.spec) and packs it:
-#   packaging/build.sh          -> dist/local-rag-VERSION-linux-x86_64.tar.gz  (unpacks to local-rag-VERSION-linux-x86_64/)
-#   packaging/build.sh --ocr    the same with OCR of scanned pages and images (rapidocr, OpenCV: ~220 MB more)
+#   packaging/build.sh          -> dist/local-rag-VERSION-linux-x86_64.tar.gz
+#                                  (it unpacks to local-rag-VERSION-linux-x86_64/; the executable is local-rag)
+#   packaging/build.sh --ocr    the same with OCR of scanned pages and images (rapidocr, OpenCV: ~206 MB more)
 # The folder runs on its own: no Python, no virtual environment, no compiler; packaging/smoke.sh tries it.
 # It is built from the development environment (packaging/setup.sh makes it; its llama.cpp is the one bundled).
 set -euo pipefail
