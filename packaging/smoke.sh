@@ -83,6 +83,14 @@ if ! window_log | grep -q "warm-up:"; then
     cat "$tmp/window.out"; window_log; fail "the window did not warm up within 3 minutes"
 fi
 window_log | grep "store open at\|warm-up:"
+# The programs the app starts get the system's library path, not the bundle's (packaging/entry.py): the
+# database server it started shows which.
+pg_pid="$(head -1 "$tmp/data/pg/postmaster.pid" 2> /dev/null || true)"
+[ -n "$pg_pid" ] && [ -r "/proc/$pg_pid/environ" ] || fail "the window's database server is not running"
+if tr '\0' '\n' < "/proc/$pg_pid/environ" | grep "^LD_LIBRARY_PATH=" | grep -qF "$tmp/app"; then
+    fail "the programs the app starts get the bundle's library path"
+fi
+echo "the database server it started (pid $pg_pid) has the system's library path, not the bundle's"
 sleep 2
 kill -TERM "$window_pid"
 status=0

@@ -8,6 +8,7 @@ import ast
 import configparser
 import os
 import plistlib
+import runpy
 import shutil
 import struct
 import subprocess
@@ -259,6 +260,20 @@ def test_spec_on_windows_gives_icon_and_version_resource(
     }
     expected = (*(int(part) for part in __version__.split(".")), 0)
     assert numbers == {"filevers": expected, "prodvers": expected}
+
+
+def test_bundle_entry_gives_started_programs_the_system_library_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The launcher's LD_LIBRARY_PATH (the bundle's folder first) is not handed on to other programs."""
+    entry = runpy.run_path(str(ROOT / "packaging" / "entry.py"))  # its definitions, not its __main__ part
+    monkeypatch.setattr(sys, "frozen", True, raising=False)
+    monkeypatch.setattr(sys, "platform", "linux")
+    monkeypatch.setenv("LD_LIBRARY_PATH", "/opt/local-rag/_internal:/usr/local/lib")
+    monkeypatch.setenv("LD_LIBRARY_PATH_ORIG", "/usr/local/lib")
+    entry["give_back_the_library_path"]()
+    assert os.environ["LD_LIBRARY_PATH"] == "/usr/local/lib" and "LD_LIBRARY_PATH_ORIG" not in os.environ
+    monkeypatch.setenv("LD_LIBRARY_PATH", "/opt/local-rag/_internal")  # the system had none
+    entry["give_back_the_library_path"]()
+    assert "LD_LIBRARY_PATH" not in os.environ
 
 
 @pytest.mark.parametrize("args", [["--version"], ["-m", "localrag", "--version"]])
