@@ -40,7 +40,7 @@ if [ ! -f "$stamp" ]; then
             --no-binary llama-cpp-python -w "$wheels" "llama-cpp-python==$llama_version"
     fi
     python -m pip install --quiet "$wheels"/llama_cpp_python-*.whl
-    python -m pip install --quiet -e ".[test,ocr]"
+    python -m pip install --quiet -e ".[test,ocr,bundle]"
     rm -f "$venv"/.installed-*
     touch "$stamp"
 fi

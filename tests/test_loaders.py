@@ -105,7 +105,10 @@ def test_partly_scanned_pdf_flags_pages(tmp_path: Path) -> None:
         fx.write_pdf(tmp_path / "mixed.pdf", [["Typed page."], None, ["Typed again."], None]), ocr=False
     )
     assert [p.needs_ocr for p in doc.pages] == [False, True, False, True]
-    assert doc.warnings == ["pages 2, 4 need OCR (install the ocr extra: pip install 'localrag[ocr]')"]
+    assert doc.warnings == [
+        "pages 2, 4 need OCR (install the ocr extra (pip install 'localrag[ocr]'), "
+        "or use the Local RAG archive with OCR)"
+    ]
 
 
 def test_blank_pdf_is_empty(tmp_path: Path) -> None:

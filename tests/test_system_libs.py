@@ -3,8 +3,10 @@ install (Qt itself would abort without naming them)."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -41,3 +43,16 @@ def test_a_plugin_whose_libraries_cannot_be_found_is_reported(tmp_path):
     missing = system_libs.missing_for_window(moved)
     assert missing is not None
     assert any(lib.startswith("libQt6XcbQpa") for lib in missing.libraries)
+
+
+def test_ldd_resolves_with_the_bundles_folder_first_in_the_bundle(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In the PyInstaller bundle the plugin's libraries are found in the bundle's folder: ldd must look there
+    too, or a library the bundle carries would be reported missing."""
+    monkeypatch.setenv("LD_LIBRARY_PATH", "/opt/elsewhere")
+    assert system_libs.ldd_environment()["LD_LIBRARY_PATH"] == "/opt/elsewhere"  # not in a bundle
+    monkeypatch.setattr(sys, "_MEIPASS", str(tmp_path), raising=False)
+    assert system_libs.ldd_environment()["LD_LIBRARY_PATH"] == f"{tmp_path}{os.pathsep}/opt/elsewhere"
+    monkeypatch.delenv("LD_LIBRARY_PATH")
+    assert system_libs.ldd_environment()["LD_LIBRARY_PATH"] == str(tmp_path)

@@ -38,7 +38,22 @@ def run_checks() -> list[Check]:
     checks.append(_embedding_check(settings))
     checks.append(_llm_check(settings))
     checks.append(_window_libraries_check())
+    checks.append(_icon_check())
     return checks
+
+
+def _icon_check() -> Check:
+    """The window's icon files (``resources/``): missing ones mean an incomplete installation or bundle."""
+    icons = paths.icon_files()
+    sizes = [icon.parent.parent.name for icon in icons]
+    if not icons:
+        return Check("app icon", False, f"no icon files in {paths.resources_dir()}", needed=False)
+    return Check(
+        "app icon",
+        True,
+        f"{len(icons)} sizes, {sizes[0]} to {sizes[-1]}",
+        {"folder": str(icons[0].parents[3])},
+    )
 
 
 def _window_libraries_check() -> Check:

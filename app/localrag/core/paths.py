@@ -9,6 +9,7 @@ from pathlib import Path
 import platformdirs
 
 APP_NAME = "LocalRAG"
+APP_ID = "org.localrag.LocalRAG"  # the desktop entry's and AppStream's id, the icon's name (resources/)
 
 
 def data_dir() -> Path:
@@ -75,3 +76,21 @@ def settings_file() -> Path:
 def api_token_file() -> Path:
     """The secret every request to ``local-rag serve`` must carry (created 0600 by the server)."""
     return data_dir() / "api.token"
+
+
+def resources_dir() -> Path:
+    """The app's own files that are not code: icons, desktop entry, bundle metadata (``resources/``).
+
+    ``resources/`` at the top of the source tree, or the copy inside the package (where the bundle built by
+    ``packaging/build.sh`` puts it, as it does ``migrations/``).
+    """
+    here = Path(__file__).resolve()
+    candidates = (here.parents[3] / "resources", here.parents[1] / "resources")
+    return next((folder for folder in candidates if folder.is_dir()), candidates[0])
+
+
+def icon_files() -> list[Path]:
+    """The app icon's PNG files, one per size (16 to 512 px), smallest first."""
+    folder = resources_dir() / "icons" / "hicolor"
+    found = folder.glob(f"*x*/apps/{APP_ID}.png")
+    return sorted(found, key=lambda path: int(path.parent.parent.name.split("x")[0]))

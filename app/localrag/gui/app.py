@@ -26,7 +26,7 @@ def create_app(argv: list[str]) -> object:
     app.setApplicationName("Local RAG")
     app.setApplicationDisplayName("Local RAG")
     app.setOrganizationName("LocalRAG")
-    app.setDesktopFileName("local-rag")
+    app.setDesktopFileName(paths.APP_ID)  # resources/linux/org.localrag.LocalRAG.desktop
     app.setWindowIcon(theme.app_icon())
     app.theme = theme.Theme(app)  # type: ignore[attr-defined]  # kept alive with the app
     return app

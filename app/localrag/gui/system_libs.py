@@ -109,12 +109,26 @@ def missing_for_window(plugin: Path | None = None) -> MissingLibraries | None:
         return None
     try:
         out = subprocess.run(
-            [ldd, str(plugin)], capture_output=True, text=True, timeout=20, check=False
+            [ldd, str(plugin)], capture_output=True, text=True, timeout=20, check=False, env=ldd_environment()
         ).stdout
     except (OSError, subprocess.TimeoutExpired):
         return None
     missing = not_found(out)
     return MissingLibraries(missing) if missing else None
+
+
+def ldd_environment() -> dict[str, str]:
+    """The environment ``ldd`` runs in: the library path Qt's plugin is loaded with in this process.
+
+    In the self-contained bundle (packaging/), the launcher put the bundle's folder first on this process's
+    library path and ``packaging/entry.py`` gave the other programs the system's path back; ``ldd`` gets the
+    bundle's folder again, so that a library the bundle carries is not reported missing.
+    """
+    env = dict(os.environ)
+    bundle = getattr(sys, "_MEIPASS", None)  # set in the PyInstaller bundle only
+    if bundle:
+        env["LD_LIBRARY_PATH"] = os.pathsep.join([bundle, *filter(None, [env.get("LD_LIBRARY_PATH")])])
+    return env
 
 
 def uses_x11() -> bool:

@@ -7,9 +7,11 @@ repaints them correctly.
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass
 
+from localrag.core import paths
 from localrag.gui.qt import QObject, Qt, QtCore, QtGui, QtWidgets, Signal
 
 
@@ -188,28 +190,12 @@ def _style_sheet(c: Colors) -> str:
 
 
 def app_icon() -> QtGui.QIcon:
-    """The window icon, drawn here (a page with a speech bubble) so no image file has to ship."""
+    """The app's icon in every size shipped in ``resources/`` (16 to 512 px); empty when the files are missing
+    (logged: the installation is incomplete)."""
     icon = QtGui.QIcon()
-    for size in (16, 24, 32, 48, 64, 128, 256):
-        pixmap = QtGui.QPixmap(size, size)
-        pixmap.fill(Qt.GlobalColor.transparent)
-        p = QtGui.QPainter(pixmap)
-        p.setRenderHint(QtGui.QPainter.RenderHint.Antialiasing)
-        s = size / 64.0
-        p.setPen(Qt.PenStyle.NoPen)
-        p.setBrush(QtGui.QColor("#2563eb"))
-        p.drawRoundedRect(QtCore.QRectF(2 * s, 2 * s, 60 * s, 60 * s), 14 * s, 14 * s)
-        p.setBrush(QtGui.QColor("#ffffff"))
-        p.drawRoundedRect(QtCore.QRectF(13 * s, 10 * s, 28 * s, 36 * s), 4 * s, 4 * s)
-        p.setBrush(QtGui.QColor("#93c5fd"))
-        for i in range(4):
-            p.drawRect(QtCore.QRectF(18 * s, (17 + 6 * i) * s, (18 - (6 if i == 3 else 0)) * s, 2.6 * s))
-        p.setBrush(QtGui.QColor("#facc15"))
-        p.drawEllipse(QtCore.QRectF(32 * s, 32 * s, 22 * s, 18 * s))
-        tail = QtGui.QPolygonF(
-            [QtCore.QPointF(36 * s, 46 * s), QtCore.QPointF(34 * s, 55 * s), QtCore.QPointF(43 * s, 48 * s)]
-        )
-        p.drawPolygon(tail)
-        p.end()
-        icon.addPixmap(pixmap)
+    files = paths.icon_files()
+    for file in files:
+        icon.addFile(str(file))
+    if not files:
+        logging.getLogger("localrag.gui").warning("no icon files in %s", paths.resources_dir())
     return icon

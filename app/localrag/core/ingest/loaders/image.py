@@ -29,7 +29,8 @@ MIME_BY_SUFFIX = {
     ".bmp": "image/bmp",
     ".webp": "image/webp",
 }
-INSTALL_HINT = "install the ocr extra: pip install 'localrag[ocr]'"
+# Where OCR comes from: the `ocr` extra, or the archive built with it (packaging/build.sh --ocr).
+INSTALL_HINT = "install the ocr extra (pip install 'localrag[ocr]'), or use the Local RAG archive with OCR"
 MAX_PIXELS = 80_000_000  # ~ an A4 page at 1,200 dpi; more is a decompression bomb, not a document
 MAX_FRAMES = 500
 _engine_lock = threading.Lock()
