@@ -378,3 +378,21 @@ def test_cancel_all_marks_the_queue_cancelled_and_reindex_is_seen_by_others(clea
             other.execute("SELECT status FROM documents WHERE id = %s", (event.doc_id,)).fetchone()[0]
             == "queued"
         )
+
+
+def test_ingest_of_only_bad_files_reports_them_and_stops_cleanly(tmp_path):
+    """A command-line run in its own data folder whose every file fails says why, exits 1, and stops its
+    database only after the embedding threads (no traceback from a model still loading)."""
+    broken = tmp_path / "broken.pdf"
+    broken.write_bytes(b"%PDF-1.4 not really a PDF")
+    env = {**os.environ, "LOCALRAG_HOME": str(tmp_path / "home")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "localrag", "ingest", str(broken)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=240,
+    )
+    assert proc.returncode == 1, (proc.stdout, proc.stderr)
+    assert "broken.pdf" in proc.stdout and "1 failed" in proc.stdout
+    assert "Traceback" not in proc.stderr, proc.stderr

@@ -83,11 +83,15 @@ def run(args: argparse.Namespace) -> int:
     library = Library(owner=False)
     library.open()
     ingestor = Ingestor(library, on_event=progress)
-    with embedding_service(library):
-        return _ingest(args, library, ingestor)
+    try:
+        # The embedding threads stop before the store closes (a model still loading needs it).
+        with embedding_service(library):
+            return _ingest(args, ingestor)
+    finally:
+        library.close()
 
 
-def _ingest(args: argparse.Namespace, library: Library, ingestor: Ingestor) -> int:
+def _ingest(args: argparse.Namespace, ingestor: Ingestor) -> int:
     try:
         queued = ingestor.enqueue(args.paths)
         try:
@@ -107,7 +111,6 @@ def _ingest(args: argparse.Namespace, library: Library, ingestor: Ingestor) -> i
         summary.events = early_failures + [e for e in queued if e.status == "skipped"] + summary.events
     finally:
         ingestor.close()
-        library.close()
     _print_summary(summary, args.json)
     return 1 if summary.failed else 0
 
