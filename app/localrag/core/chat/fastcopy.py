@@ -45,8 +45,12 @@ def quiet_stderr() -> Iterator[None]:
 
 
 def cpu_features() -> set[str]:
-    """The CPU features llama.cpp reports as present, e.g. ``{"AVX2", "AVX512_BF16"}``."""
+    """The CPU features llama.cpp's loaded CPU kernels use, e.g. ``{"AVX2", "AVX512_BF16"}``."""
     import llama_cpp
+
+    from localrag.core.chat.backends import cpu_backend
+
+    cpu_backend()
 
     info = llama_cpp.llama_print_system_info().decode("utf-8", "replace")
     found = set()
@@ -104,6 +108,10 @@ def ensure_fast_copy(source: Path, kind: str | None = None, *, threads: int = 0)
         ModelMissing: the conversion failed (the caller loads the original instead).
     """
     import llama_cpp
+
+    from localrag.core.chat.backends import cpu_backend
+
+    cpu_backend()  # llama.cpp's quantizer runs on the CPU kernels
 
     kind = kind or fast_copy_type()
     dest = fast_copy_path(source, kind)
