@@ -32,7 +32,7 @@ from localrag.core.progress import CancelToken
 
 log = logging.getLogger("localrag.llm.tuning")
 
-VERSION = 1  # of the measurement: a change measures again
+VERSION = 2  # of the measurement: a change measures again
 BUDGET_S = 15.0  # no new measurement starts after this; the last one ends a few seconds later
 BUDGET_ENV = "LOCALRAG_TUNING_BUDGET_S"
 PROMPT_TOKENS = 768
