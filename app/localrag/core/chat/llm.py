@@ -3,12 +3,15 @@
 What makes the first token come sooner on a CPU (figures in docs/benchmarks.md, "Chat"):
 
 - **A fast copy of the bundled model.** Prompt processing speed depends on the weight type far more than on
-  size. The bundled Q4_1 file is re-typed once with llama.cpp's own quantizer to Q8_0 (``fast_copy_type``)
-  into the models folder. The copy is written under a temporary name and renamed when complete, so a killed
-  conversion never leaves a half file that is used; any problem falls back to the original file.
+  size. The bundled Q4_1 file is re-typed once with llama.cpp's own quantizer into the models folder: to the
+  type measured fastest on this machine (``tuning``: Q8_0, F16 or BF16; with it the attention kernel and batch
+  size), else Q8_0 (``fast_copy_type``). The copy is written under a temporary name and renamed when
+  complete, so a killed conversion never leaves a half file that is used; any problem falls back to the
+  original file.
 - **Reuse of the evaluated prefix.** One ``Llama`` object keeps its KV cache between questions and
   re-evaluates only what differs from the previous prompt, so the fixed system prompt (and the earlier turns
-  of a chat) are computed once. ``LocalLLM.prime`` evaluates the system prompt at warm-up.
+  of a chat) are computed once. ``LocalLLM.prime`` evaluates the system prompt at warm-up, and
+  ``LocalLLM.keep_prefix`` keeps its state on disk for the next start.
 - **The best CPU kernels for this CPU**: one build holds llama.cpp's CPU kernels for several CPU families
   (AVX2, AVX-512, AVX-512 with VNNI and BF16, AMX); ``backends`` loads the one this CPU runs best.
 - **AMX kernels** where the CPU has them and this build runs them (``extra_buffers``): half the CPU time of
