@@ -7,8 +7,8 @@ So the first load of a model on a machine measures it in a child process (``mach
 the bundled model can be re-typed to here (``fastcopy``) with the app's attention and batch settings, then the
 fastest of them with flash attention flipped and with smaller batches. Each configuration evaluates a
 ``PROMPT_TOKENS`` prompt and generates ``GEN_TOKENS``; the child starts no new measurement after ``BUDGET_S``.
-The winner needs the least CPU time for the prompt among those that generate at least ``MIN_TOKENS_PER_S``
-(``choose``). The answer
+The winner needs the least CPU time for the prompt among those that generate at least ``MIN_TOKENS_PER_S``;
+near-ties go to the faster generator (``choose``). The answer
 is remembered in the cache folder, keyed by the llama.cpp build, the CPU kernels, the model, the threads and
 the candidates, so a new build, CPU variant or model measures again. A child that fails leaves the app's
 defaults (remembered too, so a start is never slowed twice).
@@ -38,6 +38,8 @@ BUDGET_ENV = "LOCALRAG_TUNING_BUDGET_S"
 PROMPT_TOKENS = 768
 GEN_TOKENS = 16
 MIN_TOKENS_PER_S = 20.0
+# Prompt costs this close are the same within the noise of one measurement; generation speed decides then.
+TIE = 0.08
 _TIMEOUT_S = 120.0
 
 
@@ -80,9 +82,9 @@ class Tuning:
         best = self.best
         if best is not None:
             text += (
-                f" (measured once in {self.seconds:.0f} s: prompt {best['prompt_cpu_s']:.2f} CPU-s for "
-                f"{best['prompt_tokens']} tokens, {best['prompt_tokens'] / best['prompt_s']:.0f} tokens/s; "
-                f"generation {best['tokens_per_s']:.0f} tokens/s)"
+                f" (measured once in {self.seconds:.0f} s: the prompt took {best['prompt_cpu_s']:.2f} CPU-s "
+                f"for {best['prompt_tokens']} tokens; generation {best['tokens_per_cpu_s']:.0f} tokens "
+                "per CPU-s)"
             )
         elif self.note:
             text += f" (defaults: {self.note})"
@@ -130,9 +132,15 @@ def remembered(source: Path, weights: list[str], *, threads: int, defaults: Tuni
     text = machine_check.recall(name)
     if text:
         try:
-            return Tuning(**json.loads(text))
+            known = Tuning(**json.loads(text))
         except (TypeError, ValueError):
             log.debug("ignoring an unreadable %s", name)
+            return None
+        if known.best is None:  # the measurement failed: the defaults, as remembered
+            return known
+        chosen = choose(known.measured, defaults)  # by today's rule, from what was measured then
+        chosen.seconds, chosen.note = known.seconds, known.note
+        return chosen
     return None
 
 
@@ -188,9 +196,9 @@ def tune(
 
 
 def choose(measured: list[dict[str, Any]], defaults: Tuning) -> Tuning:
-    """The configuration with the least CPU time per prompt token among those that would generate at least
-    ``MIN_TOKENS_PER_S`` on an otherwise idle machine (all of them if none would); ``defaults`` when nothing
-    was measured.
+    """The configuration whose prompt needs the least CPU time per token, among those that would generate at
+    least ``MIN_TOKENS_PER_S`` on an otherwise idle machine (all of them if none would); of configurations
+    within ``TIE`` of the least, the one that generates fastest. ``defaults`` when nothing was measured.
 
     CPU time, not wall-clock time: the first start may well happen while the machine is busy (installing,
     indexing), and other programs stretch the wall-clock time of each configuration by chance, while the CPU
@@ -204,8 +212,12 @@ def choose(measured: list[dict[str, Any]], defaults: Tuning) -> Tuning:
     def idle_tokens_per_s(m: dict[str, Any]) -> float:
         return float(m["tokens_per_cpu_s"]) * max(1, int(m.get("threads", 1)))
 
+    def cost(m: dict[str, Any]) -> float:
+        return float(m["prompt_cpu_s"]) / int(m["prompt_tokens"])
+
     fast_enough = [m for m in ok if idle_tokens_per_s(m) >= MIN_TOKENS_PER_S] or ok
-    best = min(fast_enough, key=lambda m: m["prompt_cpu_s"] / m["prompt_tokens"])
+    least = min(cost(m) for m in fast_enough)
+    best = max((m for m in fast_enough if cost(m) <= least * (1 + TIE)), key=idle_tokens_per_s)
     return Tuning(best["weights"], best["flash_attn"], best["n_ubatch"], measured=measured)
 
 
