@@ -11,8 +11,8 @@ documentation, so the text is fixed for a given Python), and a question. Each ro
 - **tokens/s**: the answer to the warm prompt, up to ``GEN_TOKENS`` tokens;
 - **prepared**: the first question again after its prompt was evaluated during a pause in typing, as the app
   does (``ChatEngine.prepare``) when the question is then sent as typed;
-- **restart**: the first question on an empty cache that starts, as the app's first question after a start
-  and every ``local-rag ask`` do, from the fixed prefix's state saved in the cache folder
+- **restart**: the first question on a freshly loaded model that starts, as the app's first question after a
+  start and every ``local-rag ask`` do, from the fixed prefix's state saved in the cache folder
   (``LocalLLM.keep_prefix``).
 
 Time to first token is measured from the call to the first streamed piece (prompt processing and the first
@@ -310,14 +310,16 @@ def measure_round(config: BenchConfig) -> RoundResult:
     time.sleep(QUESTION_PAUSE_S)
     list(llm.stream(first.tokens, max_tokens=1, temperature=0.0))
     prepared = llm.last_stats
-    # The first question after a restart: the fixed prefix's state comes from the cache folder
-    # (``LocalLLM.keep_prefix``; written here first if it is not there yet).
+    # The first question after a restart: a freshly loaded model whose fixed prefix's state comes from the
+    # cache folder (``LocalLLM.keep_prefix``; written by this model first if it is not there yet).
     from localrag.core.chat.engine import keep_prefix
 
     prefix = keep_prefix(llm)
     _empty_cache(llm)
     llm.prime(prefix)
-    _empty_cache(llm)
+    del llm
+    llm = _load(config)
+    keep_prefix(llm)
     time.sleep(QUESTION_PAUSE_S)
     list(llm.stream(first.tokens, max_tokens=1, temperature=0.0))
     restart = llm.last_stats
