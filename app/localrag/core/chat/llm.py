@@ -70,6 +70,8 @@ ZERO_WIDTH_SPACE = "\u200b"
 # A prompt starts from the kept prefix's saved state when it shares all of it but this many final tokens.
 KEPT_SLACK = 8
 STATE_MAGIC = b"LRAGKV1\n"
+# Saved prefix states kept in the cache folder (the newest; older ones are for settings or builds gone by).
+KEPT_STATES = 6
 
 
 def gguf_path(settings: Settings) -> Path:
@@ -430,6 +432,7 @@ class LocalLLM:
             return
         header = STATE_MAGIC + struct.pack("<I", len(tokens)) + array.array("i", tokens).tobytes()
         machine_check.remember(self._state_name(tokens), header + bytes(memoryview(buffer)[:n]))
+        machine_check.prune("prefix-state.*.bin", KEPT_STATES)
 
     def _load_state(self, tokens: Sequence[int]) -> bool:
         """Restore the saved state of exactly ``tokens`` into the empty cache; False when there is none or it

@@ -70,6 +70,18 @@ def remember(name: str, data: str | bytes) -> None:
         log.debug("cannot record %s: %s", path, exc)
 
 
+def prune(pattern: str, keep: int) -> None:
+    """Remove all but the ``keep`` most recently written answers whose names match ``pattern`` (answers for
+    builds, settings or models no longer in use would otherwise pile up)."""
+    try:
+        found = sorted(paths.cache_dir().glob(pattern), key=lambda p: p.stat().st_mtime, reverse=True)
+    except OSError:
+        return
+    for old in found[keep:]:
+        with contextlib.suppress(OSError):
+            old.unlink()
+
+
 def run_child(command: list[str], timeout_s: float, cancel: CancelToken | None) -> tuple[int, str]:
     """Run ``command`` with llama.cpp's threads waiting passively (unless the environment says otherwise);
     return its exit status and standard output. Kill it and wait for it when ``cancel`` is set (then raise
