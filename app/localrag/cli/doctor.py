@@ -124,17 +124,32 @@ def _llm_check(settings) -> Check:
         import llama_cpp
     except ImportError as exc:
         return Check("llama.cpp", False, f"llama-cpp-python is not installed: {exc}")
-    from localrag.core.chat.llm import LocalLLM, gguf_path
+    from localrag.core.chat.llm import LocalLLM, gguf_path, tuning_for
 
     try:
         path = gguf_path(settings)
         llm = LocalLLM(path, n_ctx=512, threads=1)
+        backend = llm.backend
         del llm
+        info: dict[str, object] = {
+            "version": llama_cpp.__version__,
+            "file": str(path),
+            "cpu kernels": backend.describe(),
+        }
+        if backend.scores:
+            info["cpu variants this cpu runs"] = ", ".join(backend.runnable)
+        if backend.note:
+            info["note"] = backend.note
+        tuning = tuning_for(settings)
+        if tuning is not None:
+            info["tuning"] = tuning.describe()
+        elif settings.llm_tuning and settings.fast_llm_copy and not settings.gguf_path:
+            info["tuning"] = "not measured yet (it is, once, at the model's first load)"
         return Check(
             "llama.cpp",
             True,
-            f"llama-cpp-python {llama_cpp.__version__}; model {path.name}",
-            {"version": llama_cpp.__version__, "file": str(path)},
+            f"llama-cpp-python {llama_cpp.__version__}; model {path.name}; CPU kernels {backend.variant}",
+            info,
         )
     except KnownError as exc:
         return Check("llama.cpp", False, exc.message, {"version": llama_cpp.__version__})

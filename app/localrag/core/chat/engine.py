@@ -265,7 +265,7 @@ class ChatEngine:
         except (ModelMissing, Cancelled):
             return timings
         timings["llm_load_s"] = time.monotonic() - t
-        timings["prime_s"] = llm.prime(llm.render(prompts.prefix_messages(GROUNDED)))
+        timings["prime_s"] = llm.prime(keep_prefix(llm))
         return timings
 
     @property
@@ -420,6 +420,15 @@ def _notice_for(resp: RetrievalResponse, results: Sequence[Result], *, strict: b
     if not results and not strict:
         return NOTHING_FOUND_NOTICE
     return ""
+
+
+def keep_prefix(llm: LocalLLM) -> list[int]:
+    """The tokens every grounded prompt starts with (system prompt, worked example), kept on disk by the model
+    once evaluated (``LocalLLM.keep_prefix``): the first question after a start, and every ``local-rag ask``,
+    begins from their saved state."""
+    tokens = llm.render(prompts.prefix_messages(GROUNDED))
+    llm.keep_prefix(tokens)
+    return tokens
 
 
 def _small_model_file(settings: Any) -> bool:
@@ -813,6 +822,7 @@ class _Run:
             if not provider.ready and not provider.failed:
                 yield WarmingUp()
             llm = provider.get(self.cancel)
+            keep_prefix(llm)
         except ModelMissing as exc:
             if self.evidence is not None:  # the sources answer without the model
                 self.model_error = exc.message

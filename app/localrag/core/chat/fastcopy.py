@@ -45,8 +45,12 @@ def quiet_stderr() -> Iterator[None]:
 
 
 def cpu_features() -> set[str]:
-    """The CPU features llama.cpp reports as present, e.g. ``{"AVX2", "AVX512_BF16"}``."""
+    """The CPU features llama.cpp's loaded CPU kernels use, e.g. ``{"AVX2", "AVX512_BF16"}``."""
     import llama_cpp
+
+    from localrag.core.chat.backends import cpu_backend
+
+    cpu_backend()
 
     info = llama_cpp.llama_print_system_info().decode("utf-8", "replace")
     found = set()
@@ -58,12 +62,13 @@ def cpu_features() -> set[str]:
 
 
 def fast_copy_type() -> str:
-    """The weight type of the fast copy: ``q8_0``.
+    """The default weight type of the fast copy, ``q8_0`` (the per-machine measurement, ``tuning``, starts
+    with it and may choose F16 or BF16 instead).
 
-    Measured here (docs/benchmarks.md, "Chat"), prompt processing costs about the same CPU time for Q8_0, F16
-    and BF16 (BF16 a little more, even with AVX512_BF16) and 40% less than Q4_1; generation, which reads every
-    weight per token, is fastest with Q8_0 at half the bytes of F16/BF16. Q8_0 kernels exist for
-    every CPU llama.cpp supports, and re-typing Q4_1 weights to Q8_0 loses next to nothing.
+    Measured on a CPU with AMX (docs/benchmarks.md, "Chat"), prompt processing costs about the same CPU time
+    for Q8_0, F16 and BF16 (BF16 a little more, even with AVX512_BF16) and 40% less than Q4_1; generation,
+    which reads every weight per token, is fastest with Q8_0 at half the bytes of F16/BF16. Q8_0 kernels exist
+    for every CPU llama.cpp supports, and re-typing Q4_1 weights to Q8_0 loses next to nothing.
     """
     return "q8_0"
 
@@ -104,6 +109,10 @@ def ensure_fast_copy(source: Path, kind: str | None = None, *, threads: int = 0)
         ModelMissing: the conversion failed (the caller loads the original instead).
     """
     import llama_cpp
+
+    from localrag.core.chat.backends import cpu_backend
+
+    cpu_backend()  # llama.cpp's quantizer runs on the CPU kernels
 
     kind = kind or fast_copy_type()
     dest = fast_copy_path(source, kind)

@@ -3,12 +3,17 @@
 What makes the first token come sooner on a CPU (figures in docs/benchmarks.md, "Chat"):
 
 - **A fast copy of the bundled model.** Prompt processing speed depends on the weight type far more than on
-  size. The bundled Q4_1 file is re-typed once with llama.cpp's own quantizer to Q8_0 (``fast_copy_type``)
-  into the models folder. The copy is written under a temporary name and renamed when complete, so a killed
-  conversion never leaves a half file that is used; any problem falls back to the original file.
+  size. The bundled Q4_1 file is re-typed once with llama.cpp's own quantizer into the models folder: to the
+  type measured fastest on this machine (``tuning``: Q8_0, F16 or BF16; with it the attention kernel and batch
+  size), else Q8_0 (``fast_copy_type``). The copy is written under a temporary name and renamed when
+  complete, so a killed conversion never leaves a half file that is used; any problem falls back to the
+  original file.
 - **Reuse of the evaluated prefix.** One ``Llama`` object keeps its KV cache between questions and
   re-evaluates only what differs from the previous prompt, so the fixed system prompt (and the earlier turns
-  of a chat) are computed once. ``LocalLLM.prime`` evaluates the system prompt at warm-up.
+  of a chat) are computed once. ``LocalLLM.prime`` evaluates the system prompt at warm-up, and
+  ``LocalLLM.keep_prefix`` keeps its state on disk for the next start.
+- **The best CPU kernels for this CPU**: one build holds llama.cpp's CPU kernels for several CPU families
+  (AVX2, AVX-512, AVX-512 with VNNI and BF16, AMX); ``backends`` loads the one this CPU runs best.
 - **AMX kernels** where the CPU has them and this build runs them (``extra_buffers``): half the CPU time of
   the prompt.
 - **Flash attention.** At 1,200 tokens, attention (scores, softmax, weighted sum) is half of the prompt's work
@@ -25,10 +30,13 @@ here.
 
 from __future__ import annotations
 
+import array
 import contextlib
 import ctypes
+import hashlib
 import logging
 import os
+import struct
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -36,9 +44,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from localrag.core.chat.backends import CpuBackend, cpu_backend
 from localrag.core.chat.cores import CoreWatch
 from localrag.core.chat.extra_buffers import extra_buffers_work
-from localrag.core.chat.fastcopy import ensure_fast_copy, quiet_stderr
+from localrag.core.chat.fastcopy import ensure_fast_copy, fast_copy_path, fast_copy_type, quiet_stderr
+from localrag.core.chat.tuning import Tuning, candidate_weights, remembered, tune
 from localrag.core.config import Settings
 from localrag.core.embed import model_files
 from localrag.core.errors import KnownError, ModelMissing, describe
@@ -57,6 +67,11 @@ FLASH_ATTN = True
 # flash attention, batches that start at such a position were measured faster than the same work shifted.
 ALIGN = 256
 ZERO_WIDTH_SPACE = "\u200b"
+# A prompt starts from the kept prefix's saved state when it shares all of it but this many final tokens.
+KEPT_SLACK = 8
+STATE_MAGIC = b"LRAGKV1\n"
+# Saved prefix states kept in the cache folder (the newest; older ones are for settings or builds gone by).
+KEPT_STATES = 6
 
 
 def gguf_path(settings: Settings) -> Path:
@@ -150,6 +165,7 @@ class LocalLLM:
         extra_bufts: let llama.cpp repack weights for its AMX/repack kernels (off by default: ``load_llm``
             turns them on where ``extra_buffers.extra_buffers_work`` says this build runs them).
         source: the file ``path`` was converted from, if it is a fast copy (shown to the user instead).
+        tuning: the measurement these settings came from (``load_llm``), if any.
     """
 
     def __init__(
@@ -166,6 +182,7 @@ class LocalLLM:
         type_v: int | None = None,
         extra_bufts: bool = False,
         source: Path | None = None,
+        tuning: Tuning | None = None,
     ) -> None:
         try:
             from llama_cpp import Llama
@@ -178,6 +195,7 @@ class LocalLLM:
         if not self.path.is_file():
             raise ModelMissing(f"The language model file {self.path} does not exist.")
         _route_llama_log()
+        self.backend: CpuBackend = cpu_backend()  # the CPU kernels must be loaded before the first model
         try:
             with quiet_stderr(), _extra_buffer_types(extra_bufts):
                 self.llama = Llama(
@@ -196,6 +214,11 @@ class LocalLLM:
             raise ModelMissing(f"Cannot load the language model {self.source.name}: {exc}") from exc
         self.n_ctx = self.llama.n_ctx()
         self.extra_bufts = extra_bufts
+        self.flash_attn = flash_attn
+        self.n_ubatch = n_ubatch
+        self.kv_types = (type_k, type_v)
+        self.tuning = tuning
+        self._kept: list[int] | None = None
         self.cores = CoreWatch(max(self.threads, self.threads_batch))
         self.cores.mark()
         self._threads_now = (self.threads, self.threads_batch)
@@ -260,9 +283,10 @@ class LocalLLM:
         """
         started = time.monotonic()
         with self.lock, self._abortable(cancel), self._threads_for_load():
+            self._start_from_kept(tokens)
             prefix = self._cached_prefix(tokens)
             if prefix >= len(tokens):
-                return 0.0
+                return time.monotonic() - started
             try:
                 self._evaluate(tokens, self._align(tokens, prefix), len(tokens))
             except RuntimeError:
@@ -284,12 +308,14 @@ class LocalLLM:
         during prompt processing), at the end of the assistant's turn, or at a ``stop`` string. ``last_stats``
         holds the timings afterwards."""
         prompt = list(prompt)
-        stats = GenerationStats(prompt_tokens=len(prompt), cached_tokens=self._cached_prefix(prompt))
+        stats = GenerationStats(prompt_tokens=len(prompt))
         self.last_stats = stats
         started = time.monotonic()
         first: float | None = None
         with self.lock, self._abortable(cancel), self._threads_for_load():
             try:
+                self._start_from_kept(prompt)
+                stats.cached_tokens = self._cached_prefix(prompt)
                 self._align(prompt, stats.cached_tokens)
             except RuntimeError:
                 if cancel is not None and cancel.cancelled:  # llama_decode aborted by the callback
@@ -346,7 +372,94 @@ class LocalLLM:
             cancel=cancel,
         )
 
+    def keep_prefix(self, tokens: Sequence[int]) -> None:
+        """Keep the evaluated state of ``tokens`` (the fixed start of the app's prompts) on disk.
+
+        From now on, a prompt on an empty cache that starts like ``tokens`` first takes their state from the
+        cache folder (a few milliseconds) instead of evaluating them; when it is not there yet they are
+        evaluated once and their state written. The file is keyed by the model file, the llama.cpp build and
+        CPU kernels, the tokens and the settings that shape the state (context size, attention kernel,
+        batch size, cache types, extra buffers), so any change writes a new one.
+        """
+        self._kept = list(tokens)
+
     # -- internals -----------------------------------------------------------------------------------------
+
+    def _start_from_kept(self, prompt: Sequence[int]) -> None:
+        """On an empty cache, begin with the kept prefix's state (from disk, or evaluated and saved) when
+        ``prompt`` shares most of it (the kept prefix may end in a few tokens the prompt does not have)."""
+        kept = self._kept
+        if not kept or self.llama.n_tokens > 0:
+            return
+        shared = 0
+        for a, b in zip(kept, prompt, strict=False):
+            if a != b:
+                break
+            shared += 1
+        if shared < max(1, len(kept) - KEPT_SLACK):
+            return
+        if self._load_state(kept):
+            return
+        self._evaluate(kept, 0, len(kept))
+        self._save_state(kept)
+
+    def _state_name(self, tokens: Sequence[int]) -> str:
+        from localrag.core.chat import machine_check
+
+        digest = hashlib.sha256(array.array("i", tokens).tobytes()).hexdigest()[:16]
+        key = machine_check.key(
+            machine_check.model_part(self.path),
+            self.n_ctx,
+            self.flash_attn,
+            self.n_ubatch,
+            self.kv_types,
+            self.extra_bufts,
+            digest,
+        )
+        return f"prefix-state.{key}.bin"
+
+    def _save_state(self, tokens: Sequence[int]) -> None:
+        import llama_cpp
+
+        from localrag.core.chat import machine_check
+
+        ctx = self.llama.ctx
+        size = int(llama_cpp.llama_state_seq_get_size(ctx, 0))
+        buffer = (ctypes.c_uint8 * size)()
+        n = int(llama_cpp.llama_state_seq_get_data(ctx, buffer, size, 0))
+        if not 0 < n <= size:
+            log.debug("llama.cpp gave no state for the prompt prefix")
+            return
+        header = STATE_MAGIC + struct.pack("<I", len(tokens)) + array.array("i", tokens).tobytes()
+        machine_check.remember(self._state_name(tokens), header + bytes(memoryview(buffer)[:n]))
+        machine_check.prune("prefix-state.*.bin", KEPT_STATES)
+
+    def _load_state(self, tokens: Sequence[int]) -> bool:
+        """Restore the saved state of exactly ``tokens`` into the empty cache; False when there is none or it
+        does not fit (then nothing changed)."""
+        import llama_cpp
+
+        from localrag.core.chat import machine_check
+
+        data = machine_check.recall_bytes(self._state_name(tokens))
+        head = len(STATE_MAGIC) + 4
+        if data is None or len(data) <= head or not data.startswith(STATE_MAGIC):
+            return False
+        (count,) = struct.unpack("<I", data[len(STATE_MAGIC) : head])
+        body = head + 4 * count
+        if count != len(tokens) or array.array("i", data[head:body]).tolist() != list(tokens):
+            return False
+        state = data[body:]
+        buffer = (ctypes.c_uint8 * len(state)).from_buffer_copy(state)
+        self.llama._ctx.kv_cache_seq_rm(-1, 0, -1)  # n_tokens 0 may still leave cells of an earlier prompt
+        if int(llama_cpp.llama_state_seq_set_data(self.llama.ctx, buffer, len(state), 0)) == 0:
+            log.info("the saved state of the prompt prefix does not fit this model; evaluating it")
+            self.llama._ctx.kv_cache_seq_rm(-1, 0, -1)
+            return False
+        self.llama.input_ids[: len(tokens)] = tokens
+        self.llama.n_tokens = len(tokens)
+        self.llama._requires_eval = True  # no logits yet: a prompt of exactly these tokens replays the last
+        return True
 
     @contextlib.contextmanager
     def _abortable(self, cancel: CancelToken | None) -> Iterator[None]:
@@ -455,8 +568,10 @@ class LocalLLM:
 
 def load_llm(settings: Settings, cancel: CancelToken | None = None) -> LocalLLM:
     """Load the configured model: for the bundled one, its fast copy when ``settings.fast_llm_copy``
-    (converted on first use; the original when that fails). Blocking; ``cancel`` stops it between steps (and
-    ends the child process that checks the AMX kernels).
+    (converted on first use; the original when that fails), in the weight type, attention kernel and batch
+    size measured fastest here when ``settings.llm_tuning`` (``tuning``: once per model, build and CPU, about
+    20 s). Blocking; ``cancel`` stops it between steps (and ends the child processes that check the AMX
+    kernels and measure).
 
     Raises:
         ModelMissing: the file is missing or llama.cpp cannot load it.
@@ -467,11 +582,21 @@ def load_llm(settings: Settings, cancel: CancelToken | None = None) -> LocalLLM:
     if settings.fast_llm_copy and not settings.gguf_path:
         copy = None
         try:
-            copy = ensure_fast_copy(source, threads=threads)
+            tuning = _tuning(source, threads, cancel) if settings.llm_tuning else None
+            copy = ensure_fast_copy(source, tuning.weights if tuning else None, threads=threads)
             extra = extra_buffers_work(copy, threads=threads, cancel=cancel)
             if cancel is not None:
                 cancel.raise_if_cancelled()
-            return LocalLLM(copy, source=source, n_ctx=settings.n_ctx, threads=threads, extra_bufts=extra)
+            return LocalLLM(
+                copy,
+                source=source,
+                n_ctx=settings.n_ctx,
+                threads=threads,
+                extra_bufts=extra,
+                flash_attn=tuning.flash_attn if tuning else FLASH_ATTN,
+                n_ubatch=tuning.n_ubatch if tuning else N_UBATCH,
+                tuning=tuning,
+            )
         except ModelMissing as exc:
             log.warning("using %s as shipped: %s", source.name, exc.message)
             if copy is not None:  # a copy that does not load is not kept for the next start
@@ -481,6 +606,33 @@ def load_llm(settings: Settings, cancel: CancelToken | None = None) -> LocalLLM:
     if cancel is not None:
         cancel.raise_if_cancelled()
     return LocalLLM(source, n_ctx=settings.n_ctx, threads=threads, extra_bufts=extra)
+
+
+def _tuning(source: Path, threads: int, cancel: CancelToken | None) -> Tuning:
+    """The tuning of the bundled model's fast copies on this machine (measured at the first call; the copies
+    of the types not chosen are then removed)."""
+    candidates = candidate_weights(cpu_backend().features)
+    tuning = tune(source, candidates, threads=threads, defaults=_tuning_defaults(), cancel=cancel)
+    for weights in candidates:
+        if weights != tuning.weights:
+            with contextlib.suppress(OSError):
+                fast_copy_path(source, weights).unlink()
+    return tuning
+
+
+def _tuning_defaults() -> Tuning:
+    return Tuning(fast_copy_type(), FLASH_ATTN, N_UBATCH)
+
+
+def tuning_for(settings: Settings) -> Tuning | None:
+    """How ``load_llm`` runs the model here, if it has been measured (for About and doctor; measures
+    nothing)."""
+    if not (settings.llm_tuning and settings.fast_llm_copy) or settings.gguf_path:
+        return None
+    candidates = candidate_weights(cpu_backend().features)
+    return remembered(
+        gguf_path(settings), candidates, threads=settings.thread_count, defaults=_tuning_defaults()
+    )
 
 
 # -- loading in the background -------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
-"""``local-rag bench chat [--sweep] [--rounds N] [--json]``: time to first token and tokens/s of the local
-LLM.
+"""``local-rag bench chat [--sweep] [--variant NAME ...] [--rounds N] [--json]``: time to first token and
+tokens/s of the local LLM.
 
 The prompt is a grounded prompt of 1,200 tokens (``PROMPT_TOKENS``) built by the real prompt builder: the
 system prompt, the worked example, eight numbered sources (prose from the Python standard library's
@@ -10,7 +10,10 @@ documentation, so the text is fixed for a given Python), and a question. Each ro
   reused from the KV cache, the rest is processed;
 - **tokens/s**: the answer to the warm prompt, up to ``GEN_TOKENS`` tokens;
 - **prepared**: the first question again after its prompt was evaluated during a pause in typing, as the app
-  does (``ChatEngine.prepare``) when the question is then sent as typed.
+  does (``ChatEngine.prepare``) when the question is then sent as typed;
+- **restart**: the first question on a freshly loaded model that starts, as the app's first question after a
+  start and every ``local-rag ask`` do, from the fixed prefix's state saved in the cache folder
+  (``LocalLLM.keep_prefix``).
 
 Time to first token is measured from the call to the first streamed piece (prompt processing and the first
 sample); retrieval (tens of milliseconds, ``bench retrieval``) and the model load (reported apart) are not in
@@ -18,11 +21,14 @@ it. The CPU seconds the process spent until then (all its threads) are reported 
 wall-clock times mostly measure the other work, while CPU seconds divided by the threads approximate an idle
 machine.
 
-Without ``--sweep`` the configuration is the app's own (``load_llm`` with the settings). ``--sweep`` runs a
-matrix of weight types, thread counts, batch sizes, flash attention and OpenMP wait policies, each in its own
-process (a crash in one configuration — llama.cpp's repacked kernels crash on some types — is recorded, not
-fatal). The machine's load average is reported with every figure: other work on the cores slows everything
-down.
+Without ``--sweep`` the configuration is the app's own (``load_llm`` with the settings), on the CPU kernels
+the app picks for this CPU. ``--variant`` runs the app's configuration on the named variant of llama.cpp's CPU
+kernels (``haswell`` for AVX2, ``zen4`` for AVX-512 with VNNI and BF16 but no AMX...; ``best`` for the app's
+choice), each in its own process, as ``LOCALRAG_CPU_VARIANT`` does (``core/chat/backends.py``). ``--sweep``
+runs a matrix of weight types, thread counts, batch sizes, flash attention and OpenMP wait policies, each in
+its own process (a crash in one configuration — llama.cpp's repacked kernels crash on some types — is
+recorded, not fatal). The machine's load average is reported with every figure: other work on the cores
+slows everything down.
 """
 
 from __future__ import annotations
@@ -44,6 +50,7 @@ from typing import Any
 # loads.
 from localrag.core.chat import fastcopy
 from localrag.core.chat import llm as llm_mod
+from localrag.core.chat.backends import VARIANT_ENV, cpu_backend
 
 PROMPT_TOKENS = 1200
 GEN_TOKENS = 64
@@ -90,6 +97,7 @@ class BenchConfig:
     flash_attn: bool | None = None
     extra_bufts: bool = False
     omp_wait_policy: str = ""
+    variant: str = ""  # of llama.cpp's CPU kernels ('' or "best": the app's choice)
     label: str = ""
 
     @property
@@ -101,6 +109,8 @@ class BenchConfig:
     def name(self) -> str:
         if self.label:
             return self.label
+        if self.is_app and self.variant:
+            return f"app on {self.variant}"
         parts = [self.weights, f"t{self.threads or 'auto'}"]
         if self.threads_batch:
             parts.append(f"tb{self.threads_batch}")
@@ -111,6 +121,8 @@ class BenchConfig:
             parts.append("extra-bufts")
         if self.omp_wait_policy:
             parts.append(f"omp-{self.omp_wait_policy.lower()}")
+        if self.variant:
+            parts.append(f"on {self.variant}")
         return " ".join(parts)
 
 
@@ -122,18 +134,33 @@ class RoundResult:
     cold_cpu_s: float  # CPU seconds of all threads until the first token
     warm_cpu_s: float
     prepared_ttft_s: float  # the question's prompt evaluated while it was typed
+    restart_ttft_s: float  # the first question with the fixed prefix's state read from disk
+    restart_cached_tokens: int
     cached_tokens: int
     tokens_per_s: float
     tokens: int
     prompt_tokens: list[int] = field(default_factory=list)
     extra_bufts: bool = False
     threads: list[int] = field(default_factory=list)  # used for the cold and the warm question
+    cpu_kernels: str = ""  # the variant of llama.cpp's CPU kernels and what it uses
+    tuning: str = ""  # what the per-machine measurement chose, for the app's configuration
+    weights: str = ""  # the model file loaded
+    flash_attn: bool = False
+    n_ubatch: int = 0
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("chat", help="time to first token and tokens/s for a 1,200-token grounded prompt")
     p.add_argument("--rounds", type=int, default=3, help="fresh-model rounds per configuration (default 3)")
     p.add_argument("--sweep", action="store_true", help="compare weight types, threads, batch sizes and more")
+    p.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="run on this variant of llama.cpp's CPU kernels (haswell, skylakex, icelake, zen4, "
+        "sapphirerapids...; best: the app's choice), each in its own process; repeatable",
+    )
     p.add_argument("--config", help=argparse.SUPPRESS)  # one configuration as JSON (a --sweep child)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)
@@ -148,6 +175,8 @@ def run(args: argparse.Namespace) -> int:
     report["conversion_s"] = conversion_time()
     if args.sweep:
         report["configs"] = [run_child(c, args.rounds) for c in sweep_configs()]
+    elif args.variant:
+        report["configs"] = [run_child(BenchConfig(variant=v), args.rounds) for v in args.variant]
     else:
         report["configs"] = [measure(BenchConfig(), args.rounds)]
     report["machine"]["load_after"] = round(os.getloadavg()[0], 2)
@@ -281,7 +310,23 @@ def measure_round(config: BenchConfig) -> RoundResult:
     time.sleep(QUESTION_PAUSE_S)
     list(llm.stream(first.tokens, max_tokens=1, temperature=0.0))
     prepared = llm.last_stats
+    # The first question after a restart: a freshly loaded model whose fixed prefix's state comes from the
+    # cache folder (``LocalLLM.keep_prefix``; written by this model first if it is not there yet).
+    from localrag.core.chat.engine import keep_prefix
+
+    prefix = keep_prefix(llm)
+    _empty_cache(llm)
+    llm.prime(prefix)
+    del llm
+    llm = _load(config)
+    keep_prefix(llm)
+    time.sleep(QUESTION_PAUSE_S)
+    list(llm.stream(first.tokens, max_tokens=1, temperature=0.0))
+    restart = llm.last_stats
     extra = llm.extra_bufts
+    kernels = llm.backend.describe()
+    tuning = llm.tuning.describe() if llm.tuning is not None else ""
+    loaded = (llm.path.name, llm.flash_attn, llm.n_ubatch)
     del llm
     return RoundResult(
         load_s=load_s,
@@ -290,13 +335,25 @@ def measure_round(config: BenchConfig) -> RoundResult:
         cold_cpu_s=cold_cpu,
         warm_cpu_s=warm_cpu,
         prepared_ttft_s=prepared.prompt_s,
+        restart_ttft_s=restart.prompt_s,
+        restart_cached_tokens=restart.cached_tokens,
         cached_tokens=warm.cached_tokens,
         tokens_per_s=warm.tokens_per_s,
         tokens=warm.tokens,
         prompt_tokens=[first.prompt_tokens, second.prompt_tokens],
         extra_bufts=extra,
         threads=threads,
+        cpu_kernels=kernels,
+        tuning=tuning,
+        weights=loaded[0],
+        flash_attn=loaded[1],
+        n_ubatch=loaded[2],
     )
+
+
+def _empty_cache(llm: Any) -> None:
+    llm.llama._ctx.kv_cache_seq_rm(-1, 0, -1)
+    llm.llama.n_tokens = 0
 
 
 def measure(config: BenchConfig, rounds: int) -> dict[str, Any]:
@@ -306,8 +363,13 @@ def measure(config: BenchConfig, rounds: int) -> dict[str, Any]:
     def summary(values: list[float]) -> dict[str, float]:
         return {"best": round(min(values), 3), "median": round(statistics.median(values), 3)}
 
+    name = config.name()
+    if config.is_app:  # what the app chose here (the tuning), not the defaults
+        file, fa, ub = results[-1].weights, results[-1].flash_attn, results[-1].n_ubatch
+        weights = file.split(".")[-3] if file.count(".") >= 3 else file
+        name = f"{name if config.variant else 'app'}: {weights} ub{ub} {'fa' if fa else 'no-fa'}"
     return {
-        "config": config.name(),
+        "config": name,
         "settings": {
             **asdict(config),
             "n_ubatch": config.n_ubatch or llm_mod.N_UBATCH,
@@ -315,6 +377,13 @@ def measure(config: BenchConfig, rounds: int) -> dict[str, Any]:
             "extra_bufts": results[0].extra_bufts,
         },
         "threads_used": [r.threads for r in results],
+        "cpu_kernels": results[0].cpu_kernels,
+        "tuning": results[-1].tuning,
+        "loaded": {
+            "file": results[-1].weights,
+            "flash_attn": results[-1].flash_attn,
+            "n_ubatch": results[-1].n_ubatch,
+        },
         "ok": True,
         "rounds": len(results),
         "prompt_tokens": results[0].prompt_tokens,
@@ -323,6 +392,8 @@ def measure(config: BenchConfig, rounds: int) -> dict[str, Any]:
         "cold_ttft_s": summary([r.cold_ttft_s for r in results]),
         "warm_ttft_s": summary([r.warm_ttft_s for r in results]),
         "prepared_ttft_s": summary([r.prepared_ttft_s for r in results]),
+        "restart_ttft_s": summary([r.restart_ttft_s for r in results]),
+        "restart_cached_tokens": results[0].restart_cached_tokens,
         "cold_cpu_s": summary([r.cold_cpu_s for r in results]),
         "warm_cpu_s": summary([r.warm_cpu_s for r in results]),
         "tokens_per_s": {
@@ -339,6 +410,8 @@ def run_child(config: BenchConfig, rounds: int) -> dict[str, Any]:
     env = dict(os.environ)
     if config.omp_wait_policy:
         env["OMP_WAIT_POLICY"] = config.omp_wait_policy
+    if config.variant:
+        env[VARIANT_ENV] = "" if config.variant == "best" else config.variant
     cmd = [
         sys.executable,
         "-m",
@@ -416,11 +489,25 @@ def machine() -> dict[str, Any]:
     return {
         "cpu": cpu,
         "cores": os.cpu_count(),
+        "cpu_flags": cpu_flags(),
         "llama_cpp_python": llama_cpp.__version__,
+        "cpu_kernels": cpu_backend().describe(),
         "features": features,
         "fast_copy_type": fastcopy.fast_copy_type(),
         "load_before": round(os.getloadavg()[0], 2),
     }
+
+
+def cpu_flags() -> list[str]:
+    """The CPU's vector and matrix instruction flags as Linux names them (``/proc/cpuinfo``)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith(("flags", "Features")):
+                flags = line.split(":", 1)[1].split()
+                return sorted(f for f in flags if f.startswith(("avx", "amx", "fma", "f16c", "asimd", "sve")))
+    except OSError:
+        pass
+    return []
 
 
 def print_report(report: dict[str, Any]) -> None:
@@ -429,6 +516,7 @@ def print_report(report: dict[str, Any]) -> None:
         f"{m['cpu']} × {m['cores']}; llama-cpp-python {m['llama_cpp_python']}; load average "
         f"{m['load_before']} → {m['load_after']}"
     )
+    print(f"CPU flags: {' '.join(m['cpu_flags'])}; CPU kernels: {m['cpu_kernels']}")
     print(
         f"grounded prompt {report['prompt_tokens']} tokens; one-time conversion to {m['fast_copy_type']}: "
         f"{report['conversion_s']} s"
@@ -444,7 +532,9 @@ def print_report(report: dict[str, Any]) -> None:
             f"{c['config']:34} {c['cold_ttft_s']['best']:5.2f}/{c['cold_ttft_s']['median']:<5.2f} "
             f"{c['warm_ttft_s']['best']:5.2f}/{c['warm_ttft_s']['median']:<5.2f} "
             f"{c['tokens_per_s']['median']:7.1f} {c['load_s']['median']:6.2f}  "
-            f"(prepared while typed {c['prepared_ttft_s']['median']:.2f} s; "
+            f"(prepared while typed {c['prepared_ttft_s']['median']:.2f} s; after a restart "
+            f"{c['restart_ttft_s']['median']:.2f} s with {c['restart_cached_tokens']} tokens from disk; "
             f"cpu {c['cold_cpu_s']['median']:.2f}/{c['warm_cpu_s']['median']:.2f} s, cached "
-            f"{c['cached_tokens']}, load avg {c['load_average'][0]}→{c['load_average'][1]})"
+            f"{c['cached_tokens']}, load avg {c['load_average'][0]}→{c['load_average'][1]}; "
+            f"kernels {c['cpu_kernels']})"
         )

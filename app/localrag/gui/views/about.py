@@ -40,6 +40,8 @@ def collect_versions(library: Library, embedding_model: str = "") -> list[tuple[
         ("psycopg", "psycopg"),
     ):
         rows.append((name, _module_version(module)))
+    rows.append(("llama.cpp CPU kernels", _cpu_kernels()))
+    rows.append(("Language model tuning", _tuning(library)))
     rows.append(("Embedding model", embedding_model or "not loaded"))
     try:
         from localrag.core.chat.llm import gguf_path
@@ -49,6 +51,29 @@ def collect_versions(library: Library, embedding_model: str = "") -> list[tuple[
         rows.append(("Language model", f"unavailable ({exc})"))
     rows.append(("Data folder", str(paths.data_dir())))
     return rows
+
+
+def _cpu_kernels() -> str:
+    """Which variant of llama.cpp's CPU kernels runs (loading it if the model has not yet: a few ms)."""
+    try:
+        from localrag.core.chat.backends import cpu_backend
+
+        return cpu_backend().describe()
+    except Exception as exc:  # a missing or broken llama.cpp: the box still opens
+        return f"unavailable ({exc})"
+
+
+def _tuning(library: Library) -> str:
+    """How the model runs on this machine, as measured at its first load (nothing is measured here)."""
+    try:
+        from localrag.core.chat.llm import tuning_for
+
+        tuning = tuning_for(library.settings)
+    except Exception as exc:
+        return f"unavailable ({exc})"
+    if tuning is None:
+        return "not measured yet" if library.settings.llm_tuning else "off (the app's defaults)"
+    return tuning.describe()
 
 
 def _module_version(module: str) -> str:
