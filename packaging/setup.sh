@@ -50,7 +50,8 @@ if [ ! -f "$stamp" ]; then
             python -m pip wheel --quiet --no-cache-dir --no-deps \
             --no-binary llama-cpp-python -w "$wheels" "llama-cpp-python==$llama_version"
     fi
-    python -m pip install --quiet "$wheels"/llama_cpp_python-*.whl
+    # Forced: a venv made before holds the same version built with other flags, which pip would keep.
+    python -m pip install --quiet --force-reinstall --no-deps "$wheels"/llama_cpp_python-*.whl
     python -m pip install --quiet -e ".[test,ocr,bundle]"
     rm -f "$venv"/.installed-*
     touch "$stamp"
