@@ -9,6 +9,7 @@ import logging
 import os
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 import psycopg
 
@@ -104,7 +105,7 @@ class IngestQueue:
     def _enqueue_one(self, path: Path, explicit: bool) -> IngestEvent | None:
         path = path.absolute()
         name = display_name(path)
-        db_path, db_raw = path_to_db(path)
+        db_path = path_to_db(path)[0]
         doc_type = loaders.SUPPORTED_SUFFIXES.get(path.suffix.lower())
         if doc_type is None and not explicit:
             return IngestEvent(
@@ -131,6 +132,25 @@ class IngestQueue:
             return self._record_failure(
                 path, doc_type or "", BadDocument(f"{name} cannot be read: {exc}", code="unreadable")
             )
+        try:
+            row = self._queue_row(path, sha, mtime, name, doc_type)
+        except psycopg.errors.UniqueViolation:
+            # Another client queued the same content between the check and the insert: it is found now.
+            row = self._queue_row(path, sha, mtime, name, doc_type)
+        if isinstance(row, IngestEvent):
+            return row
+        doc_id, old = row
+        message = "changed: re-indexing" if old else "queued"
+        if self.copy_max_bytes is not None:
+            self._keep_copy(path, sha)
+        return IngestEvent(doc_id, db_path, name, doc_type or "", status.QUEUED, message=message)
+
+    def _queue_row(
+        self, path: Path, sha: str, mtime: float, name: str, doc_type: str | None
+    ) -> IngestEvent | tuple[int, Any]:
+        """Record ``path`` as queued, in one transaction: its new row's id and the ready row it replaces (or
+        None); or, when the same content is already in the library, the event that says so."""
+        db_path, db_raw = path_to_db(path)
         conn = self.conn
         with conn.transaction():
             same = conn.execute(
@@ -172,10 +192,7 @@ class IngestQueue:
                     ),
                 )
             )[0]
-        message = "changed: re-indexing" if old else "queued"
-        if self.copy_max_bytes is not None:
-            self._keep_copy(path, sha)
-        return IngestEvent(doc_id, db_path, name, doc_type or "", status.QUEUED, message=message)
+        return doc_id, old
 
     def _keep_copy(self, path: Path, sha: str) -> None:
         """The file's bytes in the database for the other computers sharing it (a failure costs only that)."""
