@@ -62,6 +62,10 @@ def load_migrations(folder: Path | None = None) -> list[Migration]:
     return found
 
 
+# The advisory lock that serialises clients migrating one database at the same time.
+LOCK_KEY = 7263541
+
+
 class Migrator:
     """Applies and reverts migrations on one connection."""
 
@@ -69,6 +73,9 @@ class Migrator:
         self.conn = conn
         self.migrations = load_migrations(folder)
         with conn.transaction():
+            # CREATE TABLE IF NOT EXISTS is not safe against a second client doing the same at that moment
+            # (both pass the check, one fails on the catalog's unique index): the migration lock orders them.
+            conn.execute(f"SELECT pg_advisory_xact_lock({LOCK_KEY})")
             conn.execute(
                 "CREATE TABLE IF NOT EXISTS schema_migrations ("
                 " version integer PRIMARY KEY, name text NOT NULL,"
@@ -92,7 +99,7 @@ class Migrator:
         for m in self.pending():
             with self.conn.transaction():
                 # Serialise concurrent starters: the second one waits, then sees the version recorded.
-                self.conn.execute("SELECT pg_advisory_xact_lock(7263541)")
+                self.conn.execute(f"SELECT pg_advisory_xact_lock({LOCK_KEY})")
                 if self.conn.execute(
                     "SELECT 1 FROM schema_migrations WHERE version = %s", (m.version,)
                 ).fetchone():
