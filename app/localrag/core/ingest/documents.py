@@ -72,9 +72,14 @@ def get_document(conn: psycopg.Connection[Any], doc_id: int) -> DocumentInfo | N
 def remove_document(conn: psycopg.Connection[Any], doc_id: int) -> bool:
     """Delete a document with its chunks, vectors and BM25 postings, in one transaction. Returns whether it
     existed."""
+    from localrag.core.ingest.queue import ADVISORY_NS
     from localrag.core.retrieve import bm25
 
     with conn.transaction():
+        # An ingestor writing this document holds its lock (the caller cancels it first): deleting under it
+        # would deadlock with its writes; waiting lets it stop at its next batch.
+        conn.execute("SET LOCAL lock_timeout = '120s'")
+        conn.execute("SELECT pg_advisory_xact_lock(%s::int, %s::int)", (ADVISORY_NS, doc_id))
         row = conn.execute("SELECT status FROM documents WHERE id = %s FOR UPDATE", (doc_id,)).fetchone()
         if row is None:
             return False
