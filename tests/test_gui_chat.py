@@ -423,3 +423,7 @@ def test_dev_pane_follows_the_last_question(qtbot, panel, short, monkeypatch):
     assert "trims the wick every four hours" in prompt_text  # the retrieved passage itself
     assert "tokens" in pane.prompt_info.text()
     assert "first token" in pane.timings_label.text() and "embed" in pane.timings_label.text()
+    # How the model runs on this machine: the CPU kernels loaded (and the tuning, when measured).
+    from localrag.core.chat.backends import cpu_backend
+
+    assert f"{cpu_backend().variant} kernels" in pane.timings_label.text()

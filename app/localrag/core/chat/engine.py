@@ -27,7 +27,8 @@ Failures: the store down (``response.reason == "error"``) → the answer is ungr
 Timings (seconds, in ``Done.timings`` and stored with the answer): ``retrieval_s``, ``wait_s`` (waiting for
 the model to load), ``prompt_s`` (prompt processing until the first token), ``ttft_s`` (question to first
 token, without ``wait_s``), ``tokens``, ``tokens_per_s``, ``prompt_tokens``, ``cached_tokens`` (reused from
-the previous prompt's KV cache), ``total_s``.
+the previous prompt's KV cache), ``total_s``; and ``llm_setup``, how the model ran here (its CPU kernels and
+the tuning measured for this machine, a string).
 """
 
 from __future__ import annotations
@@ -548,6 +549,9 @@ class _Run:
                 self.answer = self.evidence.text()
                 yield self.finish(cancelled=False)
             return
+        setup = _llm_setup(llm)
+        if setup:
+            self.timings["llm_setup"] = setup
         self.prompt = self._prompt_for(llm, mode)
         yield self.prompt
         self.cancel.raise_if_cancelled()
@@ -911,3 +915,16 @@ class _Run:
             log.warning("cannot save the answer: %s", why)
             self.notices.append(NOT_SAVED_NOTICE.format(why="the database is not reachable"))
             return None, None
+
+
+def _llm_setup(llm: Any) -> str:
+    """How the language model runs here, for the developer pane: its CPU kernels and the tuning measured for
+    this machine (``zen4 kernels · bf16 weights, flash attention, batches of 512``); "" when unknown."""
+    parts = []
+    variant = str(getattr(getattr(llm, "backend", None), "variant", "") or "")
+    if variant:
+        parts.append(f"{variant} kernels")
+    tuning = getattr(llm, "tuning", None)
+    if tuning is not None:
+        parts.append(tuning.describe().split(" (")[0])
+    return " · ".join(parts)

@@ -474,6 +474,8 @@ class DevPane(QtWidgets.QWidget):
             "tokens_per_s": "tok/s",
         }
         generation: dict[str, str] = {}
+        if isinstance(timings.get("llm_setup"), str) and timings["llm_setup"]:
+            generation["model"] = timings["llm_setup"]  # CPU kernels and the tuning measured here
         for key, value in timings.items():
             if not isinstance(value, (int, float)) or isinstance(value, bool):
                 continue
