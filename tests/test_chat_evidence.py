@@ -207,12 +207,17 @@ def test_a_quoted_row_of_figures_shows_each_value_under_its_column(embed):
 
 
 def test_rows_without_column_headings_or_prose_stay_as_quoted():
+    from localrag.core.chat import cells
     from localrag.core.chat.cells import cells_of, split_row
 
     no_headings = "Net sales 14,694 14,544 12,861\n"
     assert cells_of(no_headings.strip(), no_headings, 0) is None
     assert split_row("The plant opened in 2018 and grew.") is None
     assert split_row("Other — net 9 (6) (4)") == ("Other — net", ["9", "(6)", "(4)"])
+    # Column headings name the columns of an answer but are never one; a sentence with two years is prose.
+    assert cells.is_column_headings("Twelve Months Ended June 30,\nGAAP results 2022 $ million 2023 $ m")
+    assert not cells.is_column_headings("Sales grew between 2022 and 2023.")
+    assert not cells.is_column_headings("Net sales 14,544 14,694")
     quarters = "Three Months Ended\nQ4 2023 Q4 2022\nRevenue 1,200 1,100\n"
     row = cells_of("Revenue 1,200 1,100", quarters, quarters.index("Revenue"), "revenue in Q4 2023")
     assert (

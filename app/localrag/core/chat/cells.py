@@ -49,6 +49,20 @@ class Cells:
         return cls(str(data.get("label") or ""), columns, asked)
 
 
+_YEAR = re.compile(r"\b(?:19|20)\d\d\b")
+_OTHER_FIGURE = re.compile(r"\(\d|\d,\d|\d{3,}")
+
+
+def is_column_headings(text: str) -> bool:
+    """Whether ``text`` is a table's column headings ("Twelve Months Ended June 30, GAAP results 2022
+    $ million 2023 $ million"): two or more years and no other figure, not a sentence. It names the columns of
+    the answer but is never the answer."""
+    flat = " ".join(text.split())
+    if not flat or flat.endswith((".", "?", "!")) or len(set(_YEAR.findall(flat))) < 2:
+        return False
+    return not _OTHER_FIGURE.search(_YEAR.sub(" ", flat))
+
+
 def is_figures_row(line: str) -> bool:
     """Whether ``line`` is a label followed by two or more figures."""
     return bool(FIGURES_ROW.search(line)) and bool(re.search(r"[A-Za-z]", FIGURES_ROW.sub("", line)))

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from localrag.core.chat import spans as sp
-from localrag.core.chat.cells import Cells, cells_of, is_figures_row
+from localrag.core.chat.cells import Cells, cells_of, is_column_headings, is_figures_row
 
 # How many of the best passages are read for sentences.
 PASSAGES = 5
@@ -372,7 +372,8 @@ def _candidates(sources: Sequence[Any]) -> list[_Candidate]:
             terms = set(sp.content_terms(span.text))
             if not terms:
                 continue
-            heading = _looks_like_heading(span, heading_terms)
+            # A table's column headings count as a heading: the rows under them inherit their match.
+            heading = _looks_like_heading(span, heading_terms) or is_column_headings(span.text)
             out.append(
                 _Candidate(span, src, rank + 1, rank, index, terms, heading, terms | heading_terms | previous)
             )
