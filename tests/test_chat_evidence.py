@@ -218,6 +218,9 @@ def test_rows_without_column_headings_or_prose_stay_as_quoted():
     assert cells.is_column_headings("Twelve Months Ended June 30,\nGAAP results 2022 $ million 2023 $ m")
     assert not cells.is_column_headings("Sales grew between 2022 and 2023.")
     assert not cells.is_column_headings("Net sales 14,544 14,694")
+    units = "Months Ended June 30,\nGAAP results 2022 $ million 2023 $ million\nNet sales 14,544 14,694"
+    row = cells_of("Net sales 14,544 14,694", units, units.index("Net sales"), "net sales in fiscal 2023")
+    assert row is not None and row.columns == [("2022", "14,544"), ("2023", "14,694")] and row.asked == [1]
     quarters = "Three Months Ended\nQ4 2023 Q4 2022\nRevenue 1,200 1,100\n"
     row = cells_of("Revenue 1,200 1,100", quarters, quarters.index("Revenue"), "revenue in Q4 2023")
     assert (

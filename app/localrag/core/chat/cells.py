@@ -13,12 +13,12 @@ import re
 from dataclasses import dataclass
 
 # One figure of a row: "1,577", "(1,577)", "$ 14,694", "$ (1,577)", "-3.2", "12.5%", or a dash for none.
-FIGURE = r"(?:[$€£¥]\s?)?\(?-?[$€£¥]?\s?\d[\d,]*(?:\.\d+)?\)?%?|[—–-]"
+FIGURE = r"(?:[$€£¥]\s?)?\(?-?[$€£¥]?\s?\d(?:[\d,]*\d)?(?:\.\d+)?\)?%?|[—–-]"
 # A line that ends in two or more figures: "Net sales $ 14,694 $ 14,544 $ 12,861", "Other — net 9 (6) (4)".
 FIGURES_ROW = re.compile(rf"(?:\s+(?:{FIGURE})){{2,}}\s*$")
 _FIGURE = re.compile(rf"(?:{FIGURE})(?=\s|$)")
 # A column heading: a year ("2018", "FY2018") or a quarter ("Q4 2023").
-_HEADING = re.compile(r"(?:FY|Q[1-4]\s?)?(?:19|20)\d\d\b", re.IGNORECASE)
+_HEADING_IN_LINE = re.compile(r"(?<![\w.])(?:FY\s?|Q[1-4]\s)?(?:19|20)\d\d(?![\w.])", re.IGNORECASE)
 # How far above a row its column headings are looked for (lines).
 MAX_LINES_UP = 80
 # A year the question names: "FY2018", "2018", "fiscal 2018", "Q4 2023".
@@ -84,35 +84,21 @@ def split_row(line: str) -> tuple[str, list[str]] | None:
     figures = [" ".join(f.split()) for f in _FIGURE.findall(line[match.start() :].strip())]
     if not re.search(r"[A-Za-z]", label) or len(figures) < 2:
         return None
+    if all(_HEADING_IN_LINE.fullmatch(f) for f in figures):
+        return None  # years: a table's column headings, not a row of figures
     return label, figures
 
 
 def headings_above(page: str, row_start: int, count: int) -> list[str] | None:
-    """The ``count`` column headings of the table a row at ``row_start`` of ``page`` belongs to: the nearest
-    line above that ends in exactly that many years or quarters (none between it and the row)."""
+    """The ``count`` column headings of the table a row at ``row_start`` of ``page`` belongs to: the years or
+    quarters of the nearest line above that has exactly that many and no other figure ("(Millions) 2018 2017
+    2016", "GAAP results 2022 $ million 2023 $ million", "Q4 2023 Q4 2022")."""
     lines = page[:row_start].split("\n")[-MAX_LINES_UP:]
     for line in reversed(lines):
-        tokens = line.split()
-        if len(tokens) < count:
-            continue
-        headings = _tail_headings(tokens, count)
-        if len(headings) == count and all(_HEADING.fullmatch(h) for h in headings):
-            return [h.upper() if h[:1].isalpha() else h for h in headings]
+        found = [" ".join(m.group(0).split()) for m in _HEADING_IN_LINE.finditer(line)]
+        if len(found) == count and not _OTHER_FIGURE.search(_HEADING_IN_LINE.sub(" ", line)):
+            return [h.upper() if h[:1].isalpha() else h for h in found]
     return None
-
-
-def _tail_headings(tokens: list[str], count: int) -> list[str]:
-    """The last ``count`` headings of a line's tokens, a quarter's two tokens ("Q4 2023") read as one."""
-    out: list[str] = []
-    i = len(tokens) - 1
-    while i >= 0 and len(out) < count:
-        token = tokens[i]
-        if i > 0 and re.fullmatch(r"Q[1-4]", tokens[i - 1], re.IGNORECASE):
-            token = f"{tokens[i - 1]} {token}"
-            i -= 1
-        out.append(token)
-        i -= 1
-    return list(reversed(out))
 
 
 def cells_of(row: str, page: str, row_start: int, question: str = "") -> Cells | None:
