@@ -226,3 +226,33 @@ def test_rows_without_column_headings_or_prose_stay_as_quoted():
     assert (
         row is not None and row.columns == [("Q4 2023", "1,200"), ("Q4 2022", "1,100")] and row.asked == [0]
     )
+
+
+KEY_FINANCIALS = (  # as pdfium gives a real earnings release's page (the spaces at line ends included)
+    "We will also continue pursuing value-creating M&A and returning cash to shareholders through share \n"
+    "repurchases and a compelling and growing dividend. \n"
+    "Key Financials(1)\n"
+    "Twelve Months Ended June 30, \n"
+    "GAAP results 2022 $ million 2023 $ million\n"
+    "Net sales 14,544 14,694 \n"
+    "Net income 805 1,048 \n"
+    "EPS (diluted US cents) 52.9 70.5 \n"
+)
+
+
+def test_the_row_a_question_names_is_quoted_not_its_column_headings(embed):
+    """The headings line and a sentence share the question's words; the row it names holds the answer."""
+    passage = Passage(KEY_FINANCIALS, title="Amcor results", page_number=1, char_start=0)
+    prose = Passage(  # the next page of the same release: the period as a line, and the change in words
+        "Twelve months ended June 30, 2023\n"
+        "Net sales for the Amcor Group increased by 1% on a reported basis, which includes an unfavorable "
+        "impact of approximately 3% related to movements in foreign exchange rates.\n",
+        title="Amcor results",
+        page_number=2,
+        char_start=0,
+    )
+    question = "What were the net sales in the twelve months ended June 30, 2023?"
+    ev = find_evidence(question, [passage, prose], embed, pages={(1, 1): KEY_FINANCIALS})
+    assert ev.answered
+    assert ev.spans[0].shown.startswith("Net sales — 2022: 14,544 · 2023: 14,694")
+    assert all("GAAP results" not in s.text for s in ev.spans)

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from localrag.core.chat import spans as sp
-from localrag.core.chat.cells import Cells, cells_of, is_column_headings, is_figures_row
+from localrag.core.chat.cells import Cells, cells_of, is_column_headings, is_figures_row, split_row
 
 # How many of the best passages are read for sentences.
 PASSAGES = 5
@@ -261,8 +261,9 @@ def find_evidence(
             [sentences @ v for v in vectors[len(asks) - len(parts) : len(asks)]] if len(parts) > 1 else []
         )
     asked = asked_for(question)
+    named = frozenset(sp.content_terms(question))
     for c in scored:
-        _score(c, kind, asked)
+        _score(c, kind, asked, named)
     _carry_context(scored)
     chosen = _choose(scored)
     for i, part in enumerate(parts if len(parts) > 1 else []):
@@ -442,9 +443,13 @@ def _term_weights(q_terms: list[str], candidates: list[_Candidate]) -> dict[str,
     return {t: math.log(1.0 + (n + 1) / (df[t] + 0.5)) for t in set(q_terms)}
 
 
-def _score(c: _Candidate, kind: str, asked: frozenset[str] = frozenset()) -> None:
+def _score(
+    c: _Candidate, kind: str, asked: frozenset[str] = frozenset(), named: frozenset[str] = frozenset()
+) -> None:
     """``asked``: the identifiers and numbers of the question (lower case); the kind bonus is for a sentence
-    that holds one the question did not name — the answer, not the question's own words."""
+    that holds one the question did not name — the answer, not the question's own words. ``named``: the
+    question's content words; a row of figures whose label they name ("net sales" → "Net sales 14,544
+    14,694") gets the kind bonus too: its figures are what was asked."""
     f = c.features
     f.setdefault("semantic", 0.0)
     f["kind"] = 0.0
@@ -452,6 +457,8 @@ def _score(c: _Candidate, kind: str, asked: frozenset[str] = frozenset()) -> Non
     if kind == "identifier" and (_new(sp.identifiers(text), asked) or _defined_term(text)):
         f["kind"] = KIND_BONUS
     elif kind == "number" and _new(sp.numbers(text), asked):
+        f["kind"] = KIND_BONUS
+    elif named and _row_named(text, named):
         f["kind"] = KIND_BONUS
     penalty = 0.0
     if c.heading:
@@ -462,6 +469,16 @@ def _score(c: _Candidate, kind: str, asked: frozenset[str] = frozenset()) -> Non
         penalty += FRAGMENT_PENALTY
     f["penalty"] = -penalty
     c.score = _weighted(f["semantic"], f["lexical"], f["passage"]) + f["kind"] - penalty
+
+
+def _row_named(text: str, named: frozenset[str]) -> bool:
+    """Whether ``text`` holds a row of figures whose label's words the question all names."""
+    for line in text.split("\n"):
+        row = split_row(line) if is_figures_row(line) else None
+        label = set(sp.content_terms(row[0])) if row else set()
+        if label and label <= named:
+            return True
+    return False
 
 
 def _weighted(semantic: float, lexical: float, passage: float) -> float:
