@@ -5,7 +5,7 @@ from __future__ import annotations
 from localrag.core.chat import cells
 from localrag.core.ingest import identity, metadata
 from localrag.core.ingest.documents import reembed_needed
-from localrag.core.ingest.pipeline import Ingestor
+from localrag.core.ingest.pipeline import Ingestor, index_paths
 from localrag.core.retrieve import Result, rescore, retrieve, routing
 
 COVER = """UNITED STATES SECURITIES AND EXCHANGE COMMISSION
@@ -28,15 +28,6 @@ Purchases of property, plant and equipment were {capex} million dollars in the y
 of businesses were {proceeds} million dollars.
 Dividends paid to shareholders were {dividends} million dollars.
 """
-
-
-def _ingest(library, paths):
-    ing = Ingestor(library)
-    try:
-        ing.enqueue(paths)
-        return ing.run()
-    finally:
-        ing.close()
 
 
 def test_identity_from_file_name_cover_and_pdf_metadata():
@@ -98,7 +89,7 @@ def test_a_question_naming_company_and_year_finds_that_years_report(clean_db, tm
         (tmp_path / f"GLOBEX_{year}_annual_report.md").write_text(text, encoding="utf-8")
     other = REPORT.format(year=2019, capex=870, proceeds=12, dividends=95).replace("Globex", "Initech")
     (tmp_path / "INITECH_2019_annual_report.md").write_text(other, encoding="utf-8")
-    assert _ingest(clean_db, [tmp_path]).ready == 4
+    assert index_paths(clean_db, [tmp_path]).ready == 4
 
     resp = retrieve(
         clean_db, "What were Globex's purchases of property, plant and equipment in fiscal 2019?", k=3
@@ -122,7 +113,7 @@ def test_a_question_naming_company_and_year_finds_that_years_report(clean_db, tm
 def test_edited_metadata_reindexes_and_reembeds_only_that_document(clean_db, tmp_path):
     for name in ("alpha-notes.md", "beta-notes.md"):
         (tmp_path / name).write_text(f"# Notes\n\nThe pump {name} runs at 40 litres a minute.\n", "utf-8")
-    assert _ingest(clean_db, [tmp_path]).ready == 2
+    assert index_paths(clean_db, [tmp_path]).ready == 2
     model = clean_db.embedder.name
     with clean_db.connect() as conn:
         doc_id = conn.execute("SELECT id FROM documents WHERE path LIKE '%alpha-notes.md'").fetchone()[0]
@@ -148,7 +139,7 @@ def test_a_library_from_before_identity_is_upgraded_by_reembed(clean_db, tmp_pat
     (tmp_path / "HOOLI_2021_annual_report.md").write_text(
         REPORT.format(year=2021, capex=1, proceeds=2, dividends=3)
     )
-    assert _ingest(clean_db, [tmp_path]).ready == 1
+    assert index_paths(clean_db, [tmp_path]).ready == 1
     model = clean_db.embedder.name
     with clean_db.connect() as conn:  # what a library indexed before migration 0009 holds
         conn.execute("UPDATE documents SET meta = '{}'")

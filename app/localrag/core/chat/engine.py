@@ -926,5 +926,5 @@ def _llm_setup(llm: Any) -> str:
         parts.append(f"{variant} kernels")
     tuning = getattr(llm, "tuning", None)
     if tuning is not None:
-        parts.append(tuning.describe().split(" (")[0])
+        parts.append(tuning.setup)
     return " · ".join(parts)

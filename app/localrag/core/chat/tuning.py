@@ -73,12 +73,17 @@ class Tuning:
                 return m
         return None
 
-    def describe(self) -> str:
-        """One line for people: ``bf16 weights, flash attention, batches of 512 (measured in 14 s: ...)``."""
-        text = (
+    @property
+    def setup(self) -> str:
+        """The configuration alone: ``bf16 weights, flash attention, batches of 512``."""
+        return (
             f"{self.weights or 'weights as in the file'}{' weights' if self.weights else ''}, "
             f"{'flash attention' if self.flash_attn else 'plain attention'}, batches of {self.n_ubatch}"
         )
+
+    def describe(self) -> str:
+        """One line for people: ``bf16 weights, flash attention, batches of 512 (measured in 14 s: ...)``."""
+        text = self.setup
         best = self.best
         if best is not None:
             text += (

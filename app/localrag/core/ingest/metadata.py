@@ -28,7 +28,6 @@ FIRST_PAGES = 2
 
 # The SQL condition "this vector was embedded with its chunk's current context" (aliases e and c).
 CURRENT_VECTOR = "e.context_hash = md5(c.context)"
-SHOWN_TITLE = identity.SHOWN_TITLE
 
 
 def pdf_metadata(path: Path) -> dict[str, str]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from localrag.core.ingest.metadata import shown_title
 from localrag.gui.qt import QtWidgets, Signal
 
 # (metadata key, label, what to type)
@@ -72,7 +73,7 @@ class DocumentDetailsDialog(QtWidgets.QDialog):
         form = QtWidgets.QGridLayout()
         form.setColumnStretch(1, 1)
         for row, (key, label, hint) in enumerate(FIELDS):
-            value = str(edited.get("title") or title or "") if key == "title" else str(meta.get(key) or "")
+            value = shown_title(title, meta) if key == "title" else str(meta.get(key) or "")
             self._initial[key] = value
             edit = QtWidgets.QLineEdit(value, self)
             edit.setAccessibleName(label)
