@@ -256,3 +256,23 @@ def test_the_row_a_question_names_is_quoted_not_its_column_headings(embed):
     assert ev.answered
     assert ev.spans[0].shown.startswith("Net sales — 2022: 14,544 · 2023: 14,694")
     assert all("GAAP results" not in s.text for s in ev.spans)
+
+
+def test_a_measure_is_answered_by_the_statement_lines_it_is_computed_from(embed, monkeypatch):
+    """Capital expenditure is not written on the cash flow statement: its line reads "Purchases of property,
+    plant and equipment", and it is quoted rather than the lines that share the question's words."""
+    from localrag.core.retrieve import statements
+
+    page = CASH_FLOWS_PAGE.replace(
+        "Depreciation and amortization 1,488 1,544 1,474\n",
+        "Net cash provided by operating activities 6,439 6,240 6,662\nCash Flows from Investing Activities\n",
+    )
+    passage = Passage(page, title="3M 10-K 2018", page_number=60, char_start=0)
+    question = "What is the FY2018 capital expenditure amount? Use the cash flow statement."
+    ev = find_evidence(question, [passage], embed, pages={(1, 60): page})
+    assert ev.answered
+    assert "Purchases of property, plant and equipment (PP&E) — 2018: $ (1,577)" in ev.text()
+    # Without knowing what the measure is computed from, the lines with the question's words are quoted.
+    monkeypatch.setattr(statements, "asked", lambda question: [])
+    plain = find_evidence(question, [passage], embed, pages={(1, 60): page})
+    assert "Purchases" not in plain.text()

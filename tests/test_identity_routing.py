@@ -6,7 +6,7 @@ from localrag.core.chat import cells
 from localrag.core.ingest import identity, metadata
 from localrag.core.ingest.documents import reembed_needed
 from localrag.core.ingest.pipeline import Ingestor, index_paths
-from localrag.core.retrieve import Result, rescore, retrieve, routing
+from localrag.core.retrieve import Result, Tuning, rescore, retrieve, routing, statements
 
 COVER = """UNITED STATES SECURITIES AND EXCHANGE COMMISSION
 FORM 10-K
@@ -199,6 +199,84 @@ def test_a_question_asking_for_a_quantity_prefers_rows_of_figures():
     told = rescore.rescore("Why did capital expenditure rise?", candidates, weights, top=10)
     assert told[0].text == prose
     assert cells.figures_share(prose) == 0.0 and cells.figures_share(table) == 1.0
+
+
+def _statement(title: str, rows: list[tuple[str, int, int]]) -> list[str]:
+    return ["Globex Holdings, Inc. and Subsidiaries", title, "(In millions) 2023 2022"] + [
+        f"{label} {a:,} {b:,}" for label, a, b in rows
+    ]
+
+
+BALANCE_ROWS = [
+    ("Cash and cash equivalents", 2853, 3053),
+    ("Accounts receivable, net", 4020, 3869),
+    ("Inventories", 2591, 2425),
+    ("Total current assets", 10181, 9936),
+    ("Property, plant and equipment, net", 8738, 8866),
+    ("Total assets", 36500, 37987),
+    ("Short-term borrowings", 1211, 1853),
+    ("Accounts payable", 2266, 1945),
+    ("Total current liabilities", 7244, 7687),
+    ("Total equity", 9848, 11622),
+]
+INCOME_ROWS = [
+    ("Net sales", 32765, 31657),
+    ("Cost of sales", 16682, 16055),
+    ("Gross profit", 16083, 15602),
+    ("Selling, general and administrative expenses", 7602, 6626),
+    ("Research, development and related expenses", 1821, 1870),
+    ("Operating income", 7207, 7820),
+    ("Interest expense", 350, 322),
+    ("Income before income taxes", 7000, 7548),
+    ("Provision for income taxes", 1637, 2679),
+    ("Net income", 5363, 4869),
+]
+
+
+def test_a_question_about_a_statement_measure_gets_the_statement_first(clean_db, tmp_path):
+    """A measure computed from a primary statement (a quick ratio: the balance sheet) puts the statement's
+    page first, ahead of the prose that repeats the question's words; the table of contents and a later
+    condensed table with the same title are not the statement."""
+    from fixtures_docs import write_pdf
+
+    prose = [
+        "Liquidity and capital resources",
+        "Globex watches its quick ratio and its liquidity closely. The quick ratio improved in",
+        "fiscal 2023 compared with fiscal 2022 as management reduced short-term borrowings; liquidity",
+        "remained strong and the quick ratio is reviewed by the board each quarter together with the",
+        "gross margin and the current ratio. Globex expects its quick ratio to improve again in fiscal 2024.",
+    ]
+    pages = [
+        ["FORM 10-K", "Globex Holdings, Inc.", "For the fiscal year ended December 31, 2023"],
+        ["Financial statements", "Consolidated Statements of Income 4", "Consolidated Balance Sheets 5"],
+        prose,
+        _statement("Consolidated Statements of Income", INCOME_ROWS),
+        _statement("Consolidated Balance Sheets", BALANCE_ROWS),
+        _statement("Condensed Consolidating Balance Sheets", BALANCE_ROWS[:9]),
+    ]
+    write_pdf(tmp_path / "GLOBEX_2023_10K.pdf", pages)
+    assert index_paths(clean_db, [tmp_path]).ready == 1
+
+    question = "Has Globex's quick ratio improved between FY2022 and FY2023?"
+    resp = retrieve(clean_db, question, k=5)
+    assert resp.results[0].page_number == 5
+    assert "Total current liabilities" in resp.results[0].text
+    assert resp.routing["statements_first"] == [
+        {"statement": "balance sheet", "page": 5, "chunk": resp.results[0].chunk_ids[0]}
+    ]
+    # A measure of both statements gets both; the statement named in the question is found by its title.
+    both = retrieve(clean_db, "What is Globex's return on assets for FY2023?", k=5)
+    assert [r.page_number for r in both.results[:2]] == [5, 4]
+    named = retrieve(clean_db, "What was Globex's net sales in 2023 per the statement of income?", k=5)
+    assert named.results[0].page_number == 4
+    # Without it, the prose that repeats the question's words comes first; a question about no statement is
+    # searched as before.
+    off = retrieve(clean_db, question, k=5, tuning=Tuning(statements_first=False))
+    assert off.results[0].page_number == 3
+    told = retrieve(clean_db, "What does the board review each quarter?", k=5)
+    assert "statements_first" not in told.routing
+    assert statements.asked("What was the company's capex in 2022?")[0].name == "cash flow statement"
+    assert statements.asked("Who is the chief executive?") == []
 
 
 def test_the_documents_list_says_what_a_document_is(clean_db, tmp_path, qapp):

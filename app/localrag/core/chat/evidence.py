@@ -34,6 +34,7 @@ import numpy as np
 
 from localrag.core.chat import spans as sp
 from localrag.core.chat.cells import Cells, cells_of, is_column_headings, is_figures_row, split_row
+from localrag.core.retrieve import statements
 
 # How many of the best passages are read for sentences.
 PASSAGES = 5
@@ -246,8 +247,13 @@ def find_evidence(
     for c in candidates:
         c.features["passage"] = 1.0 / (1.0 + 0.5 * c.rank)
     _lexical(question, candidates)
+    # The lines a measure the question names is computed from, though they share no word with it.
+    lines = "|".join(s.rows for s in statements.asked(question) if s.rows)
+    needed = {id(c) for c in candidates if lines and _row_named(c.span.text, frozenset(), lines)}
     # The embedding model reads the most promising sentences only (its cost grows with their number).
-    candidates.sort(key=lambda c: (c.features["lexical"], c.features["passage"]), reverse=True)
+    candidates.sort(
+        key=lambda c: (id(c) in needed, c.features["lexical"], c.features["passage"]), reverse=True
+    )
     scored = candidates[:EMBED_CANDIDATES]
     part_sims: list[np.ndarray] = []
     if embed is not None:
@@ -263,7 +269,7 @@ def find_evidence(
     asked = asked_for(question)
     named = frozenset(sp.content_terms(question))
     for c in scored:
-        _score(c, kind, asked, named)
+        _score(c, kind, asked, named, lines)
     _carry_context(scored)
     chosen = _choose(scored)
     for i, part in enumerate(parts if len(parts) > 1 else []):
@@ -433,6 +439,8 @@ def _looks_like_heading(span: sp.Span, heading_terms: set[str]) -> bool:
         r"^(?:chapter|section|appendix|part)?\s*\d+(?:\.\d+)*\.?\s+\S", text, re.IGNORECASE
     ) and not text.endswith("."):
         return True
+    if statements.is_title(text):
+        return True
     terms = set(sp.content_terms(text))
     return bool(heading_terms) and terms <= heading_terms and not text.endswith(".")
 
@@ -444,12 +452,18 @@ def _term_weights(q_terms: list[str], candidates: list[_Candidate]) -> dict[str,
 
 
 def _score(
-    c: _Candidate, kind: str, asked: frozenset[str] = frozenset(), named: frozenset[str] = frozenset()
+    c: _Candidate,
+    kind: str,
+    asked: frozenset[str] = frozenset(),
+    named: frozenset[str] = frozenset(),
+    lines: str = "",
 ) -> None:
     """``asked``: the identifiers and numbers of the question (lower case); the kind bonus is for a sentence
     that holds one the question did not name — the answer, not the question's own words. ``named``: the
     question's content words; a row of figures whose label they name ("net sales" → "Net sales 14,544
-    14,694") gets the kind bonus too: its figures are what was asked."""
+    14,694") gets the kind bonus too: its figures are what was asked; so does a row whose label matches
+    ``lines``, the statement lines a measure the question names is computed from (``statements``: capital
+    expenditure → "Purchases of property, plant and equipment")."""
     f = c.features
     f.setdefault("semantic", 0.0)
     f["kind"] = 0.0
@@ -458,7 +472,7 @@ def _score(
         f["kind"] = KIND_BONUS
     elif kind == "number" and _new(sp.numbers(text), asked):
         f["kind"] = KIND_BONUS
-    elif named and _row_named(text, named):
+    elif (named or lines) and _row_named(text, named, lines):
         f["kind"] = KIND_BONUS
     penalty = 0.0
     if c.heading:
@@ -471,12 +485,15 @@ def _score(
     c.score = _weighted(f["semantic"], f["lexical"], f["passage"]) + f["kind"] - penalty
 
 
-def _row_named(text: str, named: frozenset[str]) -> bool:
-    """Whether ``text`` holds a row of figures whose label's words the question all names."""
+def _row_named(text: str, named: frozenset[str], lines: str = "") -> bool:
+    """Whether ``text`` holds a row of figures whose label's words the question all names, or whose label
+    matches ``lines`` (a regular expression)."""
     for line in text.split("\n"):
         row = split_row(line) if is_figures_row(line) else None
-        label = set(sp.content_terms(row[0])) if row else set()
-        if label and label <= named:
+        if row is None:
+            continue
+        label = set(sp.content_terms(row[0]))
+        if (label and label <= named) or (lines and re.search(lines, row[0], re.IGNORECASE)):
             return True
     return False
 

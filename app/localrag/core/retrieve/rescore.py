@@ -66,12 +66,12 @@ def rescore(question: str, candidates: Sequence[Result], weights: Weights, top: 
     if not weights.active or top <= 1 or len(candidates) < 2:
         return list(candidates)
     head, tail = list(candidates[:top]), list(candidates[top:])
-    terms = list(dict.fromkeys(_terms(question)))
+    terms = list(dict.fromkeys(stems_of(question)))
     if not terms:
         return list(candidates)
     exact = _exact_tokens(question)
     asks_quantity = weights.table > 0 and bool(_ASKS_QUANTITY.search(question))
-    pairs = _pairs(_terms(question))
+    pairs = _pairs(stems_of(question))
     qset = set(terms)
     stems, lines, heads = [], [], []
     for r in head:
@@ -139,7 +139,7 @@ def _scan(text: str, wanted: set[str]) -> tuple[list[str], list[set[str]]]:
 _TOKEN = re.compile(r"[a-z0-9]+(?:[._][a-z0-9]+)*")
 
 
-def _terms(text: str) -> list[str]:
+def stems_of(text: str) -> list[str]:
     """Content words, lower case and lightly stemmed (a faster ``spans.content_terms`` for whole passages)."""
     return [
         _stem(w)

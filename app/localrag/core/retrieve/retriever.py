@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import logging
+import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -16,7 +17,7 @@ import psycopg
 from localrag.core.errors import KnownError, as_known
 from localrag.core.ingest.identity import SHOWN_TITLE
 from localrag.core.progress import CancelToken
-from localrag.core.retrieve import bm25, fuse, postprocess, rescore, routing, vector
+from localrag.core.retrieve import bm25, fuse, postprocess, rescore, routing, statements, vector
 from localrag.core.retrieve.filters import DateLike, Filters
 from localrag.core.retrieve.results import ERROR, MODEL_MISMATCH, Result, RetrievalResponse
 
@@ -68,6 +69,7 @@ class Tuning:
     bm25_b: float = bm25.DEFAULT_B
     route: bool = True
     rescore_top: int = 30
+    statements_first: bool = True
     # Chosen on financebench-dev and the manuals (docs/benchmarks.md): the heading, the verbatim numbers and
     # rows of figures for a question asking for a quantity moved the first places; the others did not.
     rescore: rescore.Weights = field(
@@ -156,6 +158,10 @@ def retrieve(
         if routing.asks_for_contents(text) and resp.results and resp.reason is None:
             # The documents named, or else the one the best passage is in.
             _contents_first(library, decision.doc_ids or [resp.results[0].doc_id], conn, resp, k)
+        elif tuning.statements_first and resp.results and resp.reason is None:
+            wanted = statements.asked(text)
+            if wanted:
+                _statements_first(library, resp.results[0].doc_id, wanted, text, conn, resp, k)
     except Exception as exc:
         known = as_known(exc)
         if known is None:
@@ -342,6 +348,73 @@ def _contents_first(
     rest = [r for r in resp.results if not taken.intersection(r.chunk_ids)]
     resp.results = (firsts + rest)[:k]
     resp.routing["contents_first"] = [r.chunk_ids[0] for r in firsts]
+
+
+def _statements_first(
+    library: Searchable,
+    doc_id: int,
+    wanted: list[statements.Asked],
+    question: str,
+    conn: psycopg.Connection[Any] | None,
+    resp: RetrievalResponse,
+    k: int,
+) -> None:
+    """Put the first page of each statement the question needs (``statements``) first, from the document of
+    the best passage: of that page, the passage holding most of the lines the question needs, then most of
+    its words, then the one ranked best."""
+    t = time.perf_counter()
+    firsts: list[Result] = []
+    qvec, model, dim = None, "", 0
+    if resp.mode != "keyword":  # the page's passages are shown with their similarity, as the others
+        embedder = library.embedder
+        qvec, model, dim = (
+            library.embed_query(_fit_to_model(embedder, question)),
+            embedder.name,
+            embedder.dimension,
+        )
+    with contextlib.ExitStack() as stack:
+        c = conn if conn is not None else stack.enter_context(library.pool.connection())
+        with c.transaction():
+            _limit_statement_time(c)
+            pages = statements.first_pages(c, doc_id, wanted)
+            known = {r.chunk_ids[0]: r for r in resp.candidates}
+            rank = {cid: i for i, cid in enumerate(known)}
+            terms = set(rescore.stems_of(question))
+            for statement, page in pages:
+                ids = [
+                    int(row[0])
+                    for row in c.execute(
+                        "SELECT id FROM document_chunks WHERE doc_id = %s AND page_number = %s"
+                        " ORDER BY chunk_index",
+                        (doc_id, page),
+                    ).fetchall()
+                ]
+                rows = _fetch(c, [i for i in ids if i not in known], model, dim, qvec, ids)
+                on_page = [
+                    known.get(i) or _result(rows[i], fuse.Candidate(i))
+                    for i in ids
+                    if i in known or i in rows
+                ]
+
+                def fit(r: Result, lines: str = statement.rows) -> tuple[int, int, int]:
+                    found = sum(1 for _ in re.finditer(lines, r.text, re.IGNORECASE)) if lines else 0
+                    words = len(terms.intersection(rescore.stems_of(r.text)))
+                    return found, words, -rank.get(r.chunk_ids[0], len(rank))
+
+                if on_page:
+                    best = max(on_page, key=fit)
+                    best.scores["statement"] = statement.name
+                    firsts.append(best)
+    if not firsts:
+        return
+    taken = {cid for r in firsts for cid in r.chunk_ids}
+    rest = [r for r in resp.results if not taken.intersection(r.chunk_ids)]
+    resp.results = (firsts + rest)[:k]
+    resp.routing["statements_first"] = [
+        {"statement": str(r.scores["statement"]), "page": r.page_number, "chunk": r.chunk_ids[0]}
+        for r in firsts
+    ]
+    resp.timings["statements"] = _ms(t)
 
 
 def _bm25_leg(
