@@ -4,10 +4,10 @@ What makes the first token come sooner on a CPU (figures in docs/benchmarks.md, 
 
 - **A fast copy of the bundled model.** Prompt processing speed depends on the weight type far more than on
   size. The bundled Q4_1 file is re-typed once with llama.cpp's own quantizer into the models folder: to the
-  type measured fastest on this machine (``tuning``: Q8_0, F16 or BF16; with it the attention kernel and batch
-  size), else Q8_0 (``fast_copy_type``). The copy is written under a temporary name and renamed when
-  complete, so a killed conversion never leaves a half file that is used; any problem falls back to the
-  original file.
+  type measured fastest on this machine (``tuning``: Q8_0, F16 or BF16; with it the attention kernel, batch
+  size and thread counts), else Q8_0 (``fast_copy_type``). The copy is written under a temporary name and
+  renamed when complete, so a killed conversion never leaves a half file that is used; any problem falls back
+  to the original file.
 - **Reuse of the evaluated prefix.** One ``Llama`` object keeps its KV cache between questions and
   re-evaluates only what differs from the previous prompt, so the fixed system prompt (and the earlier turns
   of a chat) are computed once. ``LocalLLM.prime`` evaluates the system prompt at warm-up, and
@@ -48,7 +48,7 @@ from localrag.core.chat.backends import CpuBackend, cpu_backend
 from localrag.core.chat.cores import CoreWatch
 from localrag.core.chat.extra_buffers import extra_buffers_work
 from localrag.core.chat.fastcopy import ensure_fast_copy, fast_copy_path, fast_copy_type, quiet_stderr
-from localrag.core.chat.tuning import Tuning, candidate_weights, remembered, tune
+from localrag.core.chat.tuning import Tuning, candidate_weights, remembered, thread_candidates, tune
 from localrag.core.config import Settings
 from localrag.core.embed import model_files
 from localrag.core.errors import KnownError, ModelMissing, describe
@@ -568,10 +568,10 @@ class LocalLLM:
 
 def load_llm(settings: Settings, cancel: CancelToken | None = None) -> LocalLLM:
     """Load the configured model: for the bundled one, its fast copy when ``settings.fast_llm_copy``
-    (converted on first use; the original when that fails), in the weight type, attention kernel and batch
-    size measured fastest here when ``settings.llm_tuning`` (``tuning``: once per model, build and CPU, about
-    20 s). Blocking; ``cancel`` stops it between steps (and ends the child processes that check the AMX
-    kernels and measure).
+    (converted on first use; the original when that fails), in the weight type, attention kernel, batch size
+    and thread counts measured fastest here when ``settings.llm_tuning`` (``tuning``: once per model, build
+    and CPU, about 20 s; threads the settings name are used as they are). Blocking; ``cancel`` stops it
+    between steps (and ends the child processes that check the AMX kernels and measure).
 
     Raises:
         ModelMissing: the file is missing or llama.cpp cannot load it.
@@ -582,16 +582,20 @@ def load_llm(settings: Settings, cancel: CancelToken | None = None) -> LocalLLM:
     if settings.fast_llm_copy and not settings.gguf_path:
         copy = None
         try:
-            tuning = _tuning(source, threads, cancel) if settings.llm_tuning else None
+            tuning = None
+            if settings.llm_tuning:
+                tuning = _tuning(source, threads, _other_threads(settings), cancel)
             copy = ensure_fast_copy(source, tuning.weights if tuning else None, threads=threads)
             extra = extra_buffers_work(copy, threads=threads, cancel=cancel)
             if cancel is not None:
                 cancel.raise_if_cancelled()
+            tuned = tuning is not None and not settings.threads  # threads the user set win
             return LocalLLM(
                 copy,
                 source=source,
                 n_ctx=settings.n_ctx,
-                threads=threads,
+                threads=(tuning.threads if tuning and tuned else 0) or threads,
+                threads_batch=(tuning.threads_batch if tuning and tuned else 0) or threads,
                 extra_bufts=extra,
                 flash_attn=tuning.flash_attn if tuning else FLASH_ATTN,
                 n_ubatch=tuning.n_ubatch if tuning else N_UBATCH,
@@ -608,11 +612,18 @@ def load_llm(settings: Settings, cancel: CancelToken | None = None) -> LocalLLM:
     return LocalLLM(source, n_ctx=settings.n_ctx, threads=threads, extra_bufts=extra)
 
 
-def _tuning(source: Path, threads: int, cancel: CancelToken | None) -> Tuning:
+def _tuning(source: Path, threads: int, other_threads: list[int], cancel: CancelToken | None) -> Tuning:
     """The tuning of the bundled model's fast copies on this machine (measured at the first call; the copies
     of the types not chosen are then removed)."""
     candidates = candidate_weights(cpu_backend().features)
-    tuning = tune(source, candidates, threads=threads, defaults=_tuning_defaults(), cancel=cancel)
+    tuning = tune(
+        source,
+        candidates,
+        threads=threads,
+        defaults=_tuning_defaults(),
+        other_threads=other_threads,
+        cancel=cancel,
+    )
     for weights in candidates:
         if weights != tuning.weights:
             with contextlib.suppress(OSError):
@@ -624,6 +635,11 @@ def _tuning_defaults() -> Tuning:
     return Tuning(fast_copy_type(), FLASH_ATTN, N_UBATCH)
 
 
+def _other_threads(settings: Settings) -> list[int]:
+    """The thread counts to measure besides one per core: none when the settings name the threads."""
+    return [] if settings.threads else thread_candidates(settings.thread_count)
+
+
 def tuning_for(settings: Settings) -> Tuning | None:
     """How ``load_llm`` runs the model here, if it has been measured (for About and doctor; measures
     nothing)."""
@@ -631,7 +647,11 @@ def tuning_for(settings: Settings) -> Tuning | None:
         return None
     candidates = candidate_weights(cpu_backend().features)
     return remembered(
-        gguf_path(settings), candidates, threads=settings.thread_count, defaults=_tuning_defaults()
+        gguf_path(settings),
+        candidates,
+        threads=settings.thread_count,
+        defaults=_tuning_defaults(),
+        other_threads=_other_threads(settings),
     )
 
 

@@ -1,17 +1,20 @@
-"""Per-machine tuning of the local model, measured once: which weight type, attention kernel and batch size
-process a grounded prompt soonest on this CPU.
+"""Per-machine tuning of the local model, measured once: which weight type, attention kernel, batch size and
+thread counts process a grounded prompt soonest on this CPU.
 
 What is fastest depends on the CPU (docs/benchmarks.md, "Chat"): with AMX kernels Q8_0 weights win; on an
 AVX-512 CPU with BF16 instructions BF16 weights may; on an AVX2 laptop, neither BF16 nor the AMX path exists.
 So the first load of a model on a machine measures it in a child process (``machine_check``): the weight types
 the bundled model can be re-typed to here (``fastcopy``) with the app's attention and batch settings, then the
-fastest of them with flash attention flipped and with smaller batches. Each configuration evaluates a
+fastest of them with flash attention flipped and with smaller batches, then the winner with other thread
+counts (``thread_candidates``: one per physical core, one fewer). Each configuration evaluates a
 ``PROMPT_TOKENS`` prompt and generates ``GEN_TOKENS``; the child starts no new measurement after ``BUDGET_S``.
 The winner needs the least CPU time for the prompt among those that generate at least ``MIN_TOKENS_PER_S``;
-near-ties go to the faster generator (``choose``). The answer
-is remembered in the cache folder, keyed by the llama.cpp build, the CPU kernels, the model, the threads and
-the candidates, so a new build, CPU variant or model measures again. A child that fails leaves the app's
-defaults (remembered too, so a start is never slowed twice).
+near-ties go to the faster generator (``choose``). Thread counts are compared by wall-clock time instead (CPU
+time cannot tell whether threads ran side by side), and only when the machine was otherwise idle meanwhile:
+another count replaces the one per core only when it is faster by more than ``TIE``. The answer is remembered
+in the cache folder, keyed by the llama.cpp build, the CPU kernels, the model, the threads and the candidates,
+so a new build, CPU variant or model measures again. A child that fails leaves the app's defaults (remembered
+too, so a start is never slowed twice).
 """
 
 from __future__ import annotations
@@ -28,18 +31,24 @@ from pathlib import Path
 from typing import Any
 
 from localrag.core.chat import machine_check
+from localrag.core.chat.cores import busy_cpu_seconds
 from localrag.core.progress import CancelToken
 
 log = logging.getLogger("localrag.llm.tuning")
 
-VERSION = 2  # of the measurement: a change measures again
+VERSION = 3  # of the measurement: a change measures again
 BUDGET_S = 15.0  # no new measurement starts after this; the last one ends a few seconds later
 BUDGET_ENV = "LOCALRAG_TUNING_BUDGET_S"
 PROMPT_TOKENS = 768
 GEN_TOKENS = 16
 MIN_TOKENS_PER_S = 20.0
 # Prompt costs this close are the same within the noise of one measurement; generation speed decides then.
+# Another thread count must be faster than this to replace the default.
 TIE = 0.08
+# Other work keeping more cores busy than this during a measurement makes its wall-clock times a matter of
+# chance: thread counts measured then are not compared.
+BUSY_CORES = 0.25
+MAX_OTHER_THREADS = 2
 _TIMEOUT_S = 120.0
 
 
@@ -50,36 +59,46 @@ class Tuning:
     Attributes:
         weights: the fast-copy weight type (``q8_0``, ``bf16``, ``f16``), or '' for the model file as it is.
         flash_attn, n_ubatch: attention kernel and physical batch size.
-        measured: every configuration measured (weights, flash_attn, n_ubatch, prompt_s, tokens_per_s).
+        threads, threads_batch: CPU threads for generation and for the prompt (0: the default, one per core,
+            used whenever both are 0; else both are set and ``threads <= threads_batch``).
+        measured: every configuration measured (weights, flash_attn, n_ubatch, threads, prompt_s,
+            tokens_per_s, busy_cores: how many cores other work kept busy meanwhile, ...).
         seconds: how long the measurement took.
-        note: why the defaults are used, if the measurement failed.
+        note: why the defaults are used, if the measurement failed; or why thread counts were not compared.
     """
 
     weights: str
     flash_attn: bool
     n_ubatch: int
+    threads: int = 0
+    threads_batch: int = 0
     measured: list[dict[str, Any]] = field(default_factory=list)
     seconds: float = 0.0
     note: str = ""
 
     @property
     def best(self) -> dict[str, Any] | None:
-        for m in self.measured:
-            if (m["weights"], m["flash_attn"], m["n_ubatch"]) == (
-                self.weights,
-                self.flash_attn,
-                self.n_ubatch,
-            ):
-                return m
-        return None
+        """The measurement of the chosen configuration with the default threads (the first measured)."""
+        return next(iter(self._of_setup()), None)
+
+    def _of_setup(self) -> list[dict[str, Any]]:
+        setup = (self.weights, self.flash_attn, self.n_ubatch)
+        return [m for m in self.measured if _setup_of(m) == setup]
 
     @property
     def setup(self) -> str:
-        """The configuration alone: ``bf16 weights, flash attention, batches of 512``."""
-        return (
+        """The configuration alone: ``bf16 weights, flash attention, batches of 512``, and the threads when
+        they are not one per core (``…, 2 threads (1 for generation)``)."""
+        text = (
             f"{self.weights or 'weights as in the file'}{' weights' if self.weights else ''}, "
             f"{'flash attention' if self.flash_attn else 'plain attention'}, batches of {self.n_ubatch}"
         )
+        if self.threads or self.threads_batch:
+            batch = self.threads_batch or self.threads
+            text += f", {_threads_text(batch)}"
+            if (self.threads or batch) != batch:
+                text += f" ({self.threads} for generation)"
+        return text
 
     def describe(self) -> str:
         """One line for people: ``bf16 weights, flash attention, batches of 512 (measured in 14 s: ...)``."""
@@ -89,10 +108,27 @@ class Tuning:
             text += (
                 f" (measured once in {self.seconds:.0f} s: the prompt took {best['prompt_cpu_s']:.2f} CPU-s "
                 f"for {best['prompt_tokens']} tokens; generation {best['tokens_per_cpu_s']:.0f} tokens "
-                "per CPU-s)"
+                f"per CPU-s{self._threads_measured(best)}{'; ' + self.note if self.note else ''})"
             )
         elif self.note:
             text += f" (defaults: {self.note})"
+        return text
+
+    def _threads_measured(self, best: dict[str, Any]) -> str:
+        """What made other thread counts win: ``; 1 thread: 95 tokens/s against 80 with 2``."""
+        found = {m.get("threads"): m for m in self._of_setup()}
+        text = ""
+        gen, batch = found.get(self.threads), found.get(self.threads_batch)
+        if batch is not None and batch is not best:
+            text += (
+                f"; {_threads_text(self.threads_batch)}: the prompt in {batch['prompt_s']:.2f} s against "
+                f"{best['prompt_s']:.2f} s with {best['threads']}"
+            )
+        if gen is not None and gen is not best and gen is not batch:
+            text += (
+                f"; {_threads_text(self.threads)}: {gen['tokens_per_s']:.0f} tokens/s against "
+                f"{best['tokens_per_s']:.0f} with {best['threads']}"
+            )
         return text
 
     def to_json(self) -> str:
@@ -110,6 +146,27 @@ def candidate_weights(features: tuple[str, ...] | set[str]) -> list[str]:
     return list(dict.fromkeys(weights))
 
 
+def _setup_of(m: dict[str, Any]) -> tuple[Any, Any, Any]:
+    return m.get("weights"), m.get("flash_attn"), m.get("n_ubatch")
+
+
+def thread_candidates(threads: int) -> list[int]:
+    """The thread counts worth measuring against ``threads`` (one per logical CPU), at most
+    ``MAX_OTHER_THREADS``: one per physical core where cores run two hardware threads each (the pair shares
+    one core's arithmetic units), and one fewer (a core left to the rest of the app and the system; with two
+    threads that is one thread, which never waits at a barrier — and the two logical CPUs of a virtual
+    machine may be the hardware threads of one core without saying so)."""
+    import psutil
+
+    physical = psutil.cpu_count(logical=False) or threads
+    found = [physical, threads - 1]
+    return [n for n in dict.fromkeys(found) if 1 <= n < threads][:MAX_OTHER_THREADS]
+
+
+def _threads_text(n: int) -> str:
+    return f"{n} thread{'' if n == 1 else 's'}"
+
+
 def budget_s() -> float:
     """Seconds the measurement may take: ``BUDGET_S``, or ``LOCALRAG_TUNING_BUDGET_S`` (0: measure only the
     default weight type, which then wins)."""
@@ -119,7 +176,7 @@ def budget_s() -> float:
         return BUDGET_S
 
 
-def _name(source: Path, weights: list[str], threads: int, defaults: Tuning) -> str:
+def _name(source: Path, weights: list[str], threads: int, defaults: Tuning, other_threads: list[int]) -> str:
     parts = [
         VERSION,
         threads,
@@ -127,13 +184,21 @@ def _name(source: Path, weights: list[str], threads: int, defaults: Tuning) -> s
         defaults.n_ubatch,
         budget_s(),
         machine_check.model_part(source),
+        other_threads,
     ]
     return f"tuning.{machine_check.key(*parts, *weights)}.json"
 
 
-def remembered(source: Path, weights: list[str], *, threads: int, defaults: Tuning) -> Tuning | None:
+def remembered(
+    source: Path,
+    weights: list[str],
+    *,
+    threads: int,
+    defaults: Tuning,
+    other_threads: list[int] | None = None,
+) -> Tuning | None:
     """The tuning ``tune`` measured for these arguments, if it has (nothing is measured here)."""
-    name = _name(source, weights, threads, defaults)
+    name = _name(source, weights, threads, defaults, other_threads or [])
     text = machine_check.recall(name)
     if text:
         try:
@@ -143,8 +208,8 @@ def remembered(source: Path, weights: list[str], *, threads: int, defaults: Tuni
             return None
         if known.best is None:  # the measurement failed: the defaults, as remembered
             return known
-        chosen = choose(known.measured, defaults)  # by today's rule, from what was measured then
-        chosen.seconds, chosen.note = known.seconds, known.note
+        chosen = choose(known.measured, defaults, threads=threads)  # by today's rule, from what was measured
+        chosen.seconds = known.seconds
         return chosen
     return None
 
@@ -155,9 +220,11 @@ def tune(
     *,
     threads: int,
     defaults: Tuning,
+    other_threads: list[int] | None = None,
     cancel: CancelToken | None = None,
 ) -> Tuning:
-    """The tuning of the model ``source`` among these weight types (the default first), measured in a child
+    """The tuning of the model ``source`` among these weight types (the default first) with ``threads``, and
+    of the winner with ``other_threads`` (``thread_candidates``; none: the threads stay), measured in a child
     process the first time and remembered. The child makes the fast copies it measures (``fastcopy``) and
     checks their extra buffers (``extra_buffers``) as it goes.
 
@@ -165,14 +232,16 @@ def tune(
         Cancelled: ``cancel`` was set (the child is ended; nothing is remembered).
     """
     budget = budget_s()
-    name = _name(source, weights, threads, defaults)
-    known = remembered(source, weights, threads=threads, defaults=defaults)
+    other_threads = list(other_threads or [])[:MAX_OTHER_THREADS]
+    name = _name(source, weights, threads, defaults, other_threads)
+    known = remembered(source, weights, threads=threads, defaults=defaults, other_threads=other_threads)
     if known is not None:
         return known
     plan = {
         "source": str(source),
         "weights": weights,
         "threads": threads,
+        "other_threads": other_threads,
         "flash_attn": defaults.flash_attn,
         "n_ubatch": defaults.n_ubatch,
         "budget_s": budget,
@@ -189,7 +258,7 @@ def tune(
             note = f"the measurement stopped (exit status {returncode})"
     except (OSError, ValueError, subprocess.TimeoutExpired) as exc:
         note = f"the measurement failed ({type(exc).__name__})"
-    result = choose(measured, defaults)
+    result = choose(measured, defaults, threads=threads)
     result.seconds = round(time.monotonic() - started, 1)
     if result.best is None:
         result.note = note or "nothing could be measured"
@@ -200,17 +269,24 @@ def tune(
     return result
 
 
-def choose(measured: list[dict[str, Any]], defaults: Tuning) -> Tuning:
-    """The configuration whose prompt needs the least CPU time per token, among those that would generate at
-    least ``MIN_TOKENS_PER_S`` on an otherwise idle machine (all of them if none would); of configurations
-    within ``TIE`` of the least, the one that generates fastest. ``defaults`` when nothing was measured.
+def choose(measured: list[dict[str, Any]], defaults: Tuning, *, threads: int) -> Tuning:
+    """The configuration whose prompt needs the least CPU time per token with ``threads`` (the default),
+    among those that would generate at least ``MIN_TOKENS_PER_S`` on an otherwise idle machine (all of them if
+    none would); of configurations within ``TIE`` of the least, the one that generates fastest. ``defaults``
+    when nothing was measured. Then its thread counts (``choose_threads``).
 
     CPU time, not wall-clock time: the first start may well happen while the machine is busy (installing,
     indexing), and other programs stretch the wall-clock time of each configuration by chance, while the CPU
     time the model itself needs stays about the same. On an idle machine its threads run side by side, so
     tokens per CPU-second times the threads approximate the tokens per second a person would see.
     """
-    ok = [m for m in measured if m.get("prompt_cpu_s", 0) > 0 and m.get("tokens_per_cpu_s") is not None]
+    ok = [
+        m
+        for m in measured
+        if m.get("prompt_cpu_s", 0) > 0
+        and m.get("tokens_per_cpu_s") is not None
+        and m.get("threads", threads) == threads
+    ]
     if not ok:
         return Tuning(defaults.weights, defaults.flash_attn, defaults.n_ubatch, measured=measured)
 
@@ -223,7 +299,58 @@ def choose(measured: list[dict[str, Any]], defaults: Tuning) -> Tuning:
     fast_enough = [m for m in ok if idle_tokens_per_s(m) >= MIN_TOKENS_PER_S] or ok
     least = min(cost(m) for m in fast_enough)
     best = max((m for m in fast_enough if cost(m) <= least * (1 + TIE)), key=idle_tokens_per_s)
-    return Tuning(best["weights"], best["flash_attn"], best["n_ubatch"], measured=measured)
+    chosen = Tuning(best["weights"], best["flash_attn"], best["n_ubatch"], measured=measured)
+    others = [
+        m
+        for m in chosen._of_setup()
+        if m.get("threads") != threads and m.get("prompt_s", 0) > 0 and m.get("tokens_per_s") is not None
+    ]
+    gen, batch, chosen.note = choose_threads(best, others, threads=threads)
+    if (gen, batch) != (threads, threads):
+        chosen.threads, chosen.threads_batch = gen, batch
+    return chosen
+
+
+def choose_threads(
+    base: dict[str, Any], others: list[dict[str, Any]], *, threads: int
+) -> tuple[int, int, str]:
+    """The threads for generation and for the prompt, from the measurement ``base`` with the default
+    ``threads`` and ``others`` of the same configuration with other counts, and a note when some could not be
+    compared.
+
+    By wall-clock time: generation by tokens per second, the prompt by its seconds; another count replaces
+    the default only when it is faster by more than ``TIE``, and only when other work kept at most
+    ``BUSY_CORES`` busy during both measurements (else the comparison says more about that work). The prompt's
+    count must generate at least ``MIN_TOKENS_PER_S`` (or as fast as the default), and generation runs on no
+    more threads than the prompt.
+    """
+
+    def busy(m: dict[str, Any]) -> float:
+        return float(m.get("busy_cores", 0.0))
+
+    quiet = [m for m in others if busy(m) <= BUSY_CORES] if busy(base) <= BUSY_CORES else []
+    note = ""
+    if len(quiet) < len(others):
+        ignored = sorted(int(m["threads"]) for m in others if m not in quiet)
+        most = max(busy(m) for m in [base, *others])
+        counts = " and ".join(str(n) for n in ignored) + (" thread" if ignored == [1] else " threads")
+        note = (
+            f"{counts} not compared with {threads}: other work kept {most:.1f} cores busy while they were "
+            "measured"
+        )
+    gen = batch = threads
+    faster = [m for m in quiet if float(m["tokens_per_s"]) > float(base["tokens_per_s"]) * (1 + TIE)]
+    if faster:
+        gen = int(max(faster, key=lambda m: float(m["tokens_per_s"]))["threads"])
+    enough = min(MIN_TOKENS_PER_S, float(base["tokens_per_s"]))
+    faster = [
+        m
+        for m in quiet
+        if float(m["prompt_s"]) * (1 + TIE) < float(base["prompt_s"]) and float(m["tokens_per_s"]) >= enough
+    ]
+    if faster:
+        batch = int(min(faster, key=lambda m: float(m["prompt_s"]))["threads"])
+    return min(gen, batch), batch, note
 
 
 def _command(plan: dict[str, Any]) -> list[str]:
@@ -246,6 +373,8 @@ def _prompt_text() -> str:
 
 
 def _measure(path: Path, weights: str, threads: int, extra: bool, flash_attn: bool, n_ubatch: int) -> dict:
+    """One configuration's figures; ``busy_cores``: how many cores other work kept busy meanwhile (the whole
+    system's busy CPU time less this process's, over the wall-clock time of the prompt and the generation)."""
     from localrag.core.chat.llm import LocalLLM
 
     llm = LocalLLM(
@@ -258,7 +387,8 @@ def _measure(path: Path, weights: str, threads: int, extra: bool, flash_attn: bo
     )
     tokens = llm.tokenize(_prompt_text())
     tokens = (tokens * (1 + PROMPT_TOKENS // max(1, len(tokens))))[:PROMPT_TOKENS]
-    started, cpu = time.monotonic(), time.process_time()
+    window = time.monotonic(), time.process_time(), busy_cpu_seconds()
+    started, cpu = window[0], window[1]
     llm.llama.eval(tokens)
     prompt_s, prompt_cpu_s = time.monotonic() - started, time.process_time() - cpu
     n = 0
@@ -268,6 +398,9 @@ def _measure(path: Path, weights: str, threads: int, extra: bool, flash_attn: bo
         if n >= GEN_TOKENS:
             break
     gen_s, gen_cpu_s = time.monotonic() - started, time.process_time() - cpu
+    own_s = time.process_time() - window[1]
+    other_s = busy_cpu_seconds() - window[2] - own_s
+    wall_s = time.monotonic() - window[0]
     return {
         "weights": weights,
         "flash_attn": flash_attn,
@@ -278,12 +411,14 @@ def _measure(path: Path, weights: str, threads: int, extra: bool, flash_attn: bo
         "prompt_cpu_s": round(prompt_cpu_s, 4),
         "tokens_per_s": round((n - 1) / gen_s, 1) if n > 1 and gen_s > 0 else 0.0,
         "tokens_per_cpu_s": round((n - 1) / gen_cpu_s, 1) if n > 1 and gen_cpu_s > 0 else 0.0,
+        "busy_cores": round(max(0.0, other_s / wall_s), 2) if wall_s > 0 else 0.0,
     }
 
 
 def _run(plan: dict[str, Any]) -> None:
     """Measure the plan's configurations, printing one JSON line each; start none after ``budget_s`` (but
-    always measure the first)."""
+    always measure the first). The thread counts last: the configuration ``choose`` picks from the rest, with
+    each of ``other_threads``."""
     from localrag.core.chat.extra_buffers import extra_buffers_work
     from localrag.core.chat.fastcopy import ensure_fast_copy
     from localrag.core.errors import ModelMissing
@@ -293,7 +428,7 @@ def _run(plan: dict[str, Any]) -> None:
     models: dict[str, tuple[Path, bool]] = {}
     results: list[dict[str, Any]] = []
 
-    def run(weights: str, flash_attn: bool, n_ubatch: int) -> None:
+    def run(weights: str, flash_attn: bool, n_ubatch: int, n_threads: int = threads) -> None:
         if results and time.monotonic() > deadline:
             return
         if weights not in models:
@@ -304,7 +439,7 @@ def _run(plan: dict[str, Any]) -> None:
                 return
             models[weights] = copy, extra_buffers_work(copy, threads=threads)
         path, extra = models[weights]
-        result = _measure(path, weights, threads, extra, flash_attn, n_ubatch)
+        result = _measure(path, weights, n_threads, extra, flash_attn, n_ubatch)
         results.append(result)
         print(json.dumps(result), flush=True)
 
@@ -314,6 +449,9 @@ def _run(plan: dict[str, Any]) -> None:
         best = min(results, key=lambda r: r["prompt_cpu_s"])["weights"]
         run(best, not fa, ub)
         run(best, fa, ub // 2)
+        chosen = choose(results, Tuning(plan["weights"][0], fa, ub), threads=threads)
+        for n in plan.get("other_threads", [])[:MAX_OTHER_THREADS]:
+            run(chosen.weights, chosen.flash_attn, chosen.n_ubatch, n)
 
 
 if __name__ == "__main__":

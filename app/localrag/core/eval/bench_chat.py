@@ -147,6 +147,7 @@ class RoundResult:
     weights: str = ""  # the model file loaded
     flash_attn: bool = False
     n_ubatch: int = 0
+    loaded_threads: list[int] = field(default_factory=list)  # loaded with, for generation and the prompt
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -326,7 +327,7 @@ def measure_round(config: BenchConfig) -> RoundResult:
     extra = llm.extra_bufts
     kernels = llm.backend.describe()
     tuning = llm.tuning.describe() if llm.tuning is not None else ""
-    loaded = (llm.path.name, llm.flash_attn, llm.n_ubatch)
+    loaded = (llm.path.name, llm.flash_attn, llm.n_ubatch, [llm.threads, llm.threads_batch])
     del llm
     return RoundResult(
         load_s=load_s,
@@ -348,6 +349,7 @@ def measure_round(config: BenchConfig) -> RoundResult:
         weights=loaded[0],
         flash_attn=loaded[1],
         n_ubatch=loaded[2],
+        loaded_threads=loaded[3],
     )
 
 
@@ -383,6 +385,7 @@ def measure(config: BenchConfig, rounds: int) -> dict[str, Any]:
             "file": results[-1].weights,
             "flash_attn": results[-1].flash_attn,
             "n_ubatch": results[-1].n_ubatch,
+            "threads": results[-1].loaded_threads,
         },
         "ok": True,
         "rounds": len(results),
