@@ -63,15 +63,68 @@ def write_pdf(path: Path, pages: list[list[str]]) -> Path:
     return path
 
 
+# A cash flow statement laid out in columns: (x, y, text) in points, each piece placed on its own.
+CASH_FLOWS = [
+    (72, 720, "Globex Holdings and Subsidiaries"),
+    (72, 704, "Consolidated Statement of Cash Flows"),
+    (72, 680, "(Millions)"),
+    (380, 680, "2018"),
+    (450, 680, "2017"),
+    (520, 680, "2016"),
+    (72, 664, "Net cash provided by operating activities"),
+    (372, 664, "6,439"),
+    (442, 664, "6,240"),
+    (512, 664, "6,662"),
+    (72, 648, "Purchases of property, plant and equipment"),
+    (368, 648, "(1,577)"),
+    (438, 648, "(1,373)"),
+    (508, 648, "(1,420)"),
+    (72, 632, "Proceeds from sale of businesses"),
+    (380, 632, "846"),
+    (444, 632, "1,065"),
+    (520, 632, "142"),
+]
+
+
+def write_placed_pdf(path: Path, pieces: list[tuple[int, int, str]]) -> Path:
+    """A one-page PDF with each text piece placed at its own position (as a table is typeset)."""
+    from pypdf import PdfWriter
+    from pypdf.generic import DecodedStreamObject, DictionaryObject, NameObject
+
+    writer = PdfWriter()
+    font = writer._add_object(
+        DictionaryObject(
+            {
+                NameObject("/Type"): NameObject("/Font"),
+                NameObject("/Subtype"): NameObject("/Type1"),
+                NameObject("/BaseFont"): NameObject("/Helvetica"),
+                NameObject("/Encoding"): NameObject("/WinAnsiEncoding"),
+            }
+        )
+    )
+    page = writer.add_blank_page(612, 792)
+    page[NameObject("/Resources")] = DictionaryObject(
+        {NameObject("/Font"): DictionaryObject({NameObject("/F1"): font})}
+    )
+    ops = [f"BT /F1 10 Tf {x} {y} Td ({text}) Tj ET" for x, y, text in pieces]
+    stream = DecodedStreamObject()
+    stream.set_data("\n".join(ops).encode("cp1252"))
+    page[NameObject("/Contents")] = writer._add_object(stream)
+    with open(path, "wb") as f:
+        writer.write(f)
+    return path
+
+
 @pytest.fixture(scope="module")
 def docs(library, tmp_path_factory):
-    """A two-page PDF and a Markdown file, indexed."""
+    """A two-page PDF, a Markdown file and a one-page statement in columns, indexed."""
     folder = tmp_path_factory.mktemp("viewer-docs")
     pdf = write_pdf(folder / "tidal.pdf", [PAGE_ONE, PAGE_TWO])
     md = folder / "harbour.md"
     md.write_text(NOTES, encoding="utf-8")
-    index(library, [pdf, md])
-    return {"pdf": pdf, "md": md}
+    table = write_placed_pdf(folder / "globex-cash-flows.pdf", CASH_FLOWS)
+    index(library, [pdf, md, table])
+    return {"pdf": pdf, "md": md, "table": table}
 
 
 def _top(library, query, doc_type):
@@ -189,3 +242,39 @@ def test_dev_pane_scores_match_retrieve(qtbot, library, docs):
     # Every fused candidate, including any under the floor, on request.
     pane.candidates_box.setChecked(True)
     assert pane.table.rowCount() == len(shown.candidates)
+
+
+def test_the_asked_cell_of_a_quoted_row_is_outlined_on_the_page(qtbot, library, docs):
+    """A quoted row of figures: the row is highlighted, and the year asked for is outlined twice — its column
+    heading and the row's value under it, found from pdfium's character positions."""
+    from localrag.core.chat.evidence import find_evidence
+    from localrag.core.chat.pages import page_texts
+    from localrag.core.retrieve import retrieve
+    from localrag.gui.views.sources import SourceRef, SourceViewer
+
+    question = "What were the purchases of property, plant and equipment in FY2017?"
+    result = retrieve(library, question, path_glob="globex-cash-flows.pdf").results[0]
+    with library.pool.connection() as conn:
+        pages = page_texts(conn, [(result.doc_id, result.page_number)])
+    ev = find_evidence(question, [result], None, pages=pages)
+    span = next(s for s in ev.spans if "Purchases" in s.text)
+    row = next(r for r in span.rows if r.label == "Purchases of property, plant and equipment")
+    assert row.asked == [1]
+    page = pages[(result.doc_id, result.page_number)]
+    assert [page[a:b] for a, b in row.marks] == ["2017", "(1,373)"]
+
+    ref = SourceRef.from_result(result, 1)
+    ref.char_start, ref.char_end, ref.text, ref.marks = span.char_start, span.char_end, span.text, row.marks
+    viewer = SourceViewer(library, ref)
+    qtbot.addWidget(viewer)
+    with qtbot.waitSignal(viewer.loaded, timeout=20000) as blocker:
+        viewer.show()
+    shown = blocker.args[0].page
+    assert shown is not None and shown.exact and len(shown.marks) == 2
+    (heading,), (value,) = shown.marks
+    # The heading sits above the value, in the same column; the value is on the highlighted row.
+    assert heading[1] + heading[3] <= value[1]
+    assert heading[0] < value[0] + value[2] and value[0] < heading[0] + heading[2]
+    assert any(r[1] <= value[1] + value[3] / 2 <= r[1] + r[3] for r in shown.rects)
+    # Another year's column is elsewhere on the line: the 2018 value lies left of the outlined one.
+    assert value[0] > min(r[0] for r in shown.rects) + 200

@@ -10,7 +10,7 @@ and equipment (PP&E) — 2018: (1,577) · 2017: (1,373) · 2016: (1,420)", and t
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 # One figure of a row: "1,577", "(1,577)", "$ 14,694", "$ (1,577)", "-3.2", "12.5%", or a dash for none.
 FIGURE = r"(?:[$€£¥]\s?)?\(?-?[$€£¥]?\s?\d(?:[\d,]*\d)?(?:\.\d+)?\)?%?|[—–-]"
@@ -28,17 +28,24 @@ _ASKED_YEAR = re.compile(r"(?:FY\s?|Q[1-4]\s?)?'?((?:19|20)\d\d)\b", re.IGNORECA
 @dataclass
 class Cells:
     """A row's ``label`` and its ``(column heading, value)`` pairs, left to right; ``asked`` holds the
-    indexes of the columns the question names."""
+    indexes of the columns the question names; ``marks`` the ``(start, end)`` offsets in the page text of
+    the asked columns' headings and values (for the source viewer to outline them; empty when not known)."""
 
     label: str
     columns: list[tuple[str, str]]
     asked: list[int]
+    marks: list[tuple[int, int]] = field(default_factory=list)
 
     def text(self) -> str:
         return f"{self.label} — " + " · ".join(f"{h}: {v}" for h, v in self.columns)
 
     def to_dict(self) -> dict[str, object]:
-        return {"label": self.label, "columns": [list(c) for c in self.columns], "asked": list(self.asked)}
+        return {
+            "label": self.label,
+            "columns": [list(c) for c in self.columns],
+            "asked": list(self.asked),
+            "marks": [list(m) for m in self.marks],
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, object] | None) -> Cells | None:
@@ -46,7 +53,8 @@ class Cells:
             return None
         columns = [(str(h), str(v)) for h, v in data.get("columns") or []]  # type: ignore[attr-defined]
         asked = [int(i) for i in data.get("asked") or []]  # type: ignore[attr-defined]
-        return cls(str(data.get("label") or ""), columns, asked)
+        marks = [(int(a), int(b)) for a, b in data.get("marks") or []]  # type: ignore[attr-defined]
+        return cls(str(data.get("label") or ""), columns, asked, marks)
 
 
 _YEAR = re.compile(r"\b(?:19|20)\d\d\b")
@@ -93,12 +101,38 @@ def headings_above(page: str, row_start: int, count: int) -> list[str] | None:
     """The ``count`` column headings of the table a row at ``row_start`` of ``page`` belongs to: the years or
     quarters of the nearest line above that has exactly that many and no other figure ("(Millions) 2018 2017
     2016", "GAAP results 2022 $ million 2023 $ million", "Q4 2023 Q4 2022")."""
-    lines = page[:row_start].split("\n")[-MAX_LINES_UP:]
-    for line in reversed(lines):
-        found = [" ".join(m.group(0).split()) for m in _HEADING_IN_LINE.finditer(line)]
-        if len(found) == count and not _OTHER_FIGURE.search(_HEADING_IN_LINE.sub(" ", line)):
-            return [h.upper() if h[:1].isalpha() else h for h in found]
+    found = _headings_at(page, row_start, count)
+    return [h for h, _ in found] if found is not None else None
+
+
+def _headings_at(page: str, row_start: int, count: int) -> list[tuple[str, tuple[int, int]]] | None:
+    """``headings_above`` with each heading's offsets in ``page``."""
+    end = max(0, row_start)
+    for _ in range(MAX_LINES_UP):
+        if end <= 0:
+            break
+        start = page.rfind("\n", 0, end - 1) + 1
+        line = page[start:end]
+        matches = list(_HEADING_IN_LINE.finditer(line))
+        if len(matches) == count and not _OTHER_FIGURE.search(_HEADING_IN_LINE.sub(" ", line)):
+            return [(_heading(m.group(0)), (start + m.start(), start + m.end())) for m in matches]
+        end = start
     return None
+
+
+def _heading(text: str) -> str:
+    text = " ".join(text.split())
+    return text.upper() if text[:1].isalpha() else text
+
+
+def _figure_offsets(row: str, row_start: int, count: int) -> list[tuple[int, int]]:
+    """The page offsets of a row's ``count`` figures (``row`` as it stands at ``row_start``), or [] when they
+    are not found as split."""
+    match = FIGURES_ROW.search(row)
+    if match is None:
+        return []
+    found = [(row_start + m.start(), row_start + m.end()) for m in _FIGURE.finditer(row, match.start())]
+    return found if len(found) == count else []
 
 
 def cells_of(row: str, page: str, row_start: int, question: str = "") -> Cells | None:
@@ -108,9 +142,12 @@ def cells_of(row: str, page: str, row_start: int, question: str = "") -> Cells |
     if split is None:
         return None
     label, figures = split
-    headings = headings_above(page, row_start, len(figures))
-    if headings is None:
+    found = _headings_at(page, row_start, len(figures))
+    if found is None:
         return None
+    headings = [h for h, _ in found]
     years = {m.group(1) for m in _ASKED_YEAR.finditer(question)}
     asked = [i for i, h in enumerate(headings) if any(y in h for y in years)]
-    return Cells(label, list(zip(headings, figures, strict=True)), asked)
+    values = _figure_offsets(row, row_start, len(figures)) if page[row_start:].startswith(row) else []
+    marks = [m for i in asked for m in (found[i][1], values[i])] if values else []
+    return Cells(label, list(zip(headings, figures, strict=True)), asked, marks)

@@ -27,6 +27,9 @@ class SourceRef:
     number: int | None = None  # the [n] of the citation, when known
     cited: bool = False  # the answer cites it
     quoted: bool = False  # the answer repeats its words without citing it
+    # Offsets in the page text of the cells to outline within the span (a row's asked column: its heading
+    # and its value).
+    marks: list[tuple[int, int]] = field(default_factory=list)
 
     @classmethod
     def from_source(cls, source: Source, number: int | None = None) -> SourceRef:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ctypes
 import logging
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -32,6 +32,7 @@ PAGE_SCALE = 2.0  # 144 dpi, shown scaled to the pane's width: sharp, and a page
 CONTEXT_CHUNKS = 2  # chunks shown before and after the cited ones in the passage pane
 HIGHLIGHT = QtGui.QColor(255, 214, 0, 110)
 HIGHLIGHT_EDGE = QtGui.QColor(214, 160, 0)
+CELL_EDGE = QtGui.QColor(200, 70, 0)
 
 # pdfium is not thread-safe: no two pdfium calls may run at once, even on different documents.
 
@@ -45,6 +46,8 @@ class PageImage:
     pixels: np.ndarray
     rects: list[tuple[float, float, float, float]]
     exact: bool  # the span was found at its recorded offsets (not by searching for its words)
+    # The outlined cells (``SourceRef.marks``), one rectangle list per cell.
+    marks: list[list[tuple[float, float, float, float]]] = field(default_factory=list)
 
 
 @dataclass
@@ -115,9 +118,16 @@ def _locate(cleaned: str, start: int, end: int, passage: str) -> tuple[int, int,
 
 
 def render_pdf_page(
-    path: Path, page_number: int, char_start: int, char_end: int, passage: str, scale: float = PAGE_SCALE
+    path: Path,
+    page_number: int,
+    char_start: int,
+    char_end: int,
+    passage: str,
+    scale: float = PAGE_SCALE,
+    marks: list[tuple[int, int]] | None = None,
 ) -> PageImage:
-    """Render one page and the rectangles of the characters ``char_start``..``char_end`` of its cleaned text.
+    """Render one page and the rectangles of the characters ``char_start``..``char_end`` of its cleaned text
+    (and of each of ``marks``, other offsets in it, when the span was found where it was recorded).
 
     Raises:
         OSError: the file is gone or unreadable.
@@ -144,27 +154,32 @@ def render_pdf_page(
                 try:
                     cleaned, index = cleaned_with_map(textpage.get_text_range())
                     start, end, exact = _locate(cleaned, char_start, char_end, passage)
-                    rects: list[tuple[float, float, float, float]] = []
-                    if start >= 0 and end > start:
-                        first, last = index[start], index[min(end, len(index)) - 1]
-                        dx, dy = ctypes.c_int(), ctypes.c_int()
+                    dx, dy = ctypes.c_int(), ctypes.c_int()
 
-                        def device(x: float, y: float) -> tuple[int, int]:
-                            raw.FPDF_PageToDevice(page, 0, 0, width, height, 0, x, y, dx, dy)
-                            return dx.value, dy.value
+                    def device(x: float, y: float) -> tuple[int, int]:
+                        raw.FPDF_PageToDevice(page, 0, 0, width, height, 0, x, y, dx, dy)
+                        return dx.value, dy.value
 
-                        for i in range(textpage.count_rects(first, last - first + 1)):
-                            left, bottom, right, top = textpage.get_rect(i)
-                            x0, y0 = device(left, top)
-                            x1, y1 = device(right, bottom)
-                            rects.append((min(x0, x1), min(y0, y1), abs(x1 - x0), abs(y1 - y0)))
+                    def boxes(a: int, b: int) -> list[tuple[float, float, float, float]]:
+                        found: list[tuple[float, float, float, float]] = []
+                        if 0 <= a < b <= len(index):
+                            first, last = index[a], index[b - 1]
+                            for i in range(textpage.count_rects(first, last - first + 1)):
+                                left, bottom, right, top = textpage.get_rect(i)
+                                x0, y0 = device(left, top)
+                                x1, y1 = device(right, bottom)
+                                found.append((min(x0, x1), min(y0, y1), abs(x1 - x0), abs(y1 - y0)))
+                        return found
+
+                    rects = boxes(start, min(end, len(index))) if start >= 0 and end > start else []
+                    cells = [boxes(a, b) for a, b in marks or []] if exact else []
                 finally:
                     textpage.close()
             finally:
                 page.close()
         finally:
             pdf.close()
-    return PageImage(pixels, rects, exact)
+    return PageImage(pixels, rects, exact, [c for c in cells if c])
 
 
 def passage_context(library: Library, ref: SourceRef, context_chunks: int = CONTEXT_CHUNKS) -> Passage:
@@ -274,7 +289,7 @@ def load_source_view(library: Library, ref: SourceRef, scale: float = PAGE_SCALE
                 view.note = f"The file is not at {ref.path} on this computer; showing the library's copy."
             try:
                 view.page = render_pdf_page(
-                    path, ref.page_number, ref.char_start, ref.char_end, ref.text, scale
+                    path, ref.page_number, ref.char_start, ref.char_end, ref.text, scale, ref.marks
                 )
             except Exception as exc:  # a changed or damaged file: the text still shows
                 log.info("cannot render page %d of %s: %s", ref.page_number, ref.path, exc)
@@ -304,6 +319,13 @@ def page_pixmap(page: PageImage) -> QtGui.QPixmap:
             bottom = max(r[1] + r[3] for r in page.rects)
             left = max(2.0, min(r[0] for r in page.rects) - 10)
             painter.fillRect(QtCore.QRectF(left, top - 1, 4, bottom - top + 2), HIGHLIGHT_EDGE)
+        painter.setPen(QtGui.QPen(CELL_EDGE, 2.5))
+        for cell in page.marks:  # the asked column's heading and value, outlined
+            x0 = min(r[0] for r in cell)
+            y0 = min(r[1] for r in cell)
+            x1 = max(r[0] + r[2] for r in cell)
+            y1 = max(r[1] + r[3] for r in cell)
+            painter.drawRoundedRect(QtCore.QRectF(x0 - 4, y0 - 3, x1 - x0 + 8, y1 - y0 + 6), 3, 3)
     finally:
         painter.end()
     return QtGui.QPixmap.fromImage(image)

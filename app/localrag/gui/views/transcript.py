@@ -147,9 +147,12 @@ def span_ref(turn: Turn, index: int) -> SourceRef | None:
     if not 0 <= index < len(spans):
         return None
     s = spans[index]
-    return _ref_for(
+    ref = _ref_for(
         turn, s.number, page=s.page_number, start=s.char_start, end=s.char_end, text=s.text, fallback=s
     )
+    if ref is not None and s.char_start >= 0:  # the cells asked for, outlined on the page
+        ref.marks = list(dict.fromkeys(m for row in s.rows for m in row.marks))
+    return ref
 
 
 def checked_ref(turn: Turn, index: int) -> SourceRef | None:
