@@ -21,6 +21,12 @@ _FIGURE = re.compile(rf"(?:{FIGURE})(?=\s|$)")
 _HEADING_IN_LINE = re.compile(r"(?<![\w.])(?:FY\s?|Q[1-4]\s)?(?:19|20)\d\d(?![\w.])", re.IGNORECASE)
 # How far above a row its column headings are looked for (lines).
 MAX_LINES_UP = 80
+# A question that asks for a quantity.
+_ASKS_QUANTITY = re.compile(
+    r"\b(?:how (?:much|many)|amount|ratio|rate|percentage|percent|growth|total|figure|value|calculate|"
+    r"compute)\b|%",
+    re.IGNORECASE,
+)
 # A year the question names: "FY2018", "2018", "fiscal 2018", "Q4 2023".
 _ASKED_YEAR = re.compile(r"(?:FY\s?|Q[1-4]\s?)?'?((?:19|20)\d\d)\b", re.IGNORECASE)
 
@@ -69,6 +75,11 @@ def is_column_headings(text: str) -> bool:
     if not flat or flat.endswith((".", "?", "!")) or len(set(_YEAR.findall(flat))) < 2:
         return False
     return not _OTHER_FIGURE.search(_YEAR.sub(" ", flat))
+
+
+def asks_for_quantity(question: str) -> bool:
+    """Whether a question asks for a quantity ("how much", an amount, a total, a ratio, a rate, growth…)."""
+    return bool(_ASKS_QUANTITY.search(question))
 
 
 def is_figures_row(line: str) -> bool:

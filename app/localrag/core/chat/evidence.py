@@ -33,7 +33,13 @@ from typing import Any
 import numpy as np
 
 from localrag.core.chat import spans as sp
-from localrag.core.chat.cells import Cells, cells_of, is_column_headings, is_figures_row, split_row
+from localrag.core.chat.cells import (
+    Cells,
+    cells_of,
+    is_column_headings,
+    is_figures_row,
+    split_row,
+)
 from localrag.core.retrieve import statements
 
 # How many of the best passages are read for sentences.
@@ -48,6 +54,11 @@ W_PASSAGE = 0.15
 # ("The default is 79 by 24." answers a question about the dumb terminal its heading names).
 CONTEXT_WORDS = 0.4
 KIND_BONUS = 0.08
+# A row of figures holding a line a measure the question names is computed from: the answer's figures, though
+# it shares no word with the question ("capital expenditure" → "Purchases of property, plant and equipment
+# (1,577)"). Not when the question asks why (what drove a change is said in words).
+MEASURE_BONUS = 0.16
+_EXPLAINS = re.compile(r"\b(?:why|drove|drives|driven|drivers?|explain\w*|reasons?|caus\w+)\b", re.IGNORECASE)
 HEADING_PENALTY = 0.20
 QUESTION_PENALTY = 0.15
 FRAGMENT_PENALTY = 0.10
@@ -249,6 +260,7 @@ def find_evidence(
     _lexical(question, candidates)
     # The lines a measure the question names is computed from, though they share no word with it.
     lines = "|".join(s.rows for s in statements.asked(question) if s.rows)
+    figures = not _EXPLAINS.search(question)
     needed = {id(c) for c in candidates if lines and _row_named(c.span.text, frozenset(), lines)}
     # The embedding model reads the most promising sentences only (its cost grows with their number).
     candidates.sort(
@@ -269,7 +281,7 @@ def find_evidence(
     asked = asked_for(question)
     named = frozenset(sp.content_terms(question))
     for c in scored:
-        _score(c, kind, asked, named, lines)
+        _score(c, kind, asked, named, lines, figures)
     _carry_context(scored)
     chosen = _choose(scored)
     for i, part in enumerate(parts if len(parts) > 1 else []):
@@ -457,13 +469,15 @@ def _score(
     asked: frozenset[str] = frozenset(),
     named: frozenset[str] = frozenset(),
     lines: str = "",
+    figures: bool = False,
 ) -> None:
     """``asked``: the identifiers and numbers of the question (lower case); the kind bonus is for a sentence
     that holds one the question did not name — the answer, not the question's own words. ``named``: the
     question's content words; a row of figures whose label they name ("net sales" → "Net sales 14,544
     14,694") gets the kind bonus too: its figures are what was asked; so does a row whose label matches
     ``lines``, the statement lines a measure the question names is computed from (``statements``: capital
-    expenditure → "Purchases of property, plant and equipment")."""
+    expenditure → "Purchases of property, plant and equipment"), and ``MEASURE_BONUS`` when the question
+    asks for the ``figures`` (not why they changed)."""
     f = c.features
     f.setdefault("semantic", 0.0)
     f["kind"] = 0.0
@@ -472,6 +486,8 @@ def _score(
         f["kind"] = KIND_BONUS
     elif kind == "number" and _new(sp.numbers(text), asked):
         f["kind"] = KIND_BONUS
+    elif lines and figures and _row_named(text, frozenset(), lines):
+        f["kind"] = MEASURE_BONUS
     elif (named or lines) and _row_named(text, named, lines):
         f["kind"] = KIND_BONUS
     penalty = 0.0

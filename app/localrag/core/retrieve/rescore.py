@@ -34,16 +34,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from localrag.core.chat import spans as sp
-from localrag.core.chat.cells import figures_share
+from localrag.core.chat.cells import asks_for_quantity, figures_share
 from localrag.core.retrieve.results import Result
 
 _LINES = re.compile(r"(?<=[.!?])\s+(?=[A-Z(])|\n+")
-# A question that asks for a quantity.
-_ASKS_QUANTITY = re.compile(
-    r"\b(?:how (?:much|many)|amount|ratio|rate|percentage|percent|growth|total|figure|value|calculate|"
-    r"compute)\b|%",
-    re.IGNORECASE,
-)
 _YEARS = re.compile(r"(?:FY|Q[1-4])\s?'?((?:19|20)?\d\d)\b", re.IGNORECASE)
 
 
@@ -70,7 +64,7 @@ def rescore(question: str, candidates: Sequence[Result], weights: Weights, top: 
     if not terms:
         return list(candidates)
     exact = _exact_tokens(question)
-    asks_quantity = weights.table > 0 and bool(_ASKS_QUANTITY.search(question))
+    asks_quantity = weights.table > 0 and asks_for_quantity(question)
     pairs = _pairs(stems_of(question))
     qset = set(terms)
     stems, lines, heads = [], [], []
