@@ -33,8 +33,8 @@ Diesel is sold at the fuel berth from eight until noon, cash only.
 """
 
 
-def write_pdf(path: Path, pages: list[list[str]]) -> Path:
-    """A PDF whose pages hold these lines in Helvetica (a real text layer, as a word processor writes)."""
+def _write(path: Path, pages: list[list[str]]) -> Path:
+    """A PDF whose pages draw text in Helvetica with these content-stream operators."""
     from pypdf import PdfWriter
     from pypdf.generic import DecodedStreamObject, DictionaryObject, NameObject
 
@@ -49,18 +49,25 @@ def write_pdf(path: Path, pages: list[list[str]]) -> Path:
             }
         )
     )
-    for lines in pages:
+    for ops in pages:
         page = writer.add_blank_page(612, 792)
         page[NameObject("/Resources")] = DictionaryObject(
             {NameObject("/Font"): DictionaryObject({NameObject("/F1"): font})}
         )
-        ops = ["BT /F1 11 Tf 15 TL 72 720 Td"] + [f"({line}) Tj T*" for line in lines] + ["ET"]
         stream = DecodedStreamObject()
         stream.set_data("\n".join(ops).encode("cp1252"))
         page[NameObject("/Contents")] = writer._add_object(stream)
     with open(path, "wb") as f:
         writer.write(f)
     return path
+
+
+def write_pdf(path: Path, pages: list[list[str]]) -> Path:
+    """A PDF whose pages hold these lines in Helvetica (a real text layer, as a word processor writes)."""
+    return _write(
+        path,
+        [["BT /F1 11 Tf 15 TL 72 720 Td", *(f"({line}) Tj T*" for line in lines), "ET"] for lines in pages],
+    )
 
 
 # A cash flow statement laid out in columns: (x, y, text) in points, each piece placed on its own.
@@ -88,31 +95,7 @@ CASH_FLOWS = [
 
 def write_placed_pdf(path: Path, pieces: list[tuple[int, int, str]]) -> Path:
     """A one-page PDF with each text piece placed at its own position (as a table is typeset)."""
-    from pypdf import PdfWriter
-    from pypdf.generic import DecodedStreamObject, DictionaryObject, NameObject
-
-    writer = PdfWriter()
-    font = writer._add_object(
-        DictionaryObject(
-            {
-                NameObject("/Type"): NameObject("/Font"),
-                NameObject("/Subtype"): NameObject("/Type1"),
-                NameObject("/BaseFont"): NameObject("/Helvetica"),
-                NameObject("/Encoding"): NameObject("/WinAnsiEncoding"),
-            }
-        )
-    )
-    page = writer.add_blank_page(612, 792)
-    page[NameObject("/Resources")] = DictionaryObject(
-        {NameObject("/Font"): DictionaryObject({NameObject("/F1"): font})}
-    )
-    ops = [f"BT /F1 10 Tf {x} {y} Td ({text}) Tj ET" for x, y, text in pieces]
-    stream = DecodedStreamObject()
-    stream.set_data("\n".join(ops).encode("cp1252"))
-    page[NameObject("/Contents")] = writer._add_object(stream)
-    with open(path, "wb") as f:
-        writer.write(f)
-    return path
+    return _write(path, [[f"BT /F1 10 Tf {x} {y} Td ({text}) Tj ET" for x, y, text in pieces]])
 
 
 @pytest.fixture(scope="module")
