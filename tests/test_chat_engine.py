@@ -305,6 +305,24 @@ def test_store_down_answers_ungrounded_and_says_so(llm, home):
     assert strict.answer.startswith("I cannot search your documents")
 
 
+def test_a_store_that_did_not_start_says_why_in_the_answer(llm, home, monkeypatch):
+    """The embedded server refused to start (a fault injected in its start): the ungrounded answer's notice
+    gives that reason, not "not open yet"."""
+    from localrag.core import library as library_module
+
+    reason = "The data folder is on a read-only disk."
+
+    def refuse(_server):
+        raise StoreUnavailable(reason)
+
+    monkeypatch.setattr(library_module.EmbeddedServer, "start", refuse)
+    library = library_module.Library(Settings())
+    with pytest.raises(StoreUnavailable):
+        library.open()
+    done = _run(ChatEngine(library, llm), None, "How do I back up my library?")[-1]
+    assert isinstance(done, Done) and reason in done.notice
+
+
 def test_a_bug_in_retrieval_is_an_internal_error_not_the_store_being_down(engine, monkeypatch, caplog):
     """A ``ProgrammingError`` (a bug in our SQL) is not "your documents could not be searched": the answer
     fails as an internal error that names the log, and the traceback is logged."""

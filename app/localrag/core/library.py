@@ -52,6 +52,7 @@ class Library:
         self.owner = owner
         self.server: EmbeddedServer | None = None
         self.conninfo = ""
+        self._open_error = ""  # why the last open failed, for what later uses of the store say
         self._embedder: OnnxEmbedder | None = None
         # ``_state_lock`` guards the model reference and the query cache and is never held across slow work;
         # ``_load_lock`` makes concurrent first uses share one load. ``drop_embedder`` replaces the load lock,
@@ -87,20 +88,25 @@ class Library:
             StoreUnavailable: with a one-line reason (server down, no pgvector, bad URL).
             AlreadyRunning: another Local RAG owns this data folder.
         """
-        if self.embedded:
-            self.server = EmbeddedServer(paths.pg_data_dir(), owner=self.owner)
-            self.conninfo = self.server.start()
-        else:
-            self.conninfo = self.settings.database_url
-        if migrate:
-            with self.connect() as conn:
-                Migrator(conn).migrate()
+        try:
+            if self.embedded:
+                self.server = EmbeddedServer(paths.pg_data_dir(), owner=self.owner)
+                self.conninfo = self.server.start()
+            else:
+                self.conninfo = self.settings.database_url
+            if migrate:
+                with self.connect() as conn:
+                    Migrator(conn).migrate()
+        except KnownError as exc:  # what a later use of the store says, instead of "not open yet"
+            self._open_error = exc.message
+            raise
+        self._open_error = ""
         log.info("store open at %s", db.mask_password(self.conninfo))
 
     def connect(self, *, autocommit: bool = False) -> psycopg.Connection[Any]:
         """A new connection (one per thread; psycopg connections are not shared between threads)."""
         if not self.conninfo:
-            raise StoreUnavailable("The database is not open yet.")
+            raise StoreUnavailable(self._open_error or "The database is not open yet.")
         return db.connect(self.conninfo, autocommit=autocommit)
 
     def ensure_store(self) -> bool:
