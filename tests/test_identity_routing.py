@@ -262,7 +262,12 @@ def test_a_question_about_a_statement_measure_gets_the_statement_first(clean_db,
     assert resp.results[0].page_number == 5
     assert "Total current liabilities" in resp.results[0].text
     assert resp.routing["statements_first"] == [
-        {"statement": "balance sheet", "page": 5, "chunk": resp.results[0].chunk_ids[0]}
+        {
+            "statement": "balance sheet",
+            "doc_id": resp.results[0].doc_id,
+            "page": 5,
+            "chunk": resp.results[0].chunk_ids[0],
+        }
     ]
     # A measure of both statements gets both; the statement named in the question is found by its title.
     both = retrieve(clean_db, "What is Globex's return on assets for FY2023?", k=5)

@@ -161,7 +161,8 @@ def retrieve(
         elif tuning.statements_first and resp.results and resp.reason is None:
             wanted = statements.asked(text)
             if wanted:
-                _statements_first(library, resp.results[0].doc_id, wanted, text, conn, resp, k)
+                docs = list(dict.fromkeys(r.doc_id for r in resp.results))[: statements.MAX_DOCUMENTS]
+                _statements_first(library, docs, wanted, text, conn, resp, k)
     except Exception as exc:
         known = as_known(exc)
         if known is None:
@@ -352,16 +353,16 @@ def _contents_first(
 
 def _statements_first(
     library: Searchable,
-    doc_id: int,
+    doc_ids: list[int],
     wanted: list[statements.Asked],
     question: str,
     conn: psycopg.Connection[Any] | None,
     resp: RetrievalResponse,
     k: int,
 ) -> None:
-    """Put the first page of each statement the question needs (``statements``) first, from the document of
-    the best passage: of that page, the passage holding most of the lines the question needs, then most of
-    its words, then the one ranked best."""
+    """Put the first page of each statement the question needs (``statements``) first, from the first of
+    ``doc_ids`` (the documents of the best passages, best first) that has it: of that page, the passage
+    holding most of the lines the question needs, then most of its words, then the one ranked best."""
     t = time.perf_counter()
     firsts: list[Result] = []
     qvec, model, dim = None, "", 0
@@ -376,11 +377,14 @@ def _statements_first(
         c = conn if conn is not None else stack.enter_context(library.pool.connection())
         with c.transaction():
             _limit_statement_time(c)
-            pages = statements.first_pages(c, doc_id, wanted)
+            pages: list[tuple[statements.Asked, int, int]] = []
+            for doc_id in doc_ids:
+                missing = [s for s in wanted if all(s is not found for found, _, _ in pages)]
+                pages += [(s, doc_id, page) for s, page in statements.first_pages(c, doc_id, missing)]
             known = {r.chunk_ids[0]: r for r in resp.candidates}
             rank = {cid: i for i, cid in enumerate(known)}
             terms = set(rescore.stems_of(question))
-            for statement, page in pages:
+            for statement, doc_id, page in sorted(pages, key=lambda p: wanted.index(p[0])):
                 ids = [
                     int(row[0])
                     for row in c.execute(
@@ -411,7 +415,12 @@ def _statements_first(
     rest = [r for r in resp.results if not taken.intersection(r.chunk_ids)]
     resp.results = (firsts + rest)[:k]
     resp.routing["statements_first"] = [
-        {"statement": str(r.scores["statement"]), "page": r.page_number, "chunk": r.chunk_ids[0]}
+        {
+            "statement": str(r.scores["statement"]),
+            "doc_id": r.doc_id,
+            "page": r.page_number,
+            "chunk": r.chunk_ids[0],
+        }
         for r in firsts
     ]
     resp.timings["statements"] = _ms(t)

@@ -35,6 +35,9 @@ MIN_ROWS = 8
 # A page's title is in its page head (the chunk's context) or in its first characters.
 HEAD_CHARS = 300
 TITLE_CHARS = 80
+# The documents of the best passages looked in, best first, for a statement the first of them lacks (an
+# earnings release without a balance sheet, when the annual report is the next).
+MAX_DOCUMENTS = 3
 
 
 BALANCE, INCOME, CASH = "balance sheet", "income statement", "cash flow statement"
