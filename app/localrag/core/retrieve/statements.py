@@ -9,7 +9,8 @@ words better than the statement, whose line reads "Purchases of property, plant 
 So a question that names a statement ("the balance sheet", "statement of operations") or a measure computed
 from one (``MEASURES``: quick ratio → balance sheet, gross margin → income statement, capital expenditure →
 cash flow statement, return on assets → both the balance sheet and the income statement) gets that statement's
-first page in the document of its best passage put first: of that page, the passage holding the lines the
+first page put first, from the document of its best passage (or of the next best, ``MAX_DOCUMENTS``, when that
+one has no such statement): of that page, the passage holding the lines the
 measure is computed from ("Purchases of property, plant and equipment" for capital expenditure), else the one
 holding most of the question's words. A statement's page is found by what it looks like,
 not by its number: the first page of the document whose page head (or first lines) carries the statement's
