@@ -268,11 +268,17 @@ def test_a_measure_is_answered_by_the_statement_lines_it_is_computed_from(embed,
         "Net cash provided by operating activities 6,439 6,240 6,662\nCash Flows from Investing Activities\n",
     )
     passage = Passage(page, title="3M 10-K 2018", page_number=60, char_start=0)
+    prose = Passage(  # the question's words, and none of its figures
+        "Capital expenditure was the largest use of cash in 2018.\n",
+        title="3M 10-K 2018",
+        page_number=45,
+    )
     question = "What is the FY2018 capital expenditure amount? Use the cash flow statement."
-    ev = find_evidence(question, [passage], embed, pages={(1, 60): page})
+    ev = find_evidence(question, [passage, prose], embed, pages={(1, 60): page})
     assert ev.answered
     assert "Purchases of property, plant and equipment (PP&E) — 2018: $ (1,577)" in ev.text()
+    assert all(s.page_number == 60 for s in ev.spans)  # the figures answer; the sentence beside them does not
     # Without knowing what the measure is computed from, the lines with the question's words are quoted.
     monkeypatch.setattr(statements, "asked", lambda question: [])
-    plain = find_evidence(question, [passage], embed, pages={(1, 60): page})
+    plain = find_evidence(question, [passage, prose], embed, pages={(1, 60): page})
     assert "Purchases" not in plain.text()

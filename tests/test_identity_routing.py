@@ -282,6 +282,9 @@ def test_a_question_about_a_statement_measure_gets_the_statement_first(clean_db,
     assert "statements_first" not in told.routing
     assert statements.asked("What was the company's capex in 2022?")[0].name == "cash flow statement"
     assert statements.asked("Who is the chief executive?") == []
+    # A statement's title is a heading; a sentence that names one is not.
+    assert statements.is_title("Consolidated Statements of Cash Flows")
+    assert not statements.is_title("Capex is shown in the cash flow statement.")
 
 
 def test_the_documents_list_says_what_a_document_is(clean_db, tmp_path, qapp):

@@ -350,6 +350,8 @@ def _choose(scored: list[_Candidate]) -> list[_Candidate]:
             break
         if c.heading or any(_overlaps(c, o) for o in chosen):
             continue
+        if best.features.get("kind") == MEASURE_BONUS and c.features.get("kind") != MEASURE_BONUS:
+            continue  # the figures a measure is computed from answer it; a sentence beside them does not
         chosen.append(c)
     return chosen + _continuation(best, scored, chosen)
 

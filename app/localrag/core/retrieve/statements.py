@@ -176,6 +176,7 @@ def is_title(line: str) -> bool:
     text = " ".join(line.split())
     return (
         len(text) <= TITLE_CHARS
+        and not text.endswith((".", "?", "!", ";", ","))  # a sentence that names a statement is not one
         and not any(ch.isdigit() for ch in text)
         and any(re.search(title, text, re.IGNORECASE) for title in TITLES.values())
     )
