@@ -31,12 +31,9 @@ def engine(library, tmp_path_factory):
     folder = tmp_path_factory.mktemp("textdocs")
     for name, text in DOCS.items():
         (folder / name).write_text(text, encoding="utf-8")
-    ingestor = Ingestor(library)
-    try:
+    with Ingestor(library) as ingestor:
         ingestor.enqueue([folder])
         assert ingestor.run().ready == len(DOCS)
-    finally:
-        ingestor.close()
     return ChatEngine(library, load_llm(Settings(n_ctx=2048)))
 
 

@@ -397,12 +397,9 @@ def test_ingest_survives_a_failure_to_compute_sections(corpus, tmp_path):
     with corpus.connect() as conn:
         conn.execute("ALTER TABLE document_sections RENAME TO document_sections_away")
     try:
-        ingestor = Ingestor(corpus)
-        try:
+        with Ingestor(corpus) as ingestor:
             ingestor.enqueue([path])
             summary = ingestor.run()
-        finally:
-            ingestor.close()
     finally:
         with corpus.connect() as conn:
             conn.execute("ALTER TABLE document_sections_away RENAME TO document_sections")

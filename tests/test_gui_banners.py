@@ -191,12 +191,9 @@ def test_reembed_banner_runs_in_the_background_and_clears(qtbot, clean_db, tmp_p
 
     doc = tmp_path / "tides.txt"
     doc.write_text(TEXT)
-    ingestor = Ingestor(clean_db)
-    try:
+    with Ingestor(clean_db) as ingestor:
         ingestor.enqueue([doc])
         assert ingestor.run().ready == 1
-    finally:
-        ingestor.close()
     active = clean_db.embedder.name
     # The document's vectors now come from another model only (as after switching models).
     with clean_db.connect() as conn:

@@ -124,11 +124,8 @@ def test_edited_metadata_reindexes_and_reembeds_only_that_document(clean_db, tmp
     resp = retrieve(clean_db, "Zanzibar Hydraulics pump", k=1)
     assert resp.results[0].doc_id == doc_id  # BM25 sees the new name at once
     assert resp.routing["mode"] == "only"
-    ing = Ingestor(clean_db)
-    try:
+    with Ingestor(clean_db) as ing:
         summary = ing.reembed()
-    finally:
-        ing.close()
     assert summary.ready == 1 and summary.embedded_chunks >= 1
     with clean_db.connect() as conn:
         assert reembed_needed(conn, model) == 0
@@ -149,11 +146,8 @@ def test_a_library_from_before_identity_is_upgraded_by_reembed(clean_db, tmp_pat
         assert reembed_needed(conn, model) == 1
     before = retrieve(clean_db, "Hooli dividends", k=1)
     assert before.results  # still searchable with the old vectors
-    ing = Ingestor(clean_db)
-    try:
+    with Ingestor(clean_db) as ing:
         ing.reembed()
-    finally:
-        ing.close()
     with clean_db.connect() as conn:
         assert reembed_needed(conn, model) == 0
         meta = conn.execute("SELECT meta FROM documents").fetchone()[0]

@@ -24,12 +24,9 @@ LOREM = (
 
 def _ingest(library, paths):
     events = []
-    ing = Ingestor(library, on_event=events.append)
-    try:
+    with Ingestor(library, on_event=events.append) as ing:
         queued = ing.enqueue(paths)
         summary = ing.run()
-    finally:
-        ing.close()
     return queued, summary, events
 
 
@@ -141,16 +138,13 @@ def test_file_edited_twice_before_indexing_finishes_keeps_only_the_newest_versio
     f = tmp_path / "notes.md"
     f.write_text("# Notes\n\nFirst draft: the meeting is on Monday.")
     _ingest(clean_db, [f])
-    ing = Ingestor(clean_db)
-    try:
+    with Ingestor(clean_db) as ing:
         f.write_text("# Notes\n\nSecond draft: the meeting is on Wednesday.")
         ing.enqueue([f])
         f.write_text("# Notes\n\nFinal text: the meeting is on Friday at noon.")
         ing.enqueue([f])
         assert [r[3] for r in _doc_rows(clean_db)] == ["ready", "queued", "queued"]
         summary = ing.run()
-    finally:
-        ing.close()
     assert summary.ready == 1
     assert [e.message for e in summary.events if e.status == "removed"] == [
         "superseded by a newer version of the file"
@@ -169,11 +163,8 @@ def test_remove_document_removes_chunks_and_vectors(clean_db, tmp_path):
     f.write_text("# X\n\n" + LOREM)
     _ingest(clean_db, [f])
     doc_id = _doc_rows(clean_db)[0][0]
-    ing = Ingestor(clean_db)
-    try:
+    with Ingestor(clean_db) as ing:
         assert ing.remove_document(doc_id)
-    finally:
-        ing.close()
     with clean_db.connect() as conn:
         counts = conn.execute(
             "SELECT (SELECT count(*) FROM documents), (SELECT count(*) FROM document_chunks), "
@@ -367,11 +358,8 @@ def test_cancel_all_marks_the_queue_cancelled_and_reindex_is_seen_by_others(clea
 
     _ingest(clean_db, [tmp_path])  # re-adding cancelled files indexes them
     doc_id = _doc_rows(clean_db)[0][0]
-    ing = Ingestor(clean_db)
-    try:
+    with Ingestor(clean_db) as ing:
         event = ing.reindex_document(doc_id)
-    finally:
-        ing.close()
     assert event is not None and event.status == "queued"
     with clean_db.connect() as other:  # committed: another connection sees the new row
         assert (

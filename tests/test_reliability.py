@@ -45,12 +45,9 @@ def _corpus(folder: Path, edition: int = 0, only: set[int] | None = None) -> lis
 
 
 def _ingest_all(library, paths=()):
-    ing = Ingestor(library)
-    try:
+    with Ingestor(library) as ing:
         ing.enqueue(list(paths))
         return ing.run()
-    finally:
-        ing.close()
 
 
 def _visible_state(conn):

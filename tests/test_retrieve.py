@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+from typing import Any
 
 import numpy as np
 import pytest
@@ -489,11 +490,13 @@ def test_while_re_embedding_for_a_new_model_the_old_vectors_keep_answering(
 
         # One document re-embedded: each is found, by the model that has its vectors.
         cancel = CancelToken()
-        ingestor = Ingestor(switched, on_event=lambda e: cancel.cancel() if e.status == "ready" else None)
-        try:
+
+        def stop_after_one(event: Any) -> None:
+            if event.status == "ready":
+                cancel.cancel()
+
+        with Ingestor(switched, on_event=stop_after_one) as ingestor:
             ingestor.reembed(cancel=cancel)
-        finally:
-            ingestor.close()
         with switched.connect() as conn:
             done = conn.execute(
                 "SELECT DISTINCT d.path FROM documents d JOIN document_chunks c ON c.doc_id = d.id "
@@ -505,11 +508,8 @@ def test_while_re_embedding_for_a_new_model_the_old_vectors_keep_answering(
             assert resp.stand_in == embedder.name and resp.results[0].path == str(doc)
 
         # All re-embedded: the new model alone answers.
-        ingestor = Ingestor(switched)
-        try:
+        with Ingestor(switched) as ingestor:
             ingestor.reembed()
-        finally:
-            ingestor.close()
         resp = retrieve(switched, "How do owls hunt?", mode="vector", k=3)
         assert resp.stand_in == "" and resp.results[0].path == str(owls)
         assert resp.results[0].scores["vector"] is not None

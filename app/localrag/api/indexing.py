@@ -45,11 +45,8 @@ class Indexing:
 
     def add(self, paths: Sequence[Path]) -> list[IngestEvent]:
         """Queue every file under ``paths`` (blocking: files are hashed) and return one event per file."""
-        queuer = Ingestor(self.library)
-        try:
+        with Ingestor(self.library) as queuer:
             events = queuer.enqueue(paths)
-        finally:
-            queuer.close()
         self._wake.set()
         return events
 

@@ -149,12 +149,9 @@ def run_watch(args: argparse.Namespace) -> int:
                     print(folder)
             else:
                 paths, removed = watch.scan_watched(conn)
-                ingestor = Ingestor(library, on_event=_ProgressLine(enabled=True))
-                try:
+                with Ingestor(library, on_event=_ProgressLine(enabled=True)) as ingestor:
                     ingestor.enqueue(paths)
                     summary = ingestor.run()
-                finally:
-                    ingestor.close()
                 print(
                     f"{len(paths)} new or changed, {len(removed)} removed; {summary.ready} indexed, "
                     f"{summary.failed} failed"

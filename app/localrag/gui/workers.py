@@ -510,11 +510,8 @@ class ReembedWorker(QObject):
         self.progress.emit(self.done, max(self.total, self.done), event.title)
 
     def _run(self) -> str:  # the op's thread
-        ingestor = Ingestor(self.library, on_event=self._op.report)
-        try:
+        with Ingestor(self.library, on_event=self._op.report) as ingestor:
             ingestor.reembed(cancel=self._op.cancel)
-        finally:
-            ingestor.close()
         if self._op.cancel.cancelled:
             return "Re-embedding cancelled; the documents done so far keep their new vectors."
         return ""

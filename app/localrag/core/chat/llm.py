@@ -589,13 +589,13 @@ def load_llm(settings: Settings, cancel: CancelToken | None = None) -> LocalLLM:
             extra = extra_buffers_work(copy, threads=threads, cancel=cancel)
             if cancel is not None:
                 cancel.raise_if_cancelled()
-            tuned = tuning is not None and not settings.threads  # threads the user set win
+            # Threads the user set are never measured against others (``_other_threads``): they stay.
             return LocalLLM(
                 copy,
                 source=source,
                 n_ctx=settings.n_ctx,
-                threads=(tuning.threads if tuning and tuned else 0) or threads,
-                threads_batch=(tuning.threads_batch if tuning and tuned else 0) or threads,
+                threads=(tuning.threads if tuning else 0) or threads,
+                threads_batch=(tuning.threads_batch if tuning else 0) or threads,
                 extra_bufts=extra,
                 flash_attn=tuning.flash_attn if tuning else FLASH_ATTN,
                 n_ubatch=tuning.n_ubatch if tuning else N_UBATCH,

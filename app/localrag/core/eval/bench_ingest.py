@@ -42,14 +42,11 @@ def bench_ingest(paths: list[Path], *, embed_only: bool = True) -> dict[str, Any
         library = Library(replace(Settings.load(), database_url=conninfo))
         library.open()
         _ = library.embedder  # load before the clock starts, as the app does at warm-up
-        ingestor = Ingestor(library)
-        try:
+        with Ingestor(library) as ingestor:
             t0 = time.monotonic()
             queued = ingestor.enqueue(paths)
             summary = ingestor.run()
             total = time.monotonic() - t0
-        finally:
-            ingestor.close()
         report: dict[str, Any] = {
             "files": len(queued),
             "ready": summary.ready,

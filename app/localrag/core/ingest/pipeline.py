@@ -84,6 +84,12 @@ class Ingestor:
     def close(self) -> None:
         self.db.close()
 
+    def __enter__(self) -> Ingestor:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
     # -- queueing ------------------------------------------------------------------------------------------
 
     def enqueue(self, paths: Iterable[Path], cancel: CancelToken | None = None) -> list[IngestEvent]:
@@ -194,9 +200,6 @@ class Ingestor:
 
 def index_paths(library: Any, paths: Iterable[Path]) -> IngestSummary:
     """Queue ``paths`` and index everything queued, start to end, on this thread (evaluations, tests)."""
-    ingestor = Ingestor(library)
-    try:
+    with Ingestor(library) as ingestor:
         ingestor.enqueue(paths)
         return ingestor.run()
-    finally:
-        ingestor.close()
