@@ -281,7 +281,7 @@ def find_evidence(
     asked = asked_for(question)
     named = frozenset(sp.content_terms(question))
     for c in scored:
-        _score(c, kind, asked, named, lines, figures)
+        _score(c, kind, asked, named, measure_row=id(c) in needed, figures=figures)
     _carry_context(scored)
     chosen = _choose(scored)
     for i, part in enumerate(parts if len(parts) > 1 else []):
@@ -470,16 +470,17 @@ def _score(
     kind: str,
     asked: frozenset[str] = frozenset(),
     named: frozenset[str] = frozenset(),
-    lines: str = "",
+    *,
+    measure_row: bool = False,
     figures: bool = False,
 ) -> None:
     """``asked``: the identifiers and numbers of the question (lower case); the kind bonus is for a sentence
     that holds one the question did not name — the answer, not the question's own words. ``named``: the
     question's content words; a row of figures whose label they name ("net sales" → "Net sales 14,544
-    14,694") gets the kind bonus too: its figures are what was asked; so does a row whose label matches
-    ``lines``, the statement lines a measure the question names is computed from (``statements``: capital
-    expenditure → "Purchases of property, plant and equipment"), and ``MEASURE_BONUS`` when the question
-    asks for the ``figures`` (not why they changed)."""
+    14,694") gets the kind bonus too: its figures are what was asked; so does a ``measure_row``, a row of a
+    statement line a measure the question names is computed from (``statements``: capital expenditure →
+    "Purchases of property, plant and equipment"), and ``MEASURE_BONUS`` when the question asks for the
+    ``figures`` (not why they changed)."""
     f = c.features
     f.setdefault("semantic", 0.0)
     f["kind"] = 0.0
@@ -488,9 +489,9 @@ def _score(
         f["kind"] = KIND_BONUS
     elif kind == "number" and _new(sp.numbers(text), asked):
         f["kind"] = KIND_BONUS
-    elif lines and figures and _row_named(text, frozenset(), lines):
-        f["kind"] = MEASURE_BONUS
-    elif (named or lines) and _row_named(text, named, lines):
+    elif measure_row:
+        f["kind"] = MEASURE_BONUS if figures else KIND_BONUS
+    elif named and _row_named(text, named):
         f["kind"] = KIND_BONUS
     penalty = 0.0
     if c.heading:
