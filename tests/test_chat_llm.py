@@ -193,6 +193,33 @@ def test_an_answer_continued_from_the_cache_is_the_answer_from_scratch(llm):
     assert prepared == fresh
 
 
+def test_flash_attention_over_a_long_prompt_answers_as_plain_attention(llm):
+    """The app's attention kernel (flash attention, with the tile cache of packaging/patches) over a prompt of
+    several batches, after another prompt that shared its start, answers from the new prompt as the reference
+    attention does: the part that differs is long enough for the tiled kernel (64 rows or more)."""
+    assert llm.flash_attn is True
+    plain = LocalLLM(llm.path, n_ctx=2048, flash_attn=False, n_ubatch=llm.n_ubatch)
+    log = " ".join(
+        f"Line {i}: the pump at station {i % 7} was serviced on day {i * 3 % 31}." for i in range(40)
+    )
+    checks = " ".join(f"Note {i}: valve {i % 4} checked." for i in range(25))
+
+    def prompt(word: str) -> list[int]:
+        note = f"{log}\nThe password is {word}.\n{checks}\nWhat is the password?"
+        return llm.render(
+            [{"role": "system", "content": "You answer from the notes."}, {"role": "user", "content": note}]
+        )
+
+    first, second = prompt("APPLE"), prompt("ORANGE")
+    assert len(second) > llm.n_ubatch
+    llm.llama.reset()
+    assert "apple" in "".join(llm.stream(first, max_tokens=8, temperature=0.0)).lower()
+    answer = "".join(llm.stream(second, max_tokens=8, temperature=0.0))
+    assert 0 < llm.last_stats.cached_tokens < len(second) - 64
+    assert "orange" in answer.lower()
+    assert "orange" in "".join(plain.stream(second, max_tokens=8, temperature=0.0)).lower()
+
+
 def test_a_garbage_file_fails_to_load_with_a_clear_message(tmp_path):
     bad = tmp_path / "broken.gguf"
     bad.write_bytes(b"not a model at all" * 100)
