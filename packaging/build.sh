@@ -2,7 +2,10 @@
 # Builds Local RAG as one self-contained folder (PyInstaller, packaging/local-rag.spec) and packs it:
 #   packaging/build.sh          -> dist/local-rag-VERSION-linux-x86_64.tar.gz
 #                                  (it unpacks to local-rag-VERSION-linux-x86_64/; the executable is local-rag)
+#                                  on macOS: dist/local-rag-VERSION-darwin-arm64.dmg holding "Local RAG.app"
+#                                  on Windows (Git Bash): dist/local-rag-VERSION-windows-x86_64.zip
 #   packaging/build.sh --ocr    the same with OCR of scanned pages and images (rapidocr, OpenCV: ~206 MB more)
+# Only the Linux archive is built and tried here (packaging/smoke.sh); the other two follow the same steps.
 # The folder runs on its own: no Python, no virtual environment, no compiler; packaging/smoke.sh tries it.
 # It is built from the development environment (packaging/setup.sh makes it; its llama.cpp is the one bundled).
 set -euo pipefail
@@ -22,11 +25,15 @@ started=$(date +%s)
 . "${LOCALRAG_VENV:-.venv}/bin/activate"
 
 version="$(python -c 'import localrag; print(localrag.__version__)')"
-os="$(uname -s | tr '[:upper:]' '[:lower:]')"
+case "$(uname -s)" in
+    Darwin) os=darwin ;;
+    MINGW* | MSYS* | CYGWIN*) os=windows ;;
+    *) os="$(uname -s | tr '[:upper:]' '[:lower:]')" ;;
+esac
 name="local-rag-$version-$os-$(uname -m)"
 [ "$ocr" = 1 ] && name="$name-ocr"
 work="build/bundle"
-rm -rf "$work" "dist/$name" "dist/$name.tar.gz"
+rm -rf "$work" "dist/$name" "dist/$name".*
 mkdir -p dist
 
 bundling=$(date +%s)
@@ -34,11 +41,32 @@ LOCALRAG_BUNDLE_OCR="$ocr" python -m PyInstaller --noconfirm --log-level WARN \
     --distpath "$work/dist" --workpath "$work/work" packaging/local-rag.spec
 mv "$work/dist/local-rag" "dist/$name"
 packing=$(date +%s)
-echo "packing dist/$name.tar.gz..."
-tar -C dist -czf "dist/$name.tar.gz" "$name"
+case "$os" in
+    darwin)
+        archive="dist/$name.dmg"
+        echo "packing $archive..."
+        hdiutil create -quiet -volname "Local RAG" -srcfolder "$work/dist/Local RAG.app" -format UDZO "$archive"
+        ;;
+    windows)
+        archive="dist/$name.zip"
+        echo "packing $archive..."
+        (cd dist && python -m zipfile -c "$name.zip" "$name")
+        ;;
+    *)
+        archive="dist/$name.tar.gz"
+        echo "packing $archive..."
+        tar -C dist -czf "$archive" "$name"
+        ;;
+esac
 done=$(date +%s)
 
-printf 'built in %ss (PyInstaller %ss, packing %ss): dist/%s (%s bytes unpacked, %s files), dist/%s.tar.gz (%s bytes)\n' \
-    "$((done - started))" "$((packing - bundling))" "$((done - packing))" "$name" \
-    "$(du -sb "dist/$name" | cut -f1)" "$(find "dist/$name" -type f | wc -l)" "$name" \
-    "$(stat -c %s "dist/$name.tar.gz")"
+sizes="$(python - "dist/$name" "$archive" <<'PY'
+import sys
+from pathlib import Path
+
+files = [f for f in Path(sys.argv[1]).rglob("*") if f.is_file() and not f.is_symlink()]
+print(sum(f.stat().st_size for f in files), "bytes unpacked,", len(files), "files;", Path(sys.argv[2]).stat().st_size, "bytes")
+PY
+)"
+printf 'built in %ss (PyInstaller %ss, packing %ss): dist/%s and %s (%s)\n' \
+    "$((done - started))" "$((packing - bundling))" "$((done - packing))" "$name" "$archive" "$sizes"
