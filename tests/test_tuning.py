@@ -109,11 +109,18 @@ def test_threads_the_user_set_are_used_and_no_others_measured(home, own_cache, m
 DEFAULTS = tuning.Tuning("q8_0", True, 512)
 
 
-def _measured(threads: int, prompt_s: float, tokens_per_s: float, busy: float = 0.0, weights: str = "q8_0"):
+def _measured(
+    threads: int,
+    prompt_s: float,
+    tokens_per_s: float,
+    busy: float = 0.0,
+    weights: str = "q8_0",
+    n_ubatch: int = 512,
+):
     return {
         "weights": weights,
         "flash_attn": True,
-        "n_ubatch": 512,
+        "n_ubatch": n_ubatch,
         "threads": threads,
         "prompt_tokens": 768,
         "prompt_s": prompt_s,
@@ -174,6 +181,19 @@ def test_other_thread_counts_do_not_take_part_in_the_choice_of_weights():
     measured = [_measured(2, 1.0, 50), _measured(2, 0.8, 45, weights="f16"), _measured(1, 1.2, 40)]
     chosen = tuning.choose(measured, DEFAULTS, threads=2)
     assert chosen.weights == "f16" and chosen.best is measured[1] and chosen.threads == 0
+
+
+def test_of_two_batch_sizes_the_cheaper_prompt_wins_whatever_generation_measured():
+    """Generation does not depend on the batch size: a smaller batch that generated faster by chance in its
+    measurement does not win against a cheaper prompt within the tie, while another weight type that really
+    generates faster does."""
+    measured = [_measured(2, 1.00, 50), _measured(2, 1.03, 60, n_ubatch=256)]
+    chosen = tuning.choose(measured, DEFAULTS, threads=2)
+    assert chosen.n_ubatch == 512 and chosen.best is measured[0]
+    measured = [_measured(2, 1.00, 50), _measured(2, 0.97, 45, n_ubatch=256)]
+    assert tuning.choose(measured, DEFAULTS, threads=2).n_ubatch == 256
+    measured = [_measured(2, 1.00, 50), _measured(2, 1.03, 60, weights="f16")]
+    assert tuning.choose(measured, DEFAULTS, threads=2).weights == "f16"
 
 
 def test_thread_candidates(monkeypatch):

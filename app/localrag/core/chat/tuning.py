@@ -36,7 +36,7 @@ from localrag.core.progress import CancelToken
 
 log = logging.getLogger("localrag.llm.tuning")
 
-VERSION = 3  # of the measurement: a change measures again
+VERSION = 4  # of the measurement: a change measures again
 BUDGET_S = 15.0  # no new measurement starts after this; the last one ends a few seconds later
 BUDGET_ENV = "LOCALRAG_TUNING_BUDGET_S"
 PROMPT_TOKENS = 768
@@ -272,7 +272,8 @@ def tune(
 def choose(measured: list[dict[str, Any]], defaults: Tuning, *, threads: int) -> Tuning:
     """The configuration whose prompt needs the least CPU time per token with ``threads`` (the default),
     among those that would generate at least ``MIN_TOKENS_PER_S`` on an otherwise idle machine (all of them if
-    none would); of configurations within ``TIE`` of the least, the one that generates fastest. ``defaults``
+    none would); of configurations within ``TIE`` of the least, the one that generates fastest — batch sizes
+    are not told apart by generation, which they do not change: the cheaper prompt's size wins. ``defaults``
     when nothing was measured. Then its thread counts (``choose_threads``).
 
     CPU time, not wall-clock time: the first start may well happen while the machine is busy (installing,
@@ -297,8 +298,15 @@ def choose(measured: list[dict[str, Any]], defaults: Tuning, *, threads: int) ->
         return float(m["prompt_cpu_s"]) / int(m["prompt_tokens"])
 
     fast_enough = [m for m in ok if idle_tokens_per_s(m) >= MIN_TOKENS_PER_S] or ok
-    least = min(cost(m) for m in fast_enough)
-    best = max((m for m in fast_enough if cost(m) <= least * (1 + TIE)), key=idle_tokens_per_s)
+    # The batch size changes the prompt's work, not generation's: of the sizes measured with the same weights
+    # and attention, the cheapest prompt stands for them (their generation figures differ only by chance).
+    cheapest: dict[tuple[Any, Any], dict[str, Any]] = {}
+    for m in fast_enough:
+        kind = (m.get("weights"), m.get("flash_attn"))
+        if kind not in cheapest or cost(m) < cost(cheapest[kind]):
+            cheapest[kind] = m
+    least = min(cost(m) for m in cheapest.values())
+    best = max((m for m in cheapest.values() if cost(m) <= least * (1 + TIE)), key=idle_tokens_per_s)
     chosen = Tuning(best["weights"], best["flash_attn"], best["n_ubatch"], measured=measured)
     others = [
         m
