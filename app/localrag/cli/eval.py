@@ -16,7 +16,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from localrag.core.progress import Progress
+from localrag.core.progress import print_progress
 from localrag.core.retrieve import MODES
 
 
@@ -90,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
         Path(os.environ["LOCALRAG_EVAL_CACHE"]) if os.environ.get("LOCALRAG_EVAL_CACHE") else None
     )
     report = evaluate(
-        args.dataset, split=args.split, modes=args.modes or MODES, cache_dir=cache, progress=_progress
+        args.dataset, split=args.split, modes=args.modes or MODES, cache_dir=cache, progress=print_progress
     )
     if args.json:
         print(json.dumps(report, indent=2))
@@ -185,15 +185,3 @@ def run_answers(args: argparse.Namespace, folder: Path) -> int:
             f"{s['total_s']['p50'] or 0:8.3f}"
         )
     return 0
-
-
-def _progress(p: Progress) -> None:
-    if p.total:
-        print(
-            f"\r{p.label}: {p.done}/{p.total} {p.unit}",
-            end="\n" if p.done >= p.total else "",
-            file=sys.stderr,
-            flush=True,
-        )
-    else:
-        print(p.label, file=sys.stderr, flush=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -50,3 +51,16 @@ class Progress:
             return None
         elapsed = time.monotonic() - self.started
         return max(0.0, elapsed * (self.total - self.done) / self.done)
+
+
+def print_progress(p: Progress) -> None:
+    """How the commands show progress: one line on stderr, rewritten in place while it counts."""
+    if p.total:
+        print(
+            f"\r{p.label}: {p.done}/{p.total} {p.unit}",
+            end="\n" if p.done >= p.total else "",
+            file=sys.stderr,
+            flush=True,
+        )
+    else:
+        print(p.label, file=sys.stderr, flush=True)

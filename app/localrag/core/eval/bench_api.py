@@ -37,8 +37,8 @@ from localrag.core.embed.onnx_embedder import load_embedder
 from localrag.core.embed.service import embedding_service
 from localrag.core.errors import KnownError
 from localrag.core.eval import beir, metrics
-from localrag.core.eval.bench_retrieval import build_corpus, load_chunks, machine, print_progress
-from localrag.core.progress import Progress
+from localrag.core.eval.bench_retrieval import build_corpus, load_chunks, machine
+from localrag.core.progress import Progress, print_progress
 from localrag.core.retrieve import retrieve
 from localrag.core.store import db
 

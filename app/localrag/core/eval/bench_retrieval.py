@@ -32,7 +32,6 @@ import json
 import os
 import platform
 import re
-import sys
 import threading
 import time
 from collections.abc import Sequence
@@ -49,7 +48,7 @@ from localrag.core.embed.onnx_embedder import OnnxEmbedder, load_embedder
 from localrag.core.embed.service import EmbeddingService
 from localrag.core.errors import KnownError
 from localrag.core.eval import beir, metrics
-from localrag.core.progress import Progress
+from localrag.core.progress import Progress, print_progress
 from localrag.core.retrieve import bm25, vector
 from localrag.core.retrieve.filters import Filters
 from localrag.core.retrieve.retriever import Tuning, retrieve
@@ -719,15 +718,3 @@ def _write_doc(conn: Any, doc: int, batch: Sequence[beir.ChunkRow], vectors: np.
     with conn.transaction():
         bm25.index_document(conn, doc_id)
         conn.execute("UPDATE documents SET status = 'ready', indexed_at = now() WHERE id = %s", (doc_id,))
-
-
-def print_progress(p: Progress) -> None:
-    if p.total:
-        print(
-            f"\r{p.label}: {p.done}/{p.total} {p.unit}",
-            end="\n" if p.done >= p.total else "",
-            file=sys.stderr,
-            flush=True,
-        )
-    else:
-        print(p.label, file=sys.stderr, flush=True)
