@@ -51,7 +51,11 @@ if [ ! -f "$stamp" ]; then
         python -m pip download --quiet --no-deps --no-binary :all: -d "$source_dir" "llama-cpp-python==$llama_version"
         tar -xzf "$source_dir"/llama_cpp_python-*.tar.gz -C "$source_dir"
         for patch in packaging/patches/llama-cpp-*.patch; do
-            (cd "$source_dir/llama_cpp_python-$llama_version" && git apply) < "$patch"
+            if command -v patch > /dev/null; then
+                patch --quiet --forward -p1 -d "$source_dir/llama_cpp_python-$llama_version" < "$patch"
+            else
+                (cd "$source_dir/llama_cpp_python-$llama_version" && git apply) < "$patch"
+            fi
         done
         CMAKE_ARGS="${CMAKE_ARGS:-} $llama_cmake" CXXFLAGS="${CXXFLAGS:-} $llama_flags" \
             CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc 2>/dev/null || echo 2)}" \
