@@ -3,7 +3,7 @@ folder; on a page-hit folder (documents and questions with ``file`` and ``pages`
 hit@1/5/10 pooled and scoped to the question's document, in this data folder's library (``--route``, ``--k``).
 
 ``local-rag eval answers DATASET_DIR [--answer-mode M] [--limit N] [--kind K] [--json]``: answer quality — the
-real ``ask`` path over questions with gold answers and pages (see ``core/eval/answers.py``), in this data
+real ``ask`` path over questions with gold answers and pages (see ``eval/answers.py``), in this data
 folder's library (``LOCALRAG_HOME``; its documents are ingested once and kept).
 """
 
@@ -80,11 +80,11 @@ def run(args: argparse.Namespace) -> int:
         print("local-rag: eval takes one DATASET_DIR, or `answers DATASET_DIR`", file=sys.stderr)
         return 2
     args.dataset = Path(args.dataset[0])
-    from localrag.core.eval import pagehit
+    from localrag.eval import pagehit
 
     if pagehit.is_page_dataset(args.dataset):
         return run_pages(args)
-    from localrag.core.eval.beir import evaluate
+    from localrag.eval.beir import evaluate
 
     cache = args.cache_dir or (
         Path(os.environ["LOCALRAG_EVAL_CACHE"]) if os.environ.get("LOCALRAG_EVAL_CACHE") else None
@@ -127,7 +127,7 @@ def _run_report(args: argparse.Namespace, evaluate: Callable[[Callable[[str], No
 
 
 def run_pages(args: argparse.Namespace) -> int:
-    from localrag.core.eval import pagehit
+    from localrag.eval import pagehit
 
     report = _run_report(
         args,
@@ -159,7 +159,7 @@ def run_pages(args: argparse.Namespace) -> int:
 
 
 def run_answers(args: argparse.Namespace, folder: Path) -> int:
-    from localrag.core.eval.answers import MODES, evaluate
+    from localrag.eval.answers import MODES, evaluate
 
     report = _run_report(
         args,

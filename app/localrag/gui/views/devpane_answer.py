@@ -11,9 +11,9 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
-from localrag.core.chat import evidence as ev
-from localrag.core.chat import support
-from localrag.core.chat.spans import flat
+from localrag.core.answer import evidence as ev
+from localrag.core.answer import support
+from localrag.core.text.spans import flat
 from localrag.gui.qt import QtCore, QtGui, QtWidgets
 
 FEATURES = ("semantic", "lexical", "passage", "kind", "penalty", "context")

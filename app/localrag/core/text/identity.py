@@ -75,8 +75,6 @@ _ORG_SUFFIX = re.compile(
 _NOT_ORG = re.compile(
     r"\b(exchange|securities|commission|exhibit|registered|nasdaq)\b|\d+\.\d", re.IGNORECASE
 )
-# The SQL expression of a document's title as shown: one set by hand, else the one found (alias d).
-SHOWN_TITLE = "coalesce(nullif(d.meta->'edited'->>'title', ''), d.title)"
 
 
 @dataclass

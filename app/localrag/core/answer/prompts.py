@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from localrag.core.chat.citations import strip_citations
+from localrag.core.answer.citations import strip_citations
 
 GROUNDED, STRICT, PLAIN = "grounded", "strict", "plain"
 

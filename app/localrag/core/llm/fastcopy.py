@@ -15,11 +15,12 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 from localrag.core import paths
 from localrag.core.errors import ModelMissing
+from localrag.core.llm import openmp
+from localrag.core.llm.quiet import quiet_stderr
 
 log = logging.getLogger("localrag.llm.fastcopy")
 
@@ -27,28 +28,12 @@ log = logging.getLogger("localrag.llm.fastcopy")
 _STALE_PARTIAL_S = 3600
 
 
-@contextlib.contextmanager
-def quiet_stderr() -> Iterator[None]:
-    """llama.cpp prints its load log on fd 2; keep the terminal clean."""
-    try:
-        fd = os.dup(2)
-    except OSError:
-        yield
-        return
-    with open(os.devnull, "w") as devnull:
-        os.dup2(devnull.fileno(), 2)
-        try:
-            yield
-        finally:
-            os.dup2(fd, 2)
-            os.close(fd)
-
-
 def cpu_features() -> set[str]:
     """The CPU features llama.cpp's loaded CPU kernels use, e.g. ``{"AVX2", "AVX512_BF16"}``."""
+    openmp.configure()
     import llama_cpp
 
-    from localrag.core.chat.backends import cpu_backend
+    from localrag.core.llm.backends import cpu_backend
 
     cpu_backend()
 
@@ -74,6 +59,7 @@ def fast_copy_type() -> str:
 
 
 def _ftype(kind: str) -> int:
+    openmp.configure()
     import llama_cpp
 
     return {
@@ -108,9 +94,10 @@ def ensure_fast_copy(source: Path, kind: str | None = None, *, threads: int = 0)
     Raises:
         ModelMissing: the conversion failed (the caller loads the original instead).
     """
+    openmp.configure()
     import llama_cpp
 
-    from localrag.core.chat.backends import cpu_backend
+    from localrag.core.llm.backends import cpu_backend
 
     cpu_backend()  # llama.cpp's quantizer runs on the CPU kernels
 

@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from localrag.core.config import Settings
-from localrag.core.eval.beir import throwaway_store
-from localrag.core.ingest import identity
 from localrag.core.ingest.pipeline import EMBED_BATCH, Ingestor
 from localrag.core.library import Library
+from localrag.core.text import identity
+from localrag.eval.beir import throwaway_store
 
 
 def peak_rss_mb() -> float:

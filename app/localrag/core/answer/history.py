@@ -18,7 +18,7 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
-from localrag.core.chat.citations import Source
+from localrag.core.answer.citations import Source
 
 log = logging.getLogger("localrag.chat.history")
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import psycopg
 
-from localrag.core.chat import spans as sp
+from localrag.core.text import spans as sp
 
 # A passage grows by at most this many characters at either end to finish its first and last sentence.
 MAX_WIDEN_CHARS = 400

@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from localrag.core.chat import spans as sp
-from localrag.core.chat.citations import _BRACKET, is_prose_citation
+from localrag.core.answer.citations import _BRACKET, is_prose_citation
+from localrag.core.text import spans as sp
 
 MIN_COVERAGE = 0.5
 MIN_SUPPORT = 0.6

@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from localrag.core.chat import spans as sp
-from localrag.core.chat.citations import strip_citations
-from localrag.core.chat.support import NOT_FOUND_MARK
+from localrag.core.answer.citations import strip_citations
+from localrag.core.answer.support import NOT_FOUND_MARK
+from localrag.core.text import spans as sp
 
 MODES = ("evidence", "generated", "default")
 CORRECT_F1 = 0.4
@@ -174,7 +174,7 @@ def _shown_counts(done: Any) -> tuple[int, int, int]:
 
 def ask_json(engine: Any, question: str, **options: Any) -> dict[str, Any]:
     """What ``local-rag ask --json`` prints for ``question``, through the same engine calls."""
-    from localrag.core.chat.engine import Done, Failed
+    from localrag.core.answer.engine import Done, Failed
 
     out: dict[str, Any] = {}
     for event in engine.ask(None, question, persist=False, **options):
@@ -265,10 +265,10 @@ def evaluate(
 ) -> dict[str, Any]:
     """Ingest ``folder/pdfs`` into the library of this data folder (documents already indexed are skipped),
     then ask every question in each mode. Returns the report (``modes``: per-mode summary and rows)."""
-    from localrag.core.chat.engine import ChatEngine
-    from localrag.core.chat.llm import LLMProvider
+    from localrag.core.answer.engine import ChatEngine
     from localrag.core.ingest.pipeline import index_paths
     from localrag.core.library import Library
+    from localrag.core.llm.llm import LLMProvider
 
     questions = load_questions(folder)
     if kinds:

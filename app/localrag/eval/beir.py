@@ -33,14 +33,14 @@ from localrag.core import paths
 from localrag.core.config import Settings
 from localrag.core.embed.onnx_embedder import OnnxEmbedder, load_embedder
 from localrag.core.errors import KnownError
-from localrag.core.eval import metrics
-from localrag.core.ingest import identity
 from localrag.core.progress import Progress
 from localrag.core.retrieve import bm25
 from localrag.core.retrieve.retriever import MODES, Tuning, retrieve
 from localrag.core.store import db, models
 from localrag.core.store.migrate import Migrator
 from localrag.core.store.server import EmbeddedServer
+from localrag.core.text import identity
+from localrag.eval import metrics
 
 log = logging.getLogger("localrag.eval")
 
@@ -69,7 +69,7 @@ class ChunkRow:
     char_start: int
     char_end: int
     text_hash: str
-    context: str = ""  # what the chunk is searched with besides its text (core/ingest/identity.py)
+    context: str = ""  # what the chunk is searched with besides its text (core/text/identity.py)
 
 
 def embedding_texts(embedder: OnnxEmbedder, chunks: Sequence[ChunkRow]) -> list[str]:

@@ -17,13 +17,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from localrag.core.chat import machine_check
+from localrag.core.llm import machine_check
 from localrag.core.progress import CancelToken
 
 log = logging.getLogger("localrag.llm.extra_buffers")
 
 # Enough tokens for one batch to take the AMX matrix path (it needs 32 rows or more).
-_PROBE_TOKENS = 96
+PROBE_TOKENS = 96
 _PROBE_TIMEOUT_S = 300
 
 
@@ -51,18 +51,4 @@ def extra_buffers_work(model: Path, *, threads: int = 0, cancel: CancelToken | N
 
 
 def _probe_command(model: Path, threads: int) -> list[str]:
-    return [sys.executable, "-m", "localrag.core.chat.extra_buffers", str(model), str(int(threads))]
-
-
-def _probe(model: Path, threads: int) -> None:
-    """Load ``model`` with extra buffers and decode one batch; print ``ok`` if the process survives."""
-    from localrag.core.chat.llm import LocalLLM
-
-    llm = LocalLLM(model, n_ctx=512, threads=threads, extra_bufts=True)
-    tokens = llm.tokenize("The quick brown fox jumps over the lazy dog. " * 16)[:_PROBE_TOKENS]
-    llm.llama.eval(tokens)
-    print("ok", flush=True)
-
-
-if __name__ == "__main__":
-    _probe(Path(sys.argv[1]), int(sys.argv[2]) if len(sys.argv) > 2 else 0)
+    return [sys.executable, "-m", "localrag.core.llm.probes", "extra-buffers", str(model), str(int(threads))]

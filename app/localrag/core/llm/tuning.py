@@ -19,7 +19,6 @@ too, so a start is never slowed twice).
 
 from __future__ import annotations
 
-import inspect
 import json
 import logging
 import os
@@ -30,8 +29,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from localrag.core.chat import machine_check
-from localrag.core.chat.cores import busy_cpu_seconds
+from localrag.core.llm import machine_check
 from localrag.core.progress import CancelToken
 
 log = logging.getLogger("localrag.llm.tuning")
@@ -138,7 +136,7 @@ class Tuning:
 def candidate_weights(features: tuple[str, ...] | set[str]) -> list[str]:
     """The weight types worth measuring with these CPU kernels, the app's default first: BF16 only where the
     kernels have BF16 instructions (elsewhere it is converted in software and slow)."""
-    from localrag.core.chat.fastcopy import fast_copy_type
+    from localrag.core.llm.fastcopy import fast_copy_type
 
     weights = [fast_copy_type(), "f16"]
     if "AVX512_BF16" in features or "AMX_BF16" in features:
@@ -362,105 +360,4 @@ def choose_threads(
 
 
 def _command(plan: dict[str, Any]) -> list[str]:
-    return [sys.executable, "-m", "localrag.core.chat.tuning", json.dumps(plan)]
-
-
-# -- the child -----------------------------------------------------------------------------------------------
-
-
-def _prompt_text() -> str:
-    """Varied English prose (standard-library documentation), enough for ``PROMPT_TOKENS``."""
-    import argparse
-    import logging as logging_module
-    import subprocess as subprocess_module
-
-    return " ".join(
-        " ".join((inspect.getdoc(m) or "").split())
-        for m in (argparse, logging_module, subprocess_module, json)
-    )
-
-
-def _measure(path: Path, weights: str, threads: int, extra: bool, flash_attn: bool, n_ubatch: int) -> dict:
-    """One configuration's figures; ``busy_cores``: how many cores other work kept busy meanwhile (the whole
-    system's busy CPU time less this process's, over the wall-clock time of the prompt and the generation)."""
-    from localrag.core.chat.llm import LocalLLM
-
-    llm = LocalLLM(
-        path,
-        n_ctx=PROMPT_TOKENS + GEN_TOKENS + 64,
-        threads=threads,
-        n_ubatch=n_ubatch,
-        flash_attn=flash_attn,
-        extra_bufts=extra,
-    )
-    tokens = llm.tokenize(_prompt_text())
-    tokens = (tokens * (1 + PROMPT_TOKENS // max(1, len(tokens))))[:PROMPT_TOKENS]
-    window = time.monotonic(), time.process_time(), busy_cpu_seconds()
-    started, cpu = window[0], window[1]
-    llm.llama.eval(tokens)
-    prompt_s, prompt_cpu_s = time.monotonic() - started, time.process_time() - cpu
-    n = 0
-    for n, _token in enumerate(llm.llama.generate(tokens, temp=0.0), 1):
-        if n == 1:
-            started, cpu = time.monotonic(), time.process_time()
-        if n >= GEN_TOKENS:
-            break
-    gen_s, gen_cpu_s = time.monotonic() - started, time.process_time() - cpu
-    own_s = time.process_time() - window[1]
-    other_s = busy_cpu_seconds() - window[2] - own_s
-    wall_s = time.monotonic() - window[0]
-    return {
-        "weights": weights,
-        "flash_attn": flash_attn,
-        "n_ubatch": n_ubatch,
-        "threads": llm.threads,
-        "prompt_tokens": len(tokens),
-        "prompt_s": round(prompt_s, 4),
-        "prompt_cpu_s": round(prompt_cpu_s, 4),
-        "tokens_per_s": round((n - 1) / gen_s, 1) if n > 1 and gen_s > 0 else 0.0,
-        "tokens_per_cpu_s": round((n - 1) / gen_cpu_s, 1) if n > 1 and gen_cpu_s > 0 else 0.0,
-        "busy_cores": round(max(0.0, other_s / wall_s), 2) if wall_s > 0 else 0.0,
-    }
-
-
-def _run(plan: dict[str, Any]) -> None:
-    """Measure the plan's configurations, printing one JSON line each; start none after ``budget_s`` (but
-    always measure the first). The thread counts last: the configuration ``choose`` picks from the rest, with
-    each of ``other_threads``."""
-    from localrag.core.chat.extra_buffers import extra_buffers_work
-    from localrag.core.chat.fastcopy import ensure_fast_copy
-    from localrag.core.errors import ModelMissing
-
-    deadline = time.monotonic() + plan["budget_s"]
-    source, threads, fa, ub = Path(plan["source"]), plan["threads"], plan["flash_attn"], plan["n_ubatch"]
-    models: dict[str, tuple[Path, bool]] = {}
-    results: list[dict[str, Any]] = []
-
-    def run(weights: str, flash_attn: bool, n_ubatch: int, n_threads: int = threads) -> None:
-        if results and time.monotonic() > deadline:
-            return
-        if weights not in models:
-            try:
-                copy = ensure_fast_copy(source, weights, threads=threads)
-            except ModelMissing as exc:
-                print(json.dumps({"weights": weights, "error": exc.message}), flush=True)
-                return
-            models[weights] = copy, extra_buffers_work(copy, threads=threads)
-        path, extra = models[weights]
-        result = _measure(path, weights, n_threads, extra, flash_attn, n_ubatch)
-        results.append(result)
-        print(json.dumps(result), flush=True)
-
-    for weights in plan["weights"]:
-        run(weights, fa, ub)
-    if results:
-        best = min(results, key=lambda r: r["prompt_cpu_s"])["weights"]
-        run(best, not fa, ub)
-        run(best, fa, ub // 2)
-        chosen = choose(results, Tuning(plan["weights"][0], fa, ub), threads=threads)
-        for n in plan.get("other_threads", [])[:MAX_OTHER_THREADS]:
-            run(chosen.weights, chosen.flash_attn, chosen.n_ubatch, n)
-
-
-if __name__ == "__main__":
-    _run(json.loads(sys.argv[1]))
+    return [sys.executable, "-m", "localrag.core.llm.probes", "tune", json.dumps(plan)]

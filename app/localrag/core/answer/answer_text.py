@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 
-from localrag.core.chat.engine import REWORD_LABEL, SOURCES, ChatEvent, Checked, Done, EvidenceReady, Token
+from localrag.core.answer.engine import REWORD_LABEL, SOURCES, ChatEvent, Checked, Done, EvidenceReady, Token
 
 log = logging.getLogger("localrag.chat")
 

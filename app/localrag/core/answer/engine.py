@@ -44,19 +44,19 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import psycopg
 
-from localrag.core.chat import history as hist
-from localrag.core.chat import prompts
-from localrag.core.chat.citations import CitationCheck, Source, apply_citations, check_citations
-from localrag.core.chat.echo import EchoFilter
-from localrag.core.chat.evidence import PASSAGES, Evidence, find_evidence
-from localrag.core.chat.llm import LLMProvider, LocalLLM
-from localrag.core.chat.pages import around, page_texts, widen
-from localrag.core.chat.prompts import GROUNDED, NOT_FOUND, PLAIN, STRICT, Prompt, Turn
-from localrag.core.chat.query import follow_up_query, relevant
-from localrag.core.chat.spans import flat
-from localrag.core.chat.support import CheckedSentence, SentenceStream, SupportChecker
+from localrag.core.answer import history as hist
+from localrag.core.answer import prompts
+from localrag.core.answer.citations import CitationCheck, Source, apply_citations, check_citations
+from localrag.core.answer.echo import EchoFilter
+from localrag.core.answer.evidence import PASSAGES, Evidence, find_evidence
+from localrag.core.answer.pages import around, page_texts, widen
+from localrag.core.answer.prompts import GROUNDED, NOT_FOUND, PLAIN, STRICT, Prompt, Turn
+from localrag.core.answer.query import follow_up_query, relevant
+from localrag.core.answer.support import CheckedSentence, SentenceStream, SupportChecker
 from localrag.core.errors import KnownError, ModelMissing, StoreUnavailable, describe
+from localrag.core.llm.llm import LLMProvider, LocalLLM
 from localrag.core.progress import Cancelled, CancelToken
+from localrag.core.text.spans import flat
 
 if TYPE_CHECKING:
     from localrag.core.library import Library
@@ -435,7 +435,7 @@ def keep_prefix(llm: LocalLLM) -> list[int]:
 def _small_model_file(settings: Any) -> bool:
     """Whether the configured GGUF is too small a file to hold ``LARGE_MODEL_PARAMS`` parameters (at 4.5 bits
     a weight, the smallest quantisation worth running), so that what leads is known before the model loads."""
-    from localrag.core.chat.llm import gguf_path
+    from localrag.core.llm.llm import gguf_path
 
     try:
         return gguf_path(settings).stat().st_size < LARGE_MODEL_PARAMS * 4.5 / 8
@@ -739,7 +739,7 @@ class _Run:
     def _overview(self) -> Any:
         """An answer from the documents' structure for "summarize X", "sections of X", "which documents
         mention Z"… (``None``: an ordinary question)."""
-        from localrag.core.chat import overview
+        from localrag.core.answer import overview
 
         intent = overview.detect(self.question)
         if intent is None:
@@ -751,7 +751,7 @@ class _Run:
             return None
 
     def _overview_answer(self, query: str, resp: RetrievalResponse, found: Any) -> Iterator[ChatEvent]:
-        from localrag.core.chat.evidence import ANSWERED
+        from localrag.core.answer.evidence import ANSWERED
         from localrag.core.retrieve import PackedContext
 
         self.sources_used = list(found.sources)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from localrag.core.eval import metrics
+from localrag.eval import metrics
 
 KS = (1, 5, 10)
 DOC_SUFFIXES = (".pdf", ".md", ".txt", ".html", ".htm", ".docx")

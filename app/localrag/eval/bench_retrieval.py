@@ -47,12 +47,12 @@ from localrag.core.config import Settings
 from localrag.core.embed.onnx_embedder import OnnxEmbedder, load_embedder
 from localrag.core.embed.service import EmbeddingService
 from localrag.core.errors import KnownError
-from localrag.core.eval import beir, metrics
 from localrag.core.progress import Progress, print_progress
 from localrag.core.retrieve import bm25, vector
 from localrag.core.retrieve.filters import Filters
 from localrag.core.retrieve.retriever import Tuning, retrieve
 from localrag.core.store import db
+from localrag.eval import beir, metrics
 
 CHUNKS_PER_DOC = 25
 CHUNKS_PER_PAGE = 5

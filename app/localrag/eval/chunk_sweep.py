@@ -3,7 +3,7 @@ their best chunk (max-sim, brute force), report nDCG@10 and recall@100.
 
 Tune on the train split, report on test::
 
-    python -m localrag.core.eval.chunk_sweep --data path/to/scifact --split train --queries 200 \\
+    python -m localrag.eval.chunk_sweep --data path/to/scifact --split train --queries 200 \\
         --configs 200:32,128:32,256:48,200:0 --out sweep.json
 
 Each document is one page, ``title`` + blank line + ``text``, chunked by ``chunk_pages`` exactly as ingestion

@@ -44,14 +44,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from localrag.core.chat.backends import CpuBackend, cpu_backend
-from localrag.core.chat.cores import CoreWatch
-from localrag.core.chat.extra_buffers import extra_buffers_work
-from localrag.core.chat.fastcopy import ensure_fast_copy, fast_copy_path, fast_copy_type, quiet_stderr
-from localrag.core.chat.tuning import Tuning, candidate_weights, remembered, thread_candidates, tune
 from localrag.core.config import Settings
 from localrag.core.embed import model_files
 from localrag.core.errors import KnownError, ModelMissing, describe
+from localrag.core.llm import openmp
+from localrag.core.llm.backends import CpuBackend, cpu_backend
+from localrag.core.llm.cores import CoreWatch
+from localrag.core.llm.extra_buffers import extra_buffers_work
+from localrag.core.llm.fastcopy import ensure_fast_copy, fast_copy_path, fast_copy_type
+from localrag.core.llm.quiet import quiet_stderr
+from localrag.core.llm.tuning import Tuning, candidate_weights, remembered, thread_candidates, tune
 from localrag.core.progress import Cancelled, CancelToken
 
 log = logging.getLogger("localrag.llm")
@@ -95,6 +97,7 @@ def _extra_buffer_types(enabled: bool = False) -> Iterator[None]:
     ``extra_buffers``), so they are on only where a child process showed they work. llama-cpp-python does not
     expose the switch, so the default model parameters are wrapped while one model loads.
     """
+    openmp.configure()
     from llama_cpp import llama_cpp  # the module llama.py resolves the defaults from
 
     with _params_lock:
@@ -120,6 +123,7 @@ def _route_llama_log() -> None:
     global _log_callback
     if _log_callback is not None:
         return
+    openmp.configure()
     import llama_cpp
 
     def callback(_level: int, text: bytes, _data: object) -> None:
@@ -185,6 +189,7 @@ class LocalLLM:
         tuning: Tuning | None = None,
     ) -> None:
         try:
+            openmp.configure()
             from llama_cpp import Llama
         except ImportError as exc:
             raise ModelMissing(f"llama-cpp-python is not installed: {exc}") from exc
@@ -225,6 +230,7 @@ class LocalLLM:
         self.lock = threading.RLock()
         self.last_stats = GenerationStats()
         self._cancel: CancelToken | None = None
+        openmp.configure()
         import llama_cpp
 
         self._abort_cb = llama_cpp.ggml_abort_callback(self._should_abort)
@@ -238,6 +244,7 @@ class LocalLLM:
     @property
     def n_params(self) -> int:
         """The model's parameter count (what an answer may be trusted with depends on it)."""
+        openmp.configure()
         import llama_cpp
 
         return int(llama_cpp.llama_model_n_params(self.llama.model))
@@ -404,7 +411,7 @@ class LocalLLM:
         self._save_state(kept)
 
     def _state_name(self, tokens: Sequence[int]) -> str:
-        from localrag.core.chat import machine_check
+        from localrag.core.llm import machine_check
 
         digest = hashlib.sha256(array.array("i", tokens).tobytes()).hexdigest()[:16]
         key = machine_check.key(
@@ -419,9 +426,10 @@ class LocalLLM:
         return f"prefix-state.{key}.bin"
 
     def _save_state(self, tokens: Sequence[int]) -> None:
+        openmp.configure()
         import llama_cpp
 
-        from localrag.core.chat import machine_check
+        from localrag.core.llm import machine_check
 
         ctx = self.llama.ctx
         size = int(llama_cpp.llama_state_seq_get_size(ctx, 0))
@@ -437,9 +445,10 @@ class LocalLLM:
     def _load_state(self, tokens: Sequence[int]) -> bool:
         """Restore the saved state of exactly ``tokens`` into the empty cache; False when there is none or it
         does not fit (then nothing changed)."""
+        openmp.configure()
         import llama_cpp
 
-        from localrag.core.chat import machine_check
+        from localrag.core.llm import machine_check
 
         data = machine_check.recall_bytes(self._state_name(tokens))
         head = len(STATE_MAGIC) + 4
@@ -467,6 +476,7 @@ class LocalLLM:
         if cancel is None:
             yield
             return
+        openmp.configure()
         import llama_cpp
 
         self._cancel = cancel
@@ -481,6 +491,7 @@ class LocalLLM:
     def _threads_for_load(self) -> Iterator[None]:
         """Run with one thread fewer while other work keeps a core busy (``cores``); note when the model
         stops."""
+        openmp.configure()
         import llama_cpp
 
         n = self.cores.threads(self._threads_now[1])
@@ -528,6 +539,7 @@ class LocalLLM:
         return n
 
     def _find_control_texts(self) -> list[str]:
+        openmp.configure()
         import llama_cpp
 
         vocab = llama_cpp.llama_model_get_vocab(self.llama.model)
@@ -542,6 +554,7 @@ class LocalLLM:
 
     def _chat_template(self) -> tuple[Callable[[list[dict[str, str]]], str], list[str]]:
         """The GGUF's own template (as llama-cpp-python renders it), else ChatML."""
+        openmp.configure()
         from llama_cpp import llama_chat_format
 
         eos_id, bos_id = self.llama.token_eos(), self.llama.token_bos()

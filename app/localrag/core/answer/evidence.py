@@ -32,15 +32,15 @@ from typing import Any
 
 import numpy as np
 
-from localrag.core.chat import spans as sp
-from localrag.core.chat.cells import (
+from localrag.core.retrieve import statements
+from localrag.core.text import spans as sp
+from localrag.core.text.cells import (
     Cells,
     cells_of,
     is_column_headings,
     is_figures_row,
     split_row,
 )
-from localrag.core.retrieve import statements
 
 # How many of the best passages are read for sentences.
 PASSAGES = 5

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 from localrag.core import paths
+from localrag.core.llm import openmp
 from localrag.core.progress import CancelToken
 
 log = logging.getLogger("localrag.llm.machine_check")
@@ -27,9 +28,10 @@ log = logging.getLogger("localrag.llm.machine_check")
 def key(*parts: object) -> str:
     """A short key of the Python version, the llama.cpp library files (name, size, mtime), the variant of its
     CPU kernels, and ``parts``."""
+    openmp.configure()
     import llama_cpp
 
-    from localrag.core.chat.backends import cpu_backend
+    from localrag.core.llm.backends import cpu_backend
 
     items = [sys.version.split()[0], cpu_backend().variant]
     lib = Path(llama_cpp.__file__).parent / "lib"

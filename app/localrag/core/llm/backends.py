@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from localrag.core.errors import ModelMissing
+from localrag.core.llm import openmp
 
 log = logging.getLogger("localrag.llm.backends")
 
@@ -95,6 +96,7 @@ def cpu_backend() -> CpuBackend:
 
 def _load() -> CpuBackend:
     try:
+        openmp.configure()
         import llama_cpp
     except ImportError as exc:
         raise ModelMissing(f"llama-cpp-python is not installed: {exc}") from exc
@@ -129,7 +131,7 @@ def _load() -> CpuBackend:
         order.insert(0, wanted)
     if note:
         log.warning("%s; using %s", note, order[0])
-    from localrag.core.chat.fastcopy import quiet_stderr
+    from localrag.core.llm.quiet import quiet_stderr
 
     for name in order:
         with quiet_stderr():  # ggml says which file it loaded; the log below says it once
@@ -191,6 +193,7 @@ def _ggml(lib_dir: Path) -> Any:
     depends on: the wheel holds ``libggml.so`` and ``libggml.so.0`` as separate files, and opening the first
     by path would load a second copy of ggml with a registry of its own.
     """
+    openmp.configure()
     from llama_cpp import llama_cpp as bindings
 
     ggml: Any = getattr(bindings, "_lib", None)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from localrag.core.chat.engine import ChatEvent, Done, Failed, Retrieved
+from localrag.core.answer.engine import ChatEvent, Done, Failed, Retrieved
 
 
 class AnswerJson:

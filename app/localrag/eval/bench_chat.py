@@ -24,7 +24,7 @@ machine.
 Without ``--sweep`` the configuration is the app's own (``load_llm`` with the settings), on the CPU kernels
 the app picks for this CPU. ``--variant`` runs the app's configuration on the named variant of llama.cpp's CPU
 kernels (``haswell`` for AVX2, ``zen4`` for AVX-512 with VNNI and BF16 but no AMX...; ``best`` for the app's
-choice), each in its own process, as ``LOCALRAG_CPU_VARIANT`` does (``core/chat/backends.py``). ``--sweep``
+choice), each in its own process, as ``LOCALRAG_CPU_VARIANT`` does (``core/llm/backends.py``). ``--sweep``
 runs a matrix of weight types, thread counts, batch sizes, flash attention and OpenMP wait policies, each in
 its own process (a crash in one configuration — llama.cpp's repacked kernels crash on some types — is
 recorded, not fatal). The machine's load average is reported with every figure: other work on the cores
@@ -48,9 +48,9 @@ from typing import Any
 
 # Imported first: the chat package sets llama.cpp's OpenMP wait policy, which must happen before llama_cpp
 # loads.
-from localrag.core.chat import fastcopy
-from localrag.core.chat import llm as llm_mod
-from localrag.core.chat.backends import VARIANT_ENV, cpu_backend
+from localrag.core.llm import fastcopy, openmp
+from localrag.core.llm import llm as llm_mod
+from localrag.core.llm.backends import VARIANT_ENV, cpu_backend
 
 PROMPT_TOKENS = 1200
 GEN_TOKENS = 64
@@ -232,7 +232,7 @@ def _results(passages: list[tuple[str, str]]) -> list[Any]:
 def grounded_prompt(llm: Any, question: str, results: list[Any], target: int = PROMPT_TOKENS) -> Any:
     """The real grounded prompt for ``question``, exactly ``target`` tokens long: the context budget is
     searched (whole sentences), then the question gets a few words of detail to make up the last tokens."""
-    from localrag.core.chat.prompts import GROUNDED, build_prompt
+    from localrag.core.answer.prompts import GROUNDED, build_prompt
 
     def build(q: str, budget: int) -> Any:
         return build_prompt(
@@ -313,7 +313,7 @@ def measure_round(config: BenchConfig) -> RoundResult:
     prepared = llm.last_stats
     # The first question after a restart: a freshly loaded model whose fixed prefix's state comes from the
     # cache folder (``LocalLLM.keep_prefix``; written by this model first if it is not there yet).
-    from localrag.core.chat.engine import keep_prefix
+    from localrag.core.answer.engine import keep_prefix
 
     prefix = keep_prefix(llm)
     _empty_cache(llm)
@@ -461,6 +461,7 @@ def sweep_configs() -> list[BenchConfig]:
 
 def conversion_time() -> float:
     """Seconds to make the fast copy of the bundled model (into a temporary folder, the cache untouched)."""
+    openmp.configure()
     import llama_cpp
 
     from localrag.core.embed import model_files
@@ -481,9 +482,10 @@ def conversion_time() -> float:
 
 
 def machine() -> dict[str, Any]:
+    openmp.configure()
     import llama_cpp
 
-    from localrag.core.eval.bench_retrieval import machine as basics
+    from localrag.eval.bench_retrieval import machine as basics
 
     cpu = basics()["cpu"]
     features = sorted(
