@@ -10,27 +10,27 @@ from localrag.eval.reader_fit import simulate
 
 
 def _facts(text: str, **kw) -> SpanFacts:
-    base = dict(
-        text=text,
-        sentences=1,
-        semantic=0.5,
-        semantic_first=0.5,
-        semantic_part=0.5,
-        lexical=0.5,
-        lexical_context=0.5,
-        bm25=1.0,
-        passage_rank=0,
-        passage_similarity=0.5,
-        position=0,
-        heading=False,
-        question_sentence=False,
-        after_heading_match=0.0,
-        after_lead_in=False,
-        new_identifier=False,
-        new_number=False,
-        figures_row=False,
-        row_named=False,
-    )
+    base = {
+        "text": text,
+        "sentences": 1,
+        "semantic": 0.5,
+        "semantic_first": 0.5,
+        "semantic_part": 0.5,
+        "lexical": 0.5,
+        "lexical_context": 0.5,
+        "bm25": 1.0,
+        "passage_rank": 0,
+        "passage_similarity": 0.5,
+        "position": 0,
+        "heading": False,
+        "question_sentence": False,
+        "after_heading_match": 0.0,
+        "after_lead_in": False,
+        "new_identifier": False,
+        "new_number": False,
+        "figures_row": False,
+        "row_named": False,
+    }
     base.update(kw)
     return SpanFacts(**base)
 
