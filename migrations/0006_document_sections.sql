@@ -1,7 +1,7 @@
 -- A document's top-level sections (from its chunks' heading paths) with the page each starts on, the chunk it
 -- starts with and its most central chunk (the one whose vector is nearest the mean of the section's vectors),
 -- computed when the document becomes ready, so that "summarize X" or "what are the chapters of X" can be answered
--- from the document's structure (see core/chat/overview.py).
+-- from the document's structure (see core/answer/overview.py).
 
 -- migrate:up
 CREATE TABLE document_sections (

@@ -15,7 +15,7 @@ fi
 
 # llama.cpp is compiled here, once, as one portable build: on Linux every x86-64 (or arm64) CPU variant of its
 # CPU backend is a library of its own (libggml-cpu-haswell.so, -skylakex, -icelake, -zen4, -sapphirerapids...),
-# and at run time the app loads the best one this CPU runs (core/chat/backends.py), so the same wheel runs on an
+# and at run time the app loads the best one this CPU runs (core/llm/backends.py), so the same wheel runs on an
 # AVX2 laptop and on an AVX-512/AMX server. CMAKE_INSTALL_BINDIR puts those libraries into the package, next to
 # libllama.so (ggml installs backend modules into the "bin" folder). Elsewhere (macOS) the build is for this CPU.
 # GCC 12 drops the stores that fill ggml's AMX tile configuration (its _tile_loadconfig intrinsic claims to read
@@ -80,6 +80,7 @@ case "$command" in
         ruff check app tests
         ruff format --check app tests
         mypy
+        lint-imports --no-cache
         export QT_QPA_PLATFORM="${QT_QPA_PLATFORM:-offscreen}"
         # As root (containers, CI) the tests' servers run as a system account the store may create.
         export LOCALRAG_ALLOW_ROOT="${LOCALRAG_ALLOW_ROOT:-1}"

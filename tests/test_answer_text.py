@@ -9,8 +9,8 @@ import dataclasses
 import pytest
 
 from fixtures_docs import empty_store
-from localrag.core.chat.answer_text import AnswerText
-from localrag.core.chat.engine import (
+from localrag.core.answer.answer_text import AnswerText
+from localrag.core.answer.engine import (
     FROM_SOURCES_LABEL,
     MODEL,
     REWORD_LABEL,
@@ -18,8 +18,8 @@ from localrag.core.chat.engine import (
     Done,
     EvidenceReady,
 )
-from localrag.core.chat.llm import load_llm
 from localrag.core.config import Settings
+from localrag.core.llm.llm import load_llm
 from test_api import DOCS  # the same two small manuals
 
 

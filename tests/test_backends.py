@@ -12,14 +12,14 @@ from pathlib import Path
 import pytest
 
 from localrag.cli import doctor
-from localrag.core.chat.backends import BUILT_IN, VARIANT_ENV, cpu_backend
-from localrag.core.chat.llm import LocalLLM, load_llm
 from localrag.core.config import Settings
+from localrag.core.llm.backends import BUILT_IN, VARIANT_ENV, cpu_backend
+from localrag.core.llm.llm import LocalLLM, load_llm
 
 # In a child process: load the bundled model as the app does, answer one prompt, print what ran.
 CHILD = """
 import json
-from localrag.core.chat.llm import load_llm
+from localrag.core.llm.llm import load_llm
 from localrag.core.config import Settings
 llm = load_llm(Settings(n_ctx=512))
 prompt = llm.render([{"role": "user", "content": "Name three colours of the rainbow."}])

@@ -10,7 +10,7 @@ pytestmark = pytest.mark.gui
 
 
 def test_a_generated_corpus_is_the_same_every_time(tmp_path):
-    from localrag.core.eval.corpus import make_corpus
+    from localrag.eval.corpus import make_corpus
 
     make_corpus(tmp_path / "a", 30)
     make_corpus(tmp_path / "b", 30)
@@ -24,9 +24,9 @@ def test_a_generated_corpus_is_the_same_every_time(tmp_path):
 
 def test_a_dropped_folder_is_indexed_by_the_window_and_the_event_loop_is_measured(qtbot, clean_db, tmp_path):
     from localrag.core.config import Settings
-    from localrag.core.eval.corpus import make_corpus
     from localrag.core.library import Library
     from localrag.devtools.bench_window import TICK_MS, WindowBench
+    from localrag.eval.corpus import make_corpus
 
     make_corpus(tmp_path / "docs", 20)
     # A guest: the session's library already owns the embedded server of this data folder.

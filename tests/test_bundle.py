@@ -208,7 +208,7 @@ def test_spec_imports_every_command_and_only_unused_qt_is_left_out(
     [(_args, analysis)] = _step(made, "Analysis")
     hidden = set(analysis["hiddenimports"])
     assert {f"localrag.cli.{name}" for name in COMMANDS} <= hidden
-    assert "localrag.core.chat.extra_buffers" in hidden  # run as a child process: local-rag -m ...
+    assert "localrag.core.llm.extra_buffers" in hidden  # run as a child process: local-rag -m ...
     excluded = set(analysis["excludes"])
     assert {"PySide6.QtWebEngineCore", "PySide6.Qt3DCore", "PySide6.QtMultimedia"} <= excluded
     assert not {"PySide6.QtCore", "PySide6.QtGui", "PySide6.QtWidgets", "PySide6.QtSvg"} & excluded

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from localrag.core.chat.citations import (
+from localrag.core.answer.citations import (
     Source,
     apply_citations,
     check_citations,

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import re
 
-from localrag.core.chat import prompts
-from localrag.core.chat.echo import EchoFilter
+from localrag.core.answer import prompts
+from localrag.core.answer.echo import EchoFilter
 
 
 def _stream(text: str) -> tuple[list[str], EchoFilter]:

@@ -9,9 +9,9 @@ import time
 import pytest
 
 from fixtures_chat import index
-from localrag.core.chat import history
-from localrag.core.chat.citations import check_citations
-from localrag.core.chat.engine import (
+from localrag.core.answer import history
+from localrag.core.answer.citations import check_citations
+from localrag.core.answer.engine import (
     NOT_FOUND,
     ChatEngine,
     Checked,
@@ -23,11 +23,11 @@ from localrag.core.chat.engine import (
     Token,
     WarmingUp,
 )
-from localrag.core.chat.llm import LLMProvider, LocalLLM, load_llm
-from localrag.core.chat.prompts import Prompt
-from localrag.core.chat.query import follow_up_query, is_follow_up
+from localrag.core.answer.prompts import Prompt
+from localrag.core.answer.query import follow_up_query, is_follow_up
 from localrag.core.config import Settings
 from localrag.core.errors import StoreUnavailable
+from localrag.core.llm.llm import LLMProvider, LocalLLM, load_llm
 from localrag.core.progress import CancelToken
 from localrag.core.retrieve import retrieve
 
@@ -394,7 +394,7 @@ def test_cli_ask_json(corpus, home):
 
 def test_weak_passages_next_to_a_strong_one_are_left_out():
     """A passage that clears the floor only just is noise next to one that matches well; alone it is kept."""
-    from localrag.core.chat.query import relevant
+    from localrag.core.answer.query import relevant
     from localrag.core.retrieve import Result
 
     def passage(title: str, cosine: float | None, bm25_rank: int | None = None) -> Result:

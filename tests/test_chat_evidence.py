@@ -9,8 +9,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from localrag.core.chat import spans
-from localrag.core.chat.evidence import ANSWERED, NOT_FOUND, Evidence, find_evidence, question_kind
+from localrag.core.answer.evidence import ANSWERED, NOT_FOUND, Evidence, find_evidence, question_kind
+from localrag.core.text import spans
 
 FAQ_PAGE = (
     "7.30 I installed a package but the functions are not there\n"
@@ -157,7 +157,7 @@ def test_question_kinds():
     assert question_kind("What environment variable holds the CRAN mirror?") == "identifier"
     assert question_kind("How many samples does gnuplot use by default?") == "number"
     assert question_kind("What is the default resolution of print?") == "number"
-    assert question_kind("Why does R think these numbers are different?") == ""
+    assert question_kind("Why does R think these numbers are different?") == "why"
 
 
 def test_evidence_survives_a_round_trip_through_json(embed):
@@ -207,8 +207,8 @@ def test_a_quoted_row_of_figures_shows_each_value_under_its_column(embed):
 
 
 def test_rows_without_column_headings_or_prose_stay_as_quoted():
-    from localrag.core.chat import cells
-    from localrag.core.chat.cells import cells_of, split_row
+    from localrag.core.text import cells
+    from localrag.core.text.cells import cells_of, split_row
 
     no_headings = "Net sales 14,694 14,544 12,861\n"
     assert cells_of(no_headings.strip(), no_headings, 0) is None

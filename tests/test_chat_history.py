@@ -3,8 +3,8 @@ all."""
 
 from __future__ import annotations
 
-from localrag.core.chat import history
-from localrag.core.chat.citations import Source
+from localrag.core.answer import history
+from localrag.core.answer.citations import Source
 
 
 def _source(n: int, cited: bool) -> Source:

@@ -9,11 +9,11 @@ import time
 import pytest
 
 from localrag.core import paths
-from localrag.core.chat.fastcopy import ensure_fast_copy, fast_copy_path, fast_copy_type
-from localrag.core.chat.llm import LLMProvider, LocalLLM, load_llm
 from localrag.core.config import Settings
 from localrag.core.embed import model_files
 from localrag.core.errors import ModelMissing
+from localrag.core.llm.fastcopy import ensure_fast_copy, fast_copy_path, fast_copy_type
+from localrag.core.llm.llm import LLMProvider, LocalLLM, load_llm
 from localrag.core.progress import Cancelled, CancelToken
 
 
@@ -47,7 +47,7 @@ def test_a_build_whose_extra_buffers_crash_loads_without_them(home, tmp_path, mo
     import signal
     import sys
 
-    from localrag.core.chat import extra_buffers
+    from localrag.core.llm import extra_buffers
 
     monkeypatch.setenv("LOCALRAG_CACHE", str(tmp_path / "cache"))
     crash = f"import os; os.kill(os.getpid(), {int(signal.SIGSEGV)})"
@@ -168,7 +168,7 @@ def test_the_shared_prefix_is_evaluated_once(llm):
 def test_an_answer_continued_from_the_cache_is_the_answer_from_scratch(llm):
     """A prompt evaluated after a cached prefix (and, past it, from the next aligned position on) gives the
     same greedy answer as the whole prompt evaluated afresh."""
-    from localrag.core.chat import llm as llm_mod
+    from localrag.core.llm import llm as llm_mod
 
     system = {"role": "system", "content": "You answer questions about the night train. " * 8}
     question = {
@@ -303,7 +303,7 @@ def test_the_model_runs_one_thread_fewer_while_other_work_keeps_a_core_busy():
     program's load cannot be controlled). A core's worth of other work makes the two-core choice one thread;
     the caller's own work in that time (building the prompt) is not other work, unless it marked from another
     thread; a look back too short to say keeps the current count."""
-    from localrag.core.chat.cores import MIN_WINDOW_S, CoreWatch
+    from localrag.core.llm.cores import MIN_WINDOW_S, CoreWatch
 
     now, busy, own = [0.0], [100.0], [5.0]
     watch = CoreWatch(
@@ -330,7 +330,7 @@ def test_the_model_runs_one_thread_fewer_while_other_work_keeps_a_core_busy():
 
 def test_the_busy_cpu_reading_counts_the_work_of_this_process():
     """The real reading (psutil, the whole machine): it grows by at least what this thread spent working."""
-    from localrag.core.chat.cores import busy_cpu_seconds
+    from localrag.core.llm.cores import busy_cpu_seconds
 
     busy, own = busy_cpu_seconds(), time.thread_time()
     while time.thread_time() - own < 0.3:

@@ -12,8 +12,9 @@ import pytest
 
 from fixtures_chat import index
 from fixtures_docs import write_pdf
-from localrag.core.chat import overview
-from localrag.core.chat.overview import detect, section_keys
+from localrag.core.answer import overview
+from localrag.core.answer.overview import detect
+from localrag.core.ingest.sections import section_keys
 
 TOMATOES = [
     "Tomatoes need at least six hours of direct sunlight every day.",

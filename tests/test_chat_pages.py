@@ -10,8 +10,8 @@ import pytest
 
 from fixtures_chat import index
 from fixtures_docs import write_pdf
-from localrag.core.chat.engine import ChatEngine, EvidenceReady
-from localrag.core.chat.pages import WholePassage, clean_page, page_texts, widen
+from localrag.core.answer.engine import ChatEngine, EvidenceReady
+from localrag.core.answer.pages import WholePassage, clean_page, page_texts, widen
 from localrag.core.retrieve.results import Result
 
 

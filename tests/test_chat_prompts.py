@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from localrag.core.chat import prompts
-from localrag.core.chat.llm import LocalLLM, load_llm
-from localrag.core.chat.prompts import GROUNDED, PLAIN, STRICT, Turn, build_prompt
+from localrag.core.answer import prompts
+from localrag.core.answer.prompts import GROUNDED, PLAIN, STRICT, Turn, build_prompt
 from localrag.core.config import Settings
+from localrag.core.llm.llm import LocalLLM, load_llm
 from localrag.core.retrieve import Result
 
 PASSAGE = (

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from localrag.core.chat.support import NOT_FOUND_MARK, SentenceStream, SupportChecker, strip_marks
+from localrag.core.answer.support import NOT_FOUND_MARK, SentenceStream, SupportChecker, strip_marks
 
 
 @dataclass

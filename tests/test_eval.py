@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from localrag.core.eval import metrics
+from localrag.eval import metrics
 
 CORPUS = [
     ("d1", "Volcanoes", "Lava flows from a volcano when magma reaches the surface during an eruption."),
@@ -47,7 +47,7 @@ def beir_folder(tmp_path):
 
 
 def test_eval_on_a_tiny_beir_folder(beir_folder, embedder, tmp_path):
-    from localrag.core.eval.beir import evaluate, load_dataset
+    from localrag.eval.beir import evaluate, load_dataset
 
     ds = load_dataset(beir_folder, "test")
     assert set(ds.queries) == set(QUERIES) and ds.qrels["q4"] == {"d4": 1, "d6": 1}

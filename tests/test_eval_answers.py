@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from localrag.core.eval.answers import load_questions, score_answer, token_f1
+from localrag.eval.answers import load_questions, score_answer, token_f1
 
 DATASET = Path(__file__).resolve().parents[1] / "datasets" / "debian-manuals"
 

@@ -57,8 +57,8 @@ def test_overlong_input_is_refused_not_truncated(embedder):
 
 
 def test_gguf_generates_tokens():
-    from localrag.core.chat.llm import load_llm
     from localrag.core.config import Settings
+    from localrag.core.llm.llm import load_llm
 
     llm = load_llm(Settings(n_ctx=512))
     pieces = list(llm.stream_chat([{"role": "user", "content": "Say hello."}], max_tokens=8, temperature=0.0))

@@ -74,8 +74,8 @@ def test_streaming_delivers_tokens_as_signals_in_order(qtbot, worker, short, mon
     """Searching, retrieved, the evidence (before the model runs), the prompt, then the tokens with each
     sentence checked as it completes, and done. The small model only rewords the quoted evidence: the answer
     is the evidence, then the reworded sentences the sources support."""
-    from localrag.core.chat.engine import REWORD_LABEL
-    from localrag.core.chat.support import strip_marks
+    from localrag.core.answer.engine import REWORD_LABEL
+    from localrag.core.answer.support import strip_marks
     from localrag.gui.chat_worker import AskRequest
 
     monkeypatch.setattr(short.settings, "reword", True)
@@ -251,7 +251,7 @@ def test_reading_ahead_waits_for_a_pause_and_can_be_turned_off(qtbot, panel, wor
 
 
 def test_strict_with_nothing_relevant_says_so(qtbot, panel):
-    from localrag.core.chat.prompts import NOT_FOUND
+    from localrag.core.answer.prompts import NOT_FOUND
 
     panel.strict.setChecked(True)
     turn = _ask(qtbot, panel, "zzqx vlorp")
@@ -261,7 +261,7 @@ def test_strict_with_nothing_relevant_says_so(qtbot, panel):
 
 
 def test_question_waits_while_the_model_loads(qtbot, short, docs):
-    from localrag.core.chat.llm import load_llm
+    from localrag.core.llm.llm import load_llm
     from localrag.gui.chat_worker import ChatWorker
     from localrag.gui.views.chat import WAITING, ChatPanel
 
@@ -424,6 +424,6 @@ def test_dev_pane_follows_the_last_question(qtbot, panel, short, monkeypatch):
     assert "tokens" in pane.prompt_info.text()
     assert "first token" in pane.timings_label.text() and "embed" in pane.timings_label.text()
     # How the model runs on this machine: the CPU kernels loaded (and the tuning, when measured).
-    from localrag.core.chat.backends import cpu_backend
+    from localrag.core.llm.backends import cpu_backend
 
     assert f"{cpu_backend().variant} kernels" in pane.timings_label.text()

@@ -186,7 +186,7 @@ def test_clicking_a_quoted_sentence_opens_the_viewer_on_exactly_it(qtbot, panel)
 
 
 def test_a_span_without_offsets_opens_the_whole_source():
-    from localrag.core.chat.evidence import ANSWERED, Evidence, EvidenceSpan
+    from localrag.core.answer.evidence import ANSWERED, Evidence, EvidenceSpan
     from localrag.gui.views.sources import SourceRef
     from localrag.gui.views.transcript import Turn, span_ref
 
@@ -259,8 +259,8 @@ def test_a_reloaded_turn_shows_its_evidence_again(qtbot, panel, short, monkeypat
 
 
 def test_an_old_message_without_parts_renders_as_before():
-    from localrag.core.chat.citations import Source
-    from localrag.core.chat.history import Message
+    from localrag.core.answer.citations import Source
+    from localrag.core.answer.history import Message
     from localrag.gui.views.transcript import link_citations, turn_html, turns_from_messages
 
     source = Source(1, 1, "Manual", "/m.md", "markdown", 1, "", [1], cited=True)
@@ -287,8 +287,8 @@ _COLORS = {
 
 
 def _turn(lead: str, *, strict: bool = False, status: str = "answered"):
-    from localrag.core.chat.evidence import Evidence, EvidenceSpan
-    from localrag.core.chat.support import CheckedSentence
+    from localrag.core.answer.evidence import Evidence, EvidenceSpan
+    from localrag.core.answer.support import CheckedSentence
     from localrag.gui.views.sources import SourceRef
     from localrag.gui.views.transcript import Turn
 
@@ -357,7 +357,7 @@ def test_quoted_sentences_are_a_quotation_with_their_link_and_page():
     assert "Packages go into libraries." in html and "href='gen:2:0'" in html
     assert "every Tuesday" not in html
     # A rewording that repeats the quote word for word is not shown twice.
-    from localrag.core.chat.support import CheckedSentence
+    from localrag.core.answer.support import CheckedSentence
 
     turn = _turn("sources")
     turn.generated.append(CheckedSentence("R packages are installed into libraries", True, 1))

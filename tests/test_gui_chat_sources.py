@@ -154,7 +154,7 @@ def test_pdf_source_shows_the_page_with_the_passage_highlighted(qtbot, library, 
 
 
 def test_text_source_shows_the_passage_in_its_context(qtbot, library, docs):
-    from localrag.core.chat.citations import Source
+    from localrag.core.answer.citations import Source
     from localrag.gui.views.sources import SourceRef, SourceViewer
 
     result = _top(library, "When is diesel sold at the fuel berth?", "markdown")
@@ -230,8 +230,8 @@ def test_dev_pane_scores_match_retrieve(qtbot, library, docs):
 def test_the_asked_cell_of_a_quoted_row_is_outlined_on_the_page(qtbot, library, docs):
     """A quoted row of figures: the row is highlighted, and the year asked for is outlined twice — its column
     heading and the row's value under it, found from pdfium's character positions."""
-    from localrag.core.chat.evidence import find_evidence
-    from localrag.core.chat.pages import page_texts
+    from localrag.core.answer.evidence import find_evidence
+    from localrag.core.answer.pages import page_texts
     from localrag.core.retrieve import retrieve
     from localrag.gui.views.sources import SourceRef, SourceViewer
 

@@ -557,7 +557,7 @@ def test_shortcuts_about_box_and_accessible_names(qtbot, window):
     text = about.versions_text()
     assert "PostgreSQL: 18" in text and "pgvector: 0.8" in text and "Local RAG: " in text
     assert "all-MiniLM-L6-v2" in text or "MiniLM" in text
-    from localrag.core.chat.backends import cpu_backend
+    from localrag.core.llm.backends import cpu_backend
 
     assert f"llama.cpp CPU kernels: {cpu_backend().describe()}" in text
     assert "Language model tuning: " in text

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from localrag.core.chat import cells
-from localrag.core.ingest import identity, metadata
+from localrag.core.ingest import metadata
 from localrag.core.ingest.documents import reembed_needed
 from localrag.core.ingest.pipeline import Ingestor, index_paths
 from localrag.core.retrieve import Result, Tuning, rescore, retrieve, routing, statements
+from localrag.core.text import cells, identity
 
 COVER = """UNITED STATES SECURITIES AND EXCHANGE COMMISSION
 FORM 10-K

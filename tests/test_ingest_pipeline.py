@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from localrag.core.ingest import identity
 from localrag.core.ingest.pipeline import Ingestor
+from localrag.core.text import identity
 
 LOREM = (
     "Photosynthesis converts light energy into chemical energy stored in glucose. "

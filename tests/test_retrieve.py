@@ -229,7 +229,7 @@ def test_vector_mode_finds_paraphrases(corpus, library):
 
 @pytest.mark.parametrize("query", ["", "   ", "a", "?!", "é"])
 def test_empty_and_tiny_queries_return_nothing_at_once(query):
-    from localrag.core.eval.beir import StoreHandle
+    from localrag.eval.beir import StoreHandle
 
     # A handle to a store that does not exist: any database or model access would fail.
     dead = StoreHandle("host=/nonexistent port=1 dbname=none user=none", None, Settings())  # type: ignore[arg-type]
@@ -367,7 +367,7 @@ def test_model_mismatch_returns_nothing_with_a_reason(clean_db, library, embedde
 
 
 def test_store_down_is_an_error_not_an_exception(library, embedder, caplog):
-    from localrag.core.eval.beir import StoreHandle
+    from localrag.eval.beir import StoreHandle
 
     # Not a mock: a real connection attempt to a server that is not there (the session's own server stays up).
     dead = StoreHandle(

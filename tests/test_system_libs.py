@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from localrag.gui import system_libs
+from localrag import system_libs
 
 LDD_ON_A_MINIMAL_SYSTEM = """\
 \tlinux-vdso.so.1 (0x00007ffd4b5f2000)

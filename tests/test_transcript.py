@@ -8,8 +8,8 @@ import sys
 
 SCRIPT = r"""
 import sys
-from localrag.core.chat.citations import Source
-from localrag.core.chat.history import Message
+from localrag.core.answer.citations import Source
+from localrag.core.answer.history import Message
 from localrag.gui.views.transcript import turn_html, turns_from_messages
 
 source = Source(1, 4, "Lighthouse manual", "/docs/lighthouse.md", "markdown", 2, "Lamp", [7], cited=True)
@@ -38,8 +38,8 @@ def test_the_transcript_renders_stored_messages_without_qt():
 
 STATE_MACHINE = r"""
 import sys
-from localrag.core.chat.citations import CitationCheck, Source
-from localrag.core.chat.engine import Done, Retrieved
+from localrag.core.answer.citations import CitationCheck, Source
+from localrag.core.answer.engine import Done, Retrieved
 from localrag.core.retrieve.results import RetrievalResponse
 from localrag.gui.views import turns
 from localrag.gui.views.transcript import turn_html

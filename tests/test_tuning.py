@@ -8,12 +8,12 @@ import sys
 import pytest
 
 from localrag.core import paths
-from localrag.core.chat import machine_check, tuning
-from localrag.core.chat.engine import keep_prefix
-from localrag.core.chat.fastcopy import ensure_fast_copy, fast_copy_path, fast_copy_type
-from localrag.core.chat.llm import LocalLLM, load_llm, tuning_for
+from localrag.core.answer.engine import keep_prefix
 from localrag.core.config import Settings
 from localrag.core.embed import model_files
+from localrag.core.llm import machine_check, tuning
+from localrag.core.llm.fastcopy import ensure_fast_copy, fast_copy_path, fast_copy_type
+from localrag.core.llm.llm import LocalLLM, load_llm, tuning_for
 
 QUESTION = {
     "role": "user",
@@ -242,7 +242,7 @@ def test_the_kept_prefix_state_is_restored_from_disk_and_changes_no_answer(home,
     assert len(list(paths.cache_dir().glob("prefix-state.*.bin"))) == 2
 
     # Only the newest few states are kept.
-    from localrag.core.chat import llm as llm_mod
+    from localrag.core.llm import llm as llm_mod
 
     for n in range(llm_mod.KEPT_STATES + 2):
         extra = LocalLLM(path, n_ctx=512 + 256 * n)
@@ -259,7 +259,7 @@ def test_the_kept_prefix_state_is_restored_from_disk_and_changes_no_answer(home,
 
 
 def test_warm_up_writes_the_prefix_state_and_the_next_start_reads_it(home, own_cache, library):
-    from localrag.core.chat.engine import ChatEngine
+    from localrag.core.answer.engine import ChatEngine
 
     path = ensure_fast_copy(model_files.default_gguf())
     ChatEngine(library, LocalLLM(path, n_ctx=2048)).warm_up()
@@ -276,6 +276,6 @@ def test_warm_up_writes_the_prefix_state_and_the_next_start_reads_it(home, own_c
 
 
 def _prefix_messages() -> list[dict[str, str]]:
-    from localrag.core.chat import prompts
+    from localrag.core.answer import prompts
 
     return prompts.prefix_messages(prompts.GROUNDED)[:-1]

@@ -16,8 +16,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from localrag.api.sse import sse
-from localrag.core.chat.answer_json import AnswerJson
-from localrag.core.chat.engine import ChatEngine, ChatEvent, Checked, Done, EvidenceReady, Failed, Token
+from localrag.core.answer.answer_json import AnswerJson
+from localrag.core.answer.engine import ChatEngine, ChatEvent, Checked, Done, EvidenceReady, Failed, Token
 from localrag.core.progress import CancelToken
 
 

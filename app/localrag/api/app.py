@@ -29,7 +29,7 @@ from localrag.api.body import (
 from localrag.api.guard import Guard
 from localrag.api.indexing import Indexing
 from localrag.api.sse import sse_response
-from localrag.core.chat.answer_json import AnswerJson
+from localrag.core.answer.answer_json import AnswerJson
 from localrag.core.errors import KnownError, describe
 from localrag.core.retrieve import ERROR, MODES, retrieve
 
@@ -126,7 +126,7 @@ async def ask(request: Request) -> Response:
 
 
 def _chat_exists(library: Any, chat_id: int) -> bool:
-    from localrag.core.chat import history
+    from localrag.core.answer import history
 
     with library.pool.connection() as conn:
         return history.get_chat(conn, chat_id) is not None

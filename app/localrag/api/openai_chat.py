@@ -22,10 +22,10 @@ from starlette.responses import JSONResponse, Response
 
 from localrag.api.body import ApiError, flag, optional_int, read_json
 from localrag.api.sse import sse, sse_response
-from localrag.core.chat.answer_text import AnswerText
-from localrag.core.chat.citations import Source
-from localrag.core.chat.engine import Done, Failed
-from localrag.core.chat.prompts import Turn
+from localrag.core.answer.answer_text import AnswerText
+from localrag.core.answer.citations import Source
+from localrag.core.answer.engine import Done, Failed
+from localrag.core.answer.prompts import Turn
 
 MODEL_ID = "local-rag"
 

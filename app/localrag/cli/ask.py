@@ -67,8 +67,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from localrag.core.chat.answer_json import AnswerJson
-    from localrag.core.chat.engine import (
+    from localrag.core.answer.answer_json import AnswerJson
+    from localrag.core.answer.engine import (
         MODEL,
         ChatEngine,
         Checked,
@@ -79,8 +79,8 @@ def run(args: argparse.Namespace) -> int:
         Token,
         WarmingUp,
     )
-    from localrag.core.chat.llm import LLMProvider
     from localrag.core.library import Library
+    from localrag.core.llm.llm import LLMProvider
 
     started = time.monotonic()
     library = Library(owner=False)
@@ -186,7 +186,7 @@ def _print_sources(event: Any) -> None:
 
 
 def _print_retrieved(sources: list[dict[str, Any]]) -> None:
-    from localrag.core.chat.citations import Source
+    from localrag.core.answer.citations import Source
 
     for s in sources:
         source = Source.from_dict(s)

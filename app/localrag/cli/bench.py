@@ -1,5 +1,5 @@
 """``local-rag bench SUBCOMMAND``: benchmarks. Each subcommand lives in a module ``bench_<name>``: under
-``localrag.core.eval`` with ``register(subparsers)`` (setting ``func(args) -> int``), or, for those that drive
+``localrag.eval`` with ``register(subparsers)`` (setting ``func(args) -> int``), or, for those that drive
 the real window, under ``localrag.devtools`` with ``main(argv) -> int``, imported only when it runs."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import argparse
 import functools
 import importlib
 
-# Modules under localrag.core.eval named bench_<name>, one per subcommand.
+# Modules under localrag.eval named bench_<name>, one per subcommand.
 BENCHES = ["retrieval", "ingest", "chat", "api"]
 # Modules under localrag.devtools named bench_<name>, with what each measures; they parse their own arguments.
 TOOL_BENCHES = {"window": "drop a folder on the real window and measure its event loop while it indexes"}
@@ -18,7 +18,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("bench", help="benchmarks (latency, recall) on throw-away databases")
     benches = p.add_subparsers(dest="bench", metavar="BENCH", required=True)
     for name in BENCHES:
-        importlib.import_module(f"localrag.core.eval.bench_{name}").register(benches)
+        importlib.import_module(f"localrag.eval.bench_{name}").register(benches)
     for name, summary in TOOL_BENCHES.items():
         # Every argument, options and --help included, goes to the tool's own parser.
         tool = benches.add_parser(name, help=summary, add_help=False, prefix_chars="\0")

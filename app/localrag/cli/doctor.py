@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass, field
 
 from localrag.core import paths
 from localrag.core.errors import KnownError
+from localrag.core.llm import openmp
 
 
 @dataclass
@@ -57,7 +58,7 @@ def _icon_check() -> Check:
 
 
 def _window_libraries_check() -> Check:
-    from localrag.gui import system_libs
+    from localrag import system_libs
 
     if not sys.platform.startswith("linux"):
         return Check("window libraries", True, "not needed on this system")
@@ -121,10 +122,11 @@ def _embedding_check(settings) -> Check:
 
 def _llm_check(settings) -> Check:
     try:
+        openmp.configure()
         import llama_cpp
     except ImportError as exc:
         return Check("llama.cpp", False, f"llama-cpp-python is not installed: {exc}")
-    from localrag.core.chat.llm import LocalLLM, gguf_path, tuning_for
+    from localrag.core.llm.llm import LocalLLM, gguf_path, tuning_for
 
     try:
         path = gguf_path(settings)

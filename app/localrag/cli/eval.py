@@ -3,7 +3,7 @@ folder; on a page-hit folder (documents and questions with ``file`` and ``pages`
 hit@1/5/10 pooled and scoped to the question's document, in this data folder's library (``--route``, ``--k``).
 
 ``local-rag eval answers DATASET_DIR [--answer-mode M] [--limit N] [--kind K] [--json]``: answer quality — the
-real ``ask`` path over questions with gold answers and pages (see ``core/eval/answers.py``), in this data
+real ``ask`` path over questions with gold answers and pages (see ``eval/answers.py``), in this data
 folder's library (``LOCALRAG_HOME``; its documents are ingested once and kept).
 """
 
@@ -69,22 +69,31 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="page datasets: ingest nothing; ask only the questions whose document is in the library",
     )
+    p.add_argument("--dump", type=Path, help="reader: write the candidates of every question to this file")
+    p.add_argument("--half", choices=("tune", "test"), help="reader/answers: only this half (split.json)")
+    p.add_argument(
+        "--fit", type=Path, action="append", help="reader: fit on these candidate files (repeatable)"
+    )
+    p.add_argument("--out", type=Path, help="reader: where the fitted weights go")
+    p.add_argument("--c", type=float, action="append", help="reader: regularisation strengths to compare")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.dataset[0] == "reader":
+        return run_reader(args, [Path(d) for d in args.dataset[1:]])
     if args.dataset[0] == "answers" and len(args.dataset) == 2:
         return run_answers(args, Path(args.dataset[1]))
     if len(args.dataset) != 1:
         print("local-rag: eval takes one DATASET_DIR, or `answers DATASET_DIR`", file=sys.stderr)
         return 2
     args.dataset = Path(args.dataset[0])
-    from localrag.core.eval import pagehit
+    from localrag.eval import pagehit
 
     if pagehit.is_page_dataset(args.dataset):
         return run_pages(args)
-    from localrag.core.eval.beir import evaluate
+    from localrag.eval.beir import evaluate
 
     cache = args.cache_dir or (
         Path(os.environ["LOCALRAG_EVAL_CACHE"]) if os.environ.get("LOCALRAG_EVAL_CACHE") else None
@@ -127,7 +136,7 @@ def _run_report(args: argparse.Namespace, evaluate: Callable[[Callable[[str], No
 
 
 def run_pages(args: argparse.Namespace) -> int:
-    from localrag.core.eval import pagehit
+    from localrag.eval import pagehit
 
     report = _run_report(
         args,
@@ -159,7 +168,7 @@ def run_pages(args: argparse.Namespace) -> int:
 
 
 def run_answers(args: argparse.Namespace, folder: Path) -> int:
-    from localrag.core.eval.answers import MODES, evaluate
+    from localrag.eval.answers import MODES, evaluate
 
     report = _run_report(
         args,
@@ -184,4 +193,30 @@ def run_answers(args: argparse.Namespace, folder: Path) -> int:
             f"{s['evidence_s']['p50'] or 0:7.3f} {s['ttft_s']['p50'] or 0:7.3f} "
             f"{s['total_s']['p50'] or 0:8.3f}"
         )
+    return 0
+
+
+def run_reader(args: argparse.Namespace, folders: list[Path]) -> int:
+    """``eval reader DIR... --dump FILE`` (the candidates) or ``eval reader --fit FILE... --out F`` (the
+    weights); see ``eval/reader_fit.py``."""
+    from localrag.eval import reader_fit
+
+    if args.dump:
+        n = reader_fit.dump(folders, args.dump, half=args.half, say=lambda s: print(s, file=sys.stderr))
+        print(f"{n} questions written to {args.dump}")
+        return 0
+    if not args.fit:
+        print("local-rag: eval reader needs --dump FILE or --fit FILE", file=sys.stderr)
+        return 2
+    rows = reader_fit.load_dump(args.fit)
+    report = {}
+    for c in args.c or [1.0]:
+        report[str(c)] = round(reader_fit.cross_validate(rows, c=c), 4)
+        print(f"C={c}: cross-validated correct-and-cited {report[str(c)]}", file=sys.stderr)
+    best_c = max(args.c or [1.0], key=lambda c: report[str(c)])
+    model = reader_fit.fit(rows, c=best_c)
+    fitted = reader_fit.simulate(rows, model)
+    print(json.dumps({"cross_validated": report, "c": best_c, "fitted": fitted, "model": model.to_json()}))
+    if args.out:
+        args.out.write_text(json.dumps(model.to_json(), indent=1) + "\n", encoding="utf-8")
     return 0

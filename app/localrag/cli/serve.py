@@ -5,9 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from localrag.api import DEFAULT_PORT
 from localrag.core.errors import KnownError
-
-DEFAULT_PORT = 8765
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -26,10 +25,10 @@ def run(args: argparse.Namespace) -> int:
     from localrag.api.app import ApiContext, create_app
     from localrag.api.indexing import Indexing
     from localrag.core import paths
-    from localrag.core.chat.engine import ChatEngine
-    from localrag.core.chat.llm import LLMProvider
+    from localrag.core.answer.engine import ChatEngine
     from localrag.core.embed.service import embedding_service
     from localrag.core.library import Library
+    from localrag.core.llm.llm import LLMProvider
 
     if not 0 <= args.port <= 65535:
         raise KnownError(f"--port {args.port} is not a port number (0 to 65535).")

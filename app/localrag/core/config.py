@@ -54,7 +54,7 @@ class Settings:
     n_ctx: int = 4096
     fast_llm_copy: bool = True  # convert the bundled GGUF once to the fastest type this CPU runs
     # Measure once (about 20 s at the first start on a machine) which weight type, attention kernel and batch
-    # size run the bundled model fastest here (core/chat/tuning.py).
+    # size run the bundled model fastest here (core/llm/tuning.py).
     llm_tuning: bool = True
     prepare_while_typing: bool = True  # a pause in typing lets the model read the question's prompt already
     # Answers: what leads — "auto" (the sources for a model under a billion parameters, else the model's

@@ -7,7 +7,7 @@ Meanwhile a timer ticks every 10 ms: a stall is the gap between two ticks minus 
 100 ms is explained as far as it can be: where a watcher thread found the window thread's Python stack, and
 the full garbage collections (which hold the interpreter lock, whichever thread runs them) that overlapped it.
 
-``--make-corpus N`` first writes N small generated text and Markdown files into DIR (``core/eval/corpus.py``:
+``--make-corpus N`` first writes N small generated text and Markdown files into DIR (``eval/corpus.py``:
 the same N always gives the same files), so anyone can reproduce a figure.
 
 Qt is imported only when the bench runs: listing the benchmarks does not load the GUI.
@@ -37,10 +37,10 @@ import numpy as np
 import psutil
 
 from localrag.core.errors import KnownError
-from localrag.core.eval.bench_ingest import peak_rss_mb
-from localrag.core.eval.bench_retrieval import machine
-from localrag.core.eval.corpus import make_corpus
 from localrag.core.library import Library
+from localrag.eval.bench_ingest import peak_rss_mb
+from localrag.eval.bench_retrieval import machine
+from localrag.eval.corpus import make_corpus
 
 TICK_MS = 10
 STALL_MS = 100

@@ -33,7 +33,7 @@ def create_app(argv: list[str]) -> object:
 
 
 def run_gui(argv: list[str]) -> int:
-    from localrag.gui import system_libs
+    from localrag import system_libs
 
     if system_libs.uses_x11():
         missing = system_libs.missing_for_window()

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from localrag.core.chat import engine as chat
+from localrag.core.answer import engine as chat
 from localrag.core.errors import describe
 from localrag.core.library import Library
 from localrag.core.progress import Cancelled, CancelToken
@@ -80,7 +80,7 @@ class ChatWorker(QObject):
 
     Args:
         library: the facade (retrieval and chat history go through it).
-        loader: loads the model from the settings, on the worker thread (default: ``core.chat.llm.load_llm``).
+        loader: loads the model from the settings, on the worker thread (default: ``core.llm.llm.load_llm``).
 
     Public:
         warm_up(): start the thread; load the embedding model and the language model there.
@@ -103,7 +103,7 @@ class ChatWorker(QObject):
         waiting(): a question is waiting for the model to finish loading.
         searching(): retrieval started.
         retrieved(Retrieved): the engine's event (``query``, ``response``, ``packed``, ``sources``,
-            ``notice``; see ``core.chat.engine``).
+            ``notice``; see ``core.answer.engine``).
         evidence(EvidenceReady): the engine's event: the sentences quoted from the sources and what
             leads the answer (``lead``), right after ``retrieved`` and before the model runs.
         prompt(PromptView): the exact prompt sent to the model.
@@ -273,8 +273,8 @@ class ChatWorker(QObject):
     def _warm_up(self) -> None:
         if self.engine is not None:
             return
-        from localrag.core.chat.engine import ChatEngine
-        from localrag.core.chat.llm import LLMProvider
+        from localrag.core.answer.engine import ChatEngine
+        from localrag.core.llm.llm import LLMProvider
 
         settings = self.library.settings
         provider = LLMProvider(settings, self._loader) if self._loader else LLMProvider(settings)
@@ -314,7 +314,7 @@ class ChatWorker(QObject):
         self.prepared.emit(n)
 
     def _answer(self, request: AskRequest) -> None:
-        from localrag.core.chat.prompts import Prompt
+        from localrag.core.answer.prompts import Prompt
 
         if request.cancel.cancelled:
             return

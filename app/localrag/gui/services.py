@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from localrag.cli.serve import DEFAULT_PORT
+from localrag.api import DEFAULT_PORT
 from localrag.core.ingest.documents import DocumentInfo
 from localrag.core.ingest.pipeline import IngestEvent
 from localrag.core.library import Library
@@ -339,7 +339,7 @@ class AppServices(QObject):
 
     def check_llm(self) -> None:
         """Check that the language model file exists (``llm_checked``)."""
-        from localrag.core.chat.llm import gguf_path
+        from localrag.core.llm.llm import gguf_path
 
         settings = self.library.settings
         self._op(lambda: str(gguf_path(settings))).success(lambda _path: self.llm_checked.emit("")).failure(

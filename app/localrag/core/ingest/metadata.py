@@ -17,8 +17,9 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
-from localrag.core.ingest import identity, status
+from localrag.core.ingest import status
 from localrag.core.retrieve import bm25
+from localrag.core.text import identity
 
 log = logging.getLogger("localrag.ingest.metadata")
 

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import time
 
-from localrag.core.ingest import identity, metadata, status
+from localrag.core.ingest import metadata, status
 from localrag.core.ingest.events import IngestEvent, IngestSummary
 from localrag.core.ingest.queue import IngestQueue
 from localrag.core.ingest.steps import DocCancel, DocumentSteps
 from localrag.core.progress import Cancelled, CancelToken
+from localrag.core.store import db
 
 
 def reembed(queue: IngestQueue, steps: DocumentSteps, cancel: CancelToken | None = None) -> IngestSummary:
@@ -39,7 +40,7 @@ def reembed(queue: IngestQueue, steps: DocumentSteps, cancel: CancelToken | None
             queue.unlock(doc_id)
     conn.commit()
     rows = conn.execute(
-        f"SELECT DISTINCT d.id, d.path, {identity.SHOWN_TITLE}, d.doc_type FROM documents d "
+        f"SELECT DISTINCT d.id, d.path, {db.SHOWN_TITLE}, d.doc_type FROM documents d "
         "JOIN document_chunks c ON c.doc_id = d.id WHERE d.status = %s "
         "AND NOT EXISTS (SELECT 1 FROM chunk_embeddings e "
         f"WHERE e.chunk_id = c.id AND e.embedding_model = %s AND {metadata.CURRENT_VECTOR}) ORDER BY d.id",

@@ -22,10 +22,9 @@ import numpy as np
 import psycopg
 from psycopg.types.json import Jsonb
 
-from localrag.core.chat import overview
 from localrag.core.embed.service import BATCH
 from localrag.core.errors import BadDocument, KnownError, StoreUnavailable, internal_error
-from localrag.core.ingest import identity, loaders, metadata, status
+from localrag.core.ingest import loaders, metadata, sections, status
 from localrag.core.ingest.chunking import iter_chunks
 from localrag.core.ingest.connection import Connection
 from localrag.core.ingest.events import IngestEvent, IngestSummary
@@ -34,6 +33,7 @@ from localrag.core.ingest.queue import path_from_db, path_to_db
 from localrag.core.progress import Cancelled, CancelToken
 from localrag.core.retrieve import bm25
 from localrag.core.store.db import one
+from localrag.core.text import identity
 
 log = logging.getLogger("localrag.ingest")
 
@@ -415,11 +415,10 @@ class DocumentSteps:
         return pages, chunks
 
     def store_sections(self, doc_id: int) -> None:
-        """Store the document's top-level sections and their central chunks (core/chat/overview.py). A failure
-        is logged and undone (a savepoint) and the document still becomes ready: the chat computes them
-        later."""
+        """Store the document's top-level sections and their central chunks (``sections``). A failure is
+        logged and undone (a savepoint) and the document still becomes ready: the chat computes them later."""
         try:
-            overview.compute_sections(self.conn, doc_id, self.library.embedder.name)
+            sections.compute_sections(self.conn, doc_id, self.library.embedder.name)
         except Exception:
             log.warning("could not compute the sections of document %s", doc_id, exc_info=True)
 

@@ -37,7 +37,7 @@ DEFAULT_K1 = 1.2
 DEFAULT_B = 0.75
 
 # The text of a chunk that BM25 sees (the alias ``c`` is document_chunks).
-# Its context (the document's line and the heading path, ``core/ingest/identity.py``) and its text; a chunk
+# Its context (the document's line and the heading path, ``core/text/identity.py``) and its text; a chunk
 # written without a context (a library from before contexts, until ``reembed`` refreshes it) its heading path.
 INDEXED_TEXT = (
     "to_tsvector('english', CASE WHEN c.context = '' THEN c.heading_path ELSE c.context END || ' ' || c.text)"

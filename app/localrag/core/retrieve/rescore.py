@@ -33,9 +33,9 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from localrag.core.chat import spans as sp
-from localrag.core.chat.cells import asks_for_quantity, figures_share
 from localrag.core.retrieve.results import Result
+from localrag.core.text import spans as sp
+from localrag.core.text.cells import asks_for_quantity, figures_share
 
 _LINES = re.compile(r"(?<=[.!?])\s+(?=[A-Z(])|\n+")
 _YEARS = re.compile(r"(?:FY|Q[1-4])\s?'?((?:19|20)?\d\d)\b", re.IGNORECASE)

@@ -15,11 +15,11 @@ import numpy as np
 import psycopg
 
 from localrag.core.errors import KnownError, as_known
-from localrag.core.ingest.identity import SHOWN_TITLE
 from localrag.core.progress import CancelToken
 from localrag.core.retrieve import bm25, fuse, postprocess, rescore, routing, statements, vector
 from localrag.core.retrieve.filters import DateLike, Filters
 from localrag.core.retrieve.results import ERROR, MODEL_MISMATCH, Result, RetrievalResponse
+from localrag.core.store.db import SHOWN_TITLE
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable

@@ -2,7 +2,7 @@
 
 "What is the FY2018 capital expenditure of 3M?" names an organisation (3M) and a period (fiscal 2018). Each
 ready document's names come from its metadata (organisation, with and without its legal form), its file name
-and its title (``core/ingest/identity.py``); a run of one to four words of the question matches a name when
+and its title (``core/text/identity.py``); a run of one to four words of the question matches a name when
 they are the same letters and digits ("American Water Works" matches ``AMERICANWATERWORKS_2021_10K.pdf``,
 "3M's" matches "3M Company"). Among the documents whose name the question gives, a year it names keeps those
 of that period (or, when there is none, the nearest later one: a report repeats the year before), a quarter
@@ -25,7 +25,7 @@ from typing import Any
 
 import psycopg
 
-from localrag.core.ingest import identity
+from localrag.core.text import identity
 
 ONLY, FIRST, NONE, OFF, FILTERED = "only", "first", "none", "off", "filtered"
 MAX_SPAN_WORDS = 4

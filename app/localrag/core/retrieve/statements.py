@@ -30,7 +30,7 @@ from typing import Any
 
 import psycopg
 
-from localrag.core.chat.cells import is_figures_row
+from localrag.core.text.cells import is_figures_row
 
 MIN_ROWS = 8
 # A page's title is in its page head (the chunk's context) or in its first characters.

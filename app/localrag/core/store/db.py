@@ -136,3 +136,7 @@ def _alive(conn: psycopg.Connection[Any]) -> bool:
     except psycopg.Error:
         return False
     return True
+
+
+# The SQL expression of a document's title as shown: one set by hand, else the one found (alias d).
+SHOWN_TITLE = "coalesce(nullif(d.meta->'edited'->>'title', ''), d.title)"

@@ -44,7 +44,7 @@ def collect_versions(library: Library, embedding_model: str = "") -> list[tuple[
     rows.append(("Language model tuning", _tuning(library)))
     rows.append(("Embedding model", embedding_model or "not loaded"))
     try:
-        from localrag.core.chat.llm import gguf_path
+        from localrag.core.llm.llm import gguf_path
 
         rows.append(("Language model", gguf_path(library.settings).name))
     except Exception as exc:
@@ -56,7 +56,7 @@ def collect_versions(library: Library, embedding_model: str = "") -> list[tuple[
 def _cpu_kernels() -> str:
     """Which variant of llama.cpp's CPU kernels runs (loading it if the model has not yet: a few ms)."""
     try:
-        from localrag.core.chat.backends import cpu_backend
+        from localrag.core.llm.backends import cpu_backend
 
         return cpu_backend().describe()
     except Exception as exc:  # a missing or broken llama.cpp: the box still opens
@@ -66,7 +66,7 @@ def _cpu_kernels() -> str:
 def _tuning(library: Library) -> str:
     """How the model runs on this machine, as measured at its first load (nothing is measured here)."""
     try:
-        from localrag.core.chat.llm import tuning_for
+        from localrag.core.llm.llm import tuning_for
 
         tuning = tuning_for(library.settings)
     except Exception as exc:

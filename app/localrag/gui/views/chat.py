@@ -15,7 +15,7 @@ import contextlib
 import logging
 from typing import Any
 
-from localrag.core.chat.engine import Checked, Done, EvidenceReady, Retrieved
+from localrag.core.answer.engine import Checked, Done, EvidenceReady, Retrieved
 from localrag.core.library import Library
 from localrag.gui.chat_worker import FAILED, LOADING, AskRequest, ChatWorker, PromptView
 from localrag.gui.qt import QtCore, QtGui, QtWidgets, Signal
@@ -521,7 +521,7 @@ class ChatPanel(QtWidgets.QWidget):
         self._when_idle(lambda: self._load_chat(int(chat_id)))
 
     def _load_chat(self, chat_id: int) -> None:
-        from localrag.core.chat import history
+        from localrag.core.answer import history
 
         self._load_seq += 1
         seq = self._load_seq
@@ -552,7 +552,7 @@ class ChatPanel(QtWidgets.QWidget):
         Op(work, owner=self).success(done).failure(failed).run_in_background()
 
     def _refresh_title(self) -> None:
-        from localrag.core.chat import history
+        from localrag.core.answer import history
 
         chat_id = self.chat_id
         if chat_id is None:

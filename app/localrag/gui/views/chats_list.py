@@ -1,6 +1,6 @@
 """The list of kept chats: pick one to reopen it, start a new one, rename or delete one.
 
-The list reads and writes chat history through ``core.chat.history`` off the UI thread; it never shows a
+The list reads and writes chat history through ``core.answer.history`` off the UI thread; it never shows a
 chat's messages itself (the chat panel does, when ``chat_selected`` asks it to).
 """
 
@@ -10,7 +10,7 @@ import datetime as dt
 import logging
 from typing import Any
 
-from localrag.core.chat.history import Chat
+from localrag.core.answer.history import Chat
 from localrag.core.library import Library
 from localrag.gui.qt import QtCore, QtGui, QtWidgets, Signal
 from localrag.gui.tasks import Op
@@ -130,7 +130,7 @@ class ChatsList(QtWidgets.QWidget):
 
     def refresh(self, select_id: int | None = None) -> None:
         """Reload the chats in the background; keep (or move) the highlight."""
-        from localrag.core.chat import history
+        from localrag.core.answer import history
 
         keep = select_id if select_id is not None else self.current_id()
 
@@ -239,7 +239,7 @@ class ChatsList(QtWidgets.QWidget):
 
     def rename_chat(self, chat_id: int, title: str) -> None:
         """Give a chat a new title (in the background), then refresh."""
-        from localrag.core.chat import history
+        from localrag.core.answer import history
 
         title = " ".join(title.split())[:200]
 
@@ -271,7 +271,7 @@ class ChatsList(QtWidgets.QWidget):
 
     def delete_chat(self, chat_id: int) -> None:
         """Delete a chat and its messages (in the background, no confirmation), then refresh."""
-        from localrag.core.chat import history
+        from localrag.core.answer import history
 
         def work() -> None:
             with self.library.connect() as conn:

@@ -6,7 +6,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, cast
 
-from localrag.core.ingest.identity import document_line
 from localrag.core.ingest.metadata import shown_title
 from localrag.core.ingest.status import (
     CANCELLED,
@@ -18,6 +17,7 @@ from localrag.core.ingest.status import (
     SKIPPED,
     UNFINISHED,
 )
+from localrag.core.text.identity import document_line
 from localrag.gui import theme
 from localrag.gui.qt import QtCore, QtGui
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from localrag.core.chat.citations import Source
+from localrag.core.answer.citations import Source
 from localrag.core.retrieve.results import Result
 
 

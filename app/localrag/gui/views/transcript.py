@@ -1,6 +1,6 @@
 """The chat transcript as HTML, built from plain data (a ``Turn`` and a few colours): no widgets, no Qt calls.
 
-An answer is "evidence first" (see ``core.chat.engine``). What leads it (``Turn.lead``):
+An answer is "evidence first" (see ``core.answer.engine``). What leads it (``Turn.lead``):
 
 - ``"sources"``: the sentences quoted from the documents are the answer; a model's rewording follows under
   ``REWORDED``, each sentence checked against the sources (only supported ones are kept);
@@ -27,10 +27,10 @@ from html import escape
 from pathlib import PurePath
 from typing import Any
 
-from localrag.core.chat.cells import Cells
-from localrag.core.chat.evidence import Evidence, EvidenceSpan, display
-from localrag.core.chat.history import Message
-from localrag.core.chat.support import CheckedSentence
+from localrag.core.answer.quotes import Evidence, EvidenceSpan, display
+from localrag.core.answer.history import Message
+from localrag.core.answer.support import CheckedSentence
+from localrag.core.text.cells import Cells
 from localrag.gui.views.source_ref import SourceRef
 
 SOURCES, MODEL = "sources", "model"
@@ -171,10 +171,10 @@ def checked_ref(turn: Turn, index: int) -> SourceRef | None:
 def link_citations(answer: str, turn_index: int, n_sources: int) -> str:
     """The answer as HTML paragraphs whose citations (``[1]``, ``[1, 3]``, ``[2-4]``) link to their sources.
 
-    Only numbers that name one of the ``n_sources`` sources become links (checked by ``core.chat.citations``);
-    a lone ``[n]`` is one link, brackets included, for a bigger target.
+    Only numbers that name one of the ``n_sources`` sources become links (checked by
+    ``core.answer.citations``); a lone ``[n]`` is one link, brackets included, for a bigger target.
     """
-    from localrag.core.chat.citations import check_citations, segments
+    from localrag.core.answer.citations import check_citations, segments
 
     parts = []
     for text, number in segments(answer, check_citations(answer, n_sources)):

@@ -1,0 +1,547 @@
+"""The answer taken from the sources: the sentences of the retrieved passages that best answer the question.
+
+A small language model cannot be trusted to restate a passage; the passage itself can be. For each grounded
+question the sentences of the best passages (and runs of two or three of them, so a lead-in comes with the
+line that finishes it) are candidates; the reader (``reader``) gives each the probability that it is the
+answer, from learned weights, and the best one or two are shown as the answer, each with its source number,
+page and character offsets (so the viewer highlights exactly that span).
+
+When even the best span's probability is under the reader's threshold the documents do not seem to answer the
+question: nothing is quoted as an answer, and the closest passages are listed instead.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from localrag.core.answer import reader
+from localrag.core.answer.quotes import ANSWERED, NOT_FOUND, Evidence, EvidenceSpan
+from localrag.core.retrieve import statements
+from localrag.core.text import spans as sp
+from localrag.core.text.cells import (
+    cells_of,
+    is_column_headings,
+    is_figures_row,
+    split_row,
+)
+
+# How many of the best passages are read for sentences.
+PASSAGES = 5
+# At most this many sentences are read by the embedding model (the best by words and rank first), and the
+# sentence after each of the first ``FOLLOWERS`` of them (what a lead-in announces).
+EMBED_CANDIDATES = 24
+FOLLOWERS = 8
+# Runs of up to this many consecutive sentences are candidates too.
+MAX_RUN = 3
+# The lexical match counts the sentence's own words, and in part those of its heading and the sentence before.
+CONTEXT_WORDS = 0.4
+MAX_SPANS = 2
+# A sentence longer than this (characters) is cut at a clause boundary for display; its offsets shrink with
+# it.
+MAX_SPAN_CHARS = 420
+# BM25 among the candidate sentences.
+BM25_K1, BM25_B = 1.2, 0.75
+
+
+def question_kind(question: str) -> str:
+    """What the question asks for, in one word (``identifier``, ``number``, ``list``, ``yesno``, ``why``,
+    ``how`` or ``""``)."""
+    return reader.Asks.of(question).kind
+
+
+@dataclass
+class _Candidate:
+    span: sp.Span
+    source: Any  # a packed source (``Result``): text, doc_id, title, path, page_number, char_start…
+    number: int
+    rank: int
+    index: int  # the sentence's position in its passage
+    terms: set[str]
+    heading: bool
+    context_terms: set[str] = field(default_factory=set)  # its heading's and the previous sentence's
+    features: dict[str, float] = field(default_factory=dict)
+    score: float = 0.0
+    members: tuple[_Candidate, ...] = ()  # the sentences of a run of several; empty for one sentence
+
+    @property
+    def last(self) -> int:
+        return self.members[-1].index if self.members else self.index
+
+
+def find_evidence(
+    question: str,
+    sources: Sequence[Any],
+    embed: Callable[[list[str]], np.ndarray] | None,
+    *,
+    question_vector: np.ndarray | None = None,
+    keep: int = 8,
+    pages: dict[tuple[int, int], str] | None = None,
+) -> Evidence:
+    """The spans of ``sources`` (numbered from 1, best first) that best answer ``question``.
+
+    A question in two parts ("why …, and how should I …?") gets the best span for each part as well.
+
+    Args:
+        embed: the embedding model (a list of texts → unit vectors); ``None`` reads by words alone.
+        question_vector: the question's vector when already at hand (retrieval computed it).
+        keep: how many of the best candidates ``Evidence.candidates`` keeps (the developer pane).
+        pages: the text of the sources' pages by ``(doc_id, page_number)``: a quoted row of figures is read as
+            cells under the column headings above it (``cells``).
+    """
+    started = time.monotonic()
+    asks = reader.Asks.of(question)
+    kind = asks.kind
+    candidates = _candidates(sources[:PASSAGES])
+    parts = question_parts(question)
+    if not candidates or (not _terms(question) and embed is None):
+        return Evidence(NOT_FOUND, closest=_closest(sources), kind=kind, seconds=time.monotonic() - started)
+    weights = _term_weights(_terms(question), candidates)
+    for c in candidates:
+        c.features["lexical"], c.features["lexical_context"] = _lexical(weights, c)
+    # The lines a measure the question names is computed from, though they share no word with it.
+    lines = "|".join(s.rows for s in statements.asked(question) if s.rows)
+    needed = {id(c) for c in candidates if lines and _row_named(c.span.text, frozenset(), lines)}
+    scored = _to_read(candidates, needed)
+    sims, part_sims = _similarities(question, parts, scored, embed, question_vector)
+    runs = _runs(scored, sims)
+    bm25 = _bm25(weights, runs)
+    best = {
+        "semantic": max((r.features["semantic"] for r in runs), default=0.0),
+        "lexical": max((r.features["lexical"] for r in runs), default=0.0),
+        "bm25": max(bm25.values(), default=0.0),
+    }
+    asked = asked_for(question)
+    named = frozenset(sp.content_terms(question))
+    by_place = {(c.number, c.index): c for c in candidates}
+    model = reader.model()
+    for r in runs:
+        facts = _facts(
+            r,
+            by_place,
+            bm25[id(r)],
+            asked,
+            named,
+            part_sims,
+            measure=any(id(m) in needed for m in (r.members or (r,))),
+        )
+        r.features = {**reader.features(asks, facts, best), "lexical_covered": r.features.get("covered", 0.0)}
+        r.score = model.probability(r.features)
+    chosen = _choose(runs, model)
+    for i, part in enumerate(parts if len(parts) > 1 and part_sims else []):
+        chosen = _choose_for_part(part, i, runs, part_sims[i], by_place, asks, best, model, chosen)
+    runs.sort(key=lambda c: c.score, reverse=True)
+    top = [_span(c) for c in runs[:keep]]
+    if not chosen:
+        return Evidence(
+            NOT_FOUND,
+            closest=_closest(sources),
+            kind=kind,
+            candidates=top,
+            seconds=time.monotonic() - started,
+        )
+    order = sorted(chosen, key=lambda c: (c.number, c.span.start))
+    spans = [_span(c) for c in order]
+    for span in spans:
+        span.cells = _cells(span, question, pages or {})
+    return Evidence(
+        ANSWERED,
+        spans=spans,
+        kind=kind,
+        candidates=top,
+        seconds=time.monotonic() - started,
+    )
+
+
+def _to_read(candidates: list[_Candidate], needed: set[int]) -> list[_Candidate]:
+    """The sentences the embedding model reads: the most promising by words and rank, and the sentence after
+    each of the first of them (its cost grows with their number)."""
+    ranked = sorted(
+        candidates,
+        key=lambda c: (id(c) in needed, c.features["lexical"] + 0.3 / (1.0 + 0.5 * c.rank)),
+        reverse=True,
+    )
+    chosen = ranked[:EMBED_CANDIDATES]
+    taken = {id(c) for c in chosen}
+    by_place = {(c.number, c.index): c for c in candidates}
+    for c in ranked[:FOLLOWERS]:
+        nxt = by_place.get((c.number, c.index + 1))
+        if nxt is not None and id(nxt) not in taken:
+            chosen.append(nxt)
+            taken.add(id(nxt))
+    return chosen
+
+
+def _similarities(
+    question: str,
+    parts: list[str],
+    scored: list[_Candidate],
+    embed: Callable[[list[str]], np.ndarray] | None,
+    question_vector: np.ndarray | None,
+) -> tuple[dict[int, float], list[dict[int, float]]]:
+    """Each read sentence's cosine similarity to the question, and to each part of a two-part question."""
+    if embed is None:
+        return {}, []
+    asks = ([] if question_vector is not None else [question]) + (parts if len(parts) > 1 else [])
+    vectors = embed(asks + [sp.flat(c.span.text) for c in scored])
+    qv = question_vector if question_vector is not None else vectors[0]
+    sentences = vectors[len(asks) :]
+    sims = {
+        id(c): float(s) for c, s in zip(scored, sentences @ np.asarray(qv, dtype=np.float32), strict=True)
+    }
+    part_sims = []
+    if len(parts) > 1:
+        for v in vectors[len(asks) - len(parts) : len(asks)]:
+            part_sims.append({id(c): float(s) for c, s in zip(scored, sentences @ v, strict=True)})
+    return sims, part_sims
+
+
+def _runs(scored: list[_Candidate], sims: dict[int, float]) -> list[_Candidate]:
+    """The read sentences, and runs of two or three consecutive ones of a passage (both or all read)."""
+    for c in scored:
+        c.features["semantic"] = sims.get(id(c), 0.0)
+    by_place = {(c.number, c.index): c for c in scored}
+    runs = list(scored)
+    for c in scored:
+        if c.heading or _has_figures(c):  # a row of figures is a candidate of its own
+            continue
+        members = [c]
+        for step in range(1, MAX_RUN):
+            nxt = by_place.get((c.number, c.index + step))
+            if nxt is None or nxt.heading or _has_figures(nxt):
+                break
+            members.append(nxt)
+            text = str(getattr(c.source, "text", "") or "")
+            span = sp.Span(c.span.start, nxt.span.end, text[c.span.start : nxt.span.end])
+            terms = set().union(*(m.terms for m in members))
+            run = _Candidate(span, c.source, c.number, c.rank, c.index, terms, False, c.context_terms)
+            run.members = tuple(members)
+            run.features = {
+                "semantic": max(m.features["semantic"] for m in members),
+                "lexical": max(m.features["lexical"] for m in members),
+                "lexical_context": c.features["lexical_context"],
+                "covered": 0.0,
+            }
+            runs.append(run)
+    return runs
+
+
+def _has_figures(c: _Candidate) -> bool:
+    return any(is_figures_row(line) for line in c.span.text.split("\n"))
+
+
+def _facts(
+    c: _Candidate,
+    by_place: dict[tuple[int, int], _Candidate],
+    bm25: float,
+    asked: frozenset[str],
+    named: frozenset[str],
+    part_sims: list[dict[int, float]],
+    *,
+    measure: bool,
+) -> reader.SpanFacts:
+    members = c.members or (c,)
+    prev = by_place.get((c.number, c.index - 1))
+    text = c.span.text
+    after = 0.0
+    if prev is not None and (prev.heading or prev.span.ends_with_question):
+        after = prev.features.get("lexical", 0.0)
+    return reader.SpanFacts(
+        text=text,
+        sentences=len(members),
+        semantic=c.features["semantic"],
+        semantic_first=members[0].features.get("semantic", 0.0),
+        semantic_part=max(
+            (s.get(id(m), 0.0) for s in part_sims for m in members), default=c.features["semantic"]
+        ),
+        lexical=c.features["lexical"],
+        lexical_context=c.features["lexical_context"],
+        bm25=bm25,
+        passage_rank=c.rank,
+        passage_similarity=float(getattr(c.source, "similarity", 0.0) or 0.0),
+        position=c.index,
+        heading=c.heading,
+        question_sentence=c.span.ends_with_question,
+        after_heading_match=after,
+        after_lead_in=prev is not None and prev.span.text.rstrip().endswith(":"),
+        new_identifier=_new(sp.identifiers(text), asked) or _defined_term(text),
+        new_number=_new(sp.numbers(text), asked),
+        figures_row=_has_figures(c),
+        row_named=bool(named) and _row_named(text, named),
+        domain=1.0 if measure else 0.0,
+    )
+
+
+def _bm25(weights: dict[str, float], runs: list[_Candidate]) -> dict[int, float]:
+    """BM25 of each candidate for the question's words, with the words' rarity among the candidates."""
+    lengths = {id(r): max(1, len(sp.content_terms(r.span.text))) for r in runs}
+    avg = sum(lengths.values()) / max(1, len(lengths))
+    out = {}
+    for r in runs:
+        counts = Counter(sp.content_terms(r.span.text))
+        norm = BM25_K1 * (1 - BM25_B + BM25_B * lengths[id(r)] / avg)
+        out[id(r)] = sum(
+            w * counts[t] * (BM25_K1 + 1) / (counts[t] + norm) for t, w in weights.items() if counts[t]
+        )
+    return out
+
+
+_PARTS = re.compile(
+    r",?\s+(?:and|but)\s+(?=(?:how|what|which|why|when|where|who|is|are|do|does|can|should|could|would|will)\b)",
+    re.IGNORECASE,
+)
+
+
+def question_parts(question: str) -> list[str]:
+    """A question asking two things ("why …, and how …?") as its parts; otherwise the question alone."""
+    parts = [p.strip() for p in _PARTS.split(question) if len(p.split()) >= 3]
+    return parts if len(parts) > 1 else [question]
+
+
+def _terms(text: str) -> list[str]:
+    return [t for t in sp.content_terms(text) if t not in sp.QUESTION_WORDS]
+
+
+def _lexical(weights: dict[str, float], c: _Candidate) -> tuple[float, float]:
+    """The share of the question's words (weighted) the sentence holds; and that share counting its heading's
+    and the previous sentence's words in part (``CONTEXT_WORDS``)."""
+    total = sum(weights.values()) or 1.0
+    own = sum(w for t, w in weights.items() if t in c.terms) / total
+    around = sum(w for t, w in weights.items() if t in c.context_terms) / total
+    c.features["covered"] = own
+    return own, (1 - CONTEXT_WORDS) * own + CONTEXT_WORDS * around
+
+
+def _choose(runs: list[_Candidate], model: reader.ReaderModel) -> list[_Candidate]:
+    """The best span if the reader finds it likely enough, one nearly as likely beside it, and the line a
+    colon announces."""
+    ranked = sorted(runs, key=lambda c: c.score, reverse=True)
+    if not ranked or ranked[0].score < model.threshold:
+        return []
+    best = ranked[0]
+    chosen = [best]
+    for c in ranked[1:]:
+        if len(chosen) >= MAX_SPANS or c.score < model.second * best.score:
+            break
+        if c.heading or any(_overlaps(c, o) for o in chosen):
+            continue
+        if best.features.get("domain") and not c.features.get("domain"):
+            continue  # the figures a measure is computed from answer it; a sentence beside them does not
+        chosen.append(c)
+    return chosen + _continuation(best, runs, chosen)
+
+
+def _choose_for_part(
+    part: str,
+    i: int,
+    runs: list[_Candidate],
+    sims: dict[int, float],
+    by_place: dict[tuple[int, int], _Candidate],
+    asks: reader.Asks,
+    best: dict[str, float],
+    model: reader.ReaderModel,
+    chosen: list[_Candidate],
+) -> list[_Candidate]:
+    """Adds the best span for one part of a two-part question when the answer lacks one."""
+    weights = _term_weights(_terms(part), runs)
+    part_asks = reader.Asks.of(part)
+
+    def part_score(c: _Candidate) -> float:
+        members = c.members or (c,)
+        own, around = _lexical(weights, c)
+        f = dict(c.features)
+        f["semantic"] = max(sims.get(id(m), 0.0) for m in members)
+        f["lexical"], f["lexical_context"] = own, around
+        if part_asks != asks:
+            for name in ("number_asked", "identifier_asked", "list_asked", "yesno_asked", "reason_asked"):
+                f[name] = 0.0
+        return model.probability(f)
+
+    scores = {id(c): part_score(c) for c in runs}
+    top = max(runs, key=lambda c: scores[id(c)])
+    if top in chosen or scores[id(top)] < model.threshold or len(chosen) >= MAX_SPANS + 1:
+        return chosen
+    if any(_overlaps(top, o) for o in chosen):
+        return chosen
+    return [*chosen, top]
+
+
+def _candidates(sources: Sequence[Any]) -> list[_Candidate]:
+    out = []
+    for rank, src in enumerate(sources):
+        text = str(getattr(src, "text", "") or "")
+        heading_terms = set(sp.content_terms(str(getattr(src, "heading_path", "") or "").split(" > ")[-1]))
+        spans = with_terms(split_long(sp.split_spans(text)), text)
+        previous: set[str] = set()
+        for index, span in enumerate(spans):
+            terms = set(sp.content_terms(span.text))
+            if not terms:
+                continue
+            # A table's column headings count as a heading: the rows under them inherit their match.
+            heading = _looks_like_heading(span, heading_terms) or is_column_headings(span.text)
+            out.append(
+                _Candidate(span, src, rank + 1, rank, index, terms, heading, terms | heading_terms | previous)
+            )
+            previous = terms
+    return out
+
+
+def with_terms(spans: list[sp.Span], text: str) -> list[sp.Span]:
+    """A definition list's entries whole: a term on its own line ("nocheck", "-p", "‘uninstall’") joined to
+    the sentence that describes it, which alone would not say what it describes."""
+    out: list[sp.Span] = []
+    for s in spans:
+        prev = out[-1] if out else None
+        if (
+            prev is not None
+            and _is_term(prev.text)
+            and s.text[:1].isupper()
+            and text[prev.end : s.start].count("\n") <= 1
+        ):
+            out[-1] = sp.Span(prev.start, s.end, text[prev.start : s.end])
+        else:
+            out.append(s)
+    return out
+
+
+def _is_term(line: str) -> bool:
+    line = line.strip()
+    if "\n" in line or len(line.split()) > 3 or line[-1:] in ".:;!?,":
+        return False
+    return line[:1] in "-‘'\"`" or line[:1].islower() or sp.has_identifier(line)
+
+
+def split_long(spans: list[sp.Span]) -> list[sp.Span]:
+    """Sentences longer than ``MAX_SPAN_CHARS`` cut at their clauses (after a semicolon or colon, or before a
+    conjunction that follows a comma)."""
+    out = []
+    for s in spans:
+        if len(s.text) <= MAX_SPAN_CHARS:
+            out.append(s)
+            continue
+        cuts = [0]
+        for m in re.finditer(r"(?<=[;:])\s+|(?<=,)\s+(?=(?:and|but|or|which|so|while|because)\b)", s.text):
+            if m.start() - cuts[-1] >= MAX_SPAN_CHARS // 3:
+                cuts.append(m.end())
+        cuts.append(len(s.text))
+        for a, b in itertools.pairwise(cuts):
+            out.extend(sp.Span(s.start + x.start, s.start + x.end, x.text) for x in sp.trimmed(s.text, a, b))
+    return out
+
+
+def _looks_like_heading(span: sp.Span, heading_terms: set[str]) -> bool:
+    text = sp.flat(span.text)
+    if text.startswith("#"):  # a Markdown heading
+        return True
+    if re.match(
+        r"^(?:chapter|section|appendix|part)?\s*\d+(?:\.\d+)*\.?\s+\S", text, re.IGNORECASE
+    ) and not text.endswith("."):
+        return True
+    if statements.is_title(text):
+        return True
+    terms = set(sp.content_terms(text))
+    return bool(heading_terms) and terms <= heading_terms and not text.endswith(".")
+
+
+def _term_weights(q_terms: list[str], candidates: list[_Candidate]) -> dict[str, float]:
+    n = len(candidates)
+    df = Counter(t for c in candidates for t in set(q_terms) & c.terms)
+    return {t: math.log(1.0 + (n + 1) / (df[t] + 0.5)) for t in set(q_terms)}
+
+
+def _row_named(text: str, named: frozenset[str], lines: str = "") -> bool:
+    """Whether ``text`` holds a row of figures whose label's words the question all names, or whose label
+    matches ``lines`` (a regular expression)."""
+    for line in text.split("\n"):
+        row = split_row(line) if is_figures_row(line) else None
+        if row is None:
+            continue
+        label = set(sp.content_terms(row[0]))
+        if (label and label <= named) or (lines and re.search(lines, row[0], re.IGNORECASE)):
+            return True
+    return False
+
+
+def _new(found: list[str], asked: frozenset[str]) -> bool:
+    return any(x.lower() not in asked for x in found)
+
+
+def _defined_term(text: str) -> bool:
+    """Whether ``text`` is a definition list's entry (a term line, then what it means)."""
+    lines = text.splitlines()
+    return len(lines) > 1 and _is_term(lines[0])
+
+
+def asked_for(question: str) -> frozenset[str]:
+    return frozenset(x.lower() for x in sp.identifiers(question) + sp.numbers(question))
+
+
+def _continuation(
+    best: _Candidate, candidates: list[_Candidate], chosen: list[_Candidate]
+) -> list[_Candidate]:
+    """The line after a sentence that ends with a colon ("Use the following command:") belongs to it."""
+    if not best.span.text.rstrip().endswith(":"):
+        return []
+    nxt = [c for c in candidates if c.number == best.number and c.index == best.index + 1]
+    return [c for c in nxt if c not in chosen]
+
+
+def _overlaps(a: _Candidate, b: _Candidate) -> bool:
+    if a.source is b.source:
+        return a.span.start < b.span.end and b.span.start < a.span.end
+    return sp.flat(a.span.text) == sp.flat(b.span.text)
+
+
+def _span(c: _Candidate) -> EvidenceSpan:
+    src = c.source
+    start = int(getattr(src, "char_start", 0) or 0)
+    end = int(getattr(src, "char_end", 0) or 0)
+    text = str(getattr(src, "text", "") or "")
+    # A whole passage (``pages.WholePassage``) carries ``before``/``after`` characters from the pages around.
+    before, after = int(getattr(src, "before", 0)), int(getattr(src, "after", 0))
+    exact = (
+        end - start >= len(text) - before - after
+    )  # a passage cut to its leading sentences starts where it did
+    base = start - before
+    return EvidenceSpan(
+        text=c.span.text,
+        number=c.number,
+        doc_id=int(getattr(src, "doc_id", 0) or 0),
+        title=str(getattr(src, "title", "") or ""),
+        path=str(getattr(src, "path", "") or ""),
+        page_number=int(getattr(src, "page_number", 1) or 1),
+        char_start=min(max(base + c.span.start, start), end) if exact else -1,
+        char_end=min(max(base + c.span.end, start), end) if exact else -1,
+        score=c.score,
+        features=dict(c.features),
+    )
+
+
+def _cells(span: EvidenceSpan, question: str, pages: dict[tuple[int, int], str]) -> list[dict[str, Any]]:
+    """Quoted rows of figures as cells under the column headings found above them on their page (all the
+    span's lines, or none)."""
+    page = pages.get((span.doc_id, span.page_number), "")
+    lines = [(m.start(), m.group(0)) for m in re.finditer(r"[^\n]+", span.text) if m.group(0).strip()]
+    if not page or not lines or not all(is_figures_row(line) for _, line in lines):
+        return []
+    rows = []
+    for offset, line in lines:
+        exact = span.char_start >= 0 and page[span.char_start + offset :].startswith(line)
+        start = span.char_start + offset if exact else page.find(line)
+        found = cells_of(line, page, start, question) if start >= 0 else None
+        if found is None:
+            return []
+        rows.append(found.to_dict())
+    return rows
+
+
+def _closest(sources: Sequence[Any]) -> list[int]:
+    return list(range(1, min(3, len(sources)) + 1))

@@ -1,0 +1,206 @@
+"""Whole pages rebuilt from their chunks, and passages widened to the whole sentences they cut.
+
+A chunk starts and ends where its token budget ran out, often in the middle of a sentence, and a page ends
+in the middle of one as often as not. The chunks of a page cover the page's text (each knows its offsets in
+it, and overlapping chunks repeat the same characters), so the page can be laid out again from them without
+reading the file; its running header and footer (the book's title and the page number, repeated on every
+page) are blanked; and a passage's first and last sentence can be finished, from the page before or after
+when it runs over.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+
+from localrag.core.text import spans as sp
+
+# A passage grows by at most this many characters at either end to finish its first and last sentence.
+MAX_WIDEN_CHARS = 400
+# Pages this far before and after are read to tell a running header from a line of the page (book layouts
+# alternate two headers, so the page two away has the same one).
+NEIGHBOURS = 2
+# A first or last line shorter than this may be a running header or footer.
+MAX_HEADER_CHARS = 100
+# The letters a line shares with the same line of a nearby page, at least, to be taken as a running header.
+MIN_SHARED_LETTERS = 5
+
+PageKey = tuple[int, int]  # (doc_id, page_number)
+
+
+def page_texts(conn: psycopg.Connection[Any], keys: Iterable[PageKey]) -> dict[PageKey, str]:
+    """The text of each (document, page) that has chunks, laid out from them; gaps become spaces."""
+    keys = sorted(set(keys))
+    if not keys:
+        return {}
+    rows = conn.execute(
+        "SELECT c.doc_id, c.page_number, c.char_start, c.text FROM document_chunks c"
+        " JOIN unnest(%s::bigint[], %s::int[]) AS k(doc_id, page_number)"
+        " ON c.doc_id = k.doc_id AND c.page_number = k.page_number",
+        ([k[0] for k in keys], [k[1] for k in keys]),
+    ).fetchall()
+    pieces: dict[PageKey, list[tuple[int, str]]] = {}
+    for doc_id, page, start, text in rows:
+        pieces.setdefault((doc_id, page), []).append((start, text))
+    return {key: _lay_out(parts) for key, parts in pieces.items()}
+
+
+def around(keys: Iterable[PageKey]) -> set[PageKey]:
+    """The pages whose text ``widen`` reads for passages on ``keys``."""
+    return {(d, p + i) for d, p in keys for i in range(-NEIGHBOURS, NEIGHBOURS + 1) if p + i >= 1}
+
+
+def _lay_out(parts: list[tuple[int, str]]) -> str:
+    size = max(start + len(text) for start, text in parts)
+    page = [" "] * size
+    for start, text in parts:
+        page[start : start + len(text)] = text
+    return "".join(page)
+
+
+@dataclass
+class WholePassage:
+    """A retrieved passage (``result``) with its cut sentences made whole: ``text`` is ``before`` characters
+    from the previous page, the page's ``text[char_start:char_end]``, and ``after`` characters from the next
+    page.
+    Every other attribute is the result's."""
+
+    result: Any
+    text: str
+    char_start: int
+    char_end: int
+    before: int = 0
+    after: int = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.result, name)
+
+
+def widen(result: Any, pages: dict[PageKey, str]) -> Any:
+    """``result`` with running headers blanked and its first and last sentences whole (``WholePassage``), or
+    ``result`` itself when its offsets are not an exact slice of its page or its page is unknown."""
+    key = (result.doc_id, result.page_number)
+    page = clean_page(pages, key)
+    start, end = result.char_start, result.char_end
+    if not page or end - start != len(result.text) or end > len(page):
+        return result
+    lo, hi = max(0, start - MAX_WIDEN_CHARS), min(len(page), end + MAX_WIDEN_CHARS)
+    new_start, new_end = start, end
+    for s in sp.split_spans(page[lo:hi]):
+        a, b = lo + s.start, lo + s.end
+        if a < start < b and (a > lo or lo == 0):
+            new_start = a
+        if a < end < b and (b < hi or hi == len(page)):
+            new_end = b
+    while new_end > new_start and page[new_end - 1].isspace():
+        new_end -= 1
+    text = page[new_start:new_end]
+    before = after = ""
+    if not page[:new_start].strip() and _starts_mid_sentence(text):
+        before = _last_sentence(clean_page(pages, (key[0], key[1] - 1)))
+    if not page[new_end:].strip() and _ends_mid_sentence(text):
+        after = _first_sentence(clean_page(pages, (key[0], key[1] + 1)))
+    if (new_start, new_end) == (start, end) and not before and not after and text == result.text:
+        return result
+    return WholePassage(
+        result,
+        before + text + after,
+        new_start,
+        new_end,
+        before=len(before),
+        after=len(after),
+    )
+
+
+def clean_page(pages: dict[PageKey, str], key: PageKey) -> str:
+    """The page's text with its running header and footer lines blanked (offsets unchanged)."""
+    page = pages.get(key)
+    if not page:
+        return ""
+    for which in (0, -1):
+        line = _edge_line(page, which)
+        if line is None:
+            continue
+        a, b = line
+        cut = _repeated_part(page[a:b], [_edge_text(pages.get((key[0], key[1] + d)), which) for d in _OTHERS])
+        if cut:
+            page = page[:a] + " " * cut + page[a + cut :]
+    return page
+
+
+_OTHERS = [d for d in range(-NEIGHBOURS, NEIGHBOURS + 1) if d]
+
+
+def _edge_line(page: str, which: int) -> tuple[int, int] | None:
+    """The offsets of the page's first (``which`` 0) or last (-1) non-blank line."""
+    lines = [m for m in re.finditer(r"[^\n]+", page) if m.group(0).strip()]
+    if not lines:
+        return None
+    m = lines[which]
+    return (m.start(), m.end()) if len(m.group(0).strip()) <= MAX_HEADER_CHARS else None
+
+
+def _edge_text(page: str | None, which: int) -> str:
+    if not page:
+        return ""
+    line = _edge_line(page, which)
+    return page[line[0] : line[1]] if line else ""
+
+
+def _letters(text: str) -> str:
+    return "".join(ch for ch in text.lower() if ch.isalpha())
+
+
+def _repeated_part(line: str, others: list[str]) -> int:
+    """How many leading characters of ``line`` are a running header: a page number alone, or the letters it
+    shares with the same line of a nearby page (with the numbers around them). 0 when none."""
+    if re.fullmatch(r"\s*(?:\d{1,4}|[ivxlc]{1,6})\s*", line, re.IGNORECASE):
+        return len(line)
+    mine = _letters(line)
+    best = 0
+    for other in others:
+        theirs = _letters(other)
+        shared = 0
+        while shared < min(len(mine), len(theirs)) and mine[shared] == theirs[shared]:
+            shared += 1
+        best = max(best, shared)
+    if best < MIN_SHARED_LETTERS or (best < len(mine) and not re.search(r"\d", line)):
+        return 0
+    # Where the shared letters end in ``line``, then past the numbers and punctuation that follow them.
+    seen = 0
+    i = 0
+    while i < len(line) and seen < best:
+        if line[i].isalpha():
+            seen += 1
+        i += 1
+    while i < len(line) and not line[i].isalpha():
+        i += 1
+    if i < len(line):  # a heading follows on the same line: keep its number with it
+        i = len(line[:i].rstrip()) - len(re.search(r"[\d.]*\s*$", line[:i].rstrip()).group(0))  # type: ignore[union-attr]
+        i = max(i, 0)
+    return i
+
+
+def _starts_mid_sentence(text: str) -> bool:
+    first = text.lstrip()[:1]
+    return first.isalpha() and first.islower()
+
+
+def _ends_mid_sentence(text: str) -> bool:
+    last = text.rstrip()[-1:]
+    return bool(last) and (last.isalnum() or last in ",;-(")
+
+
+def _first_sentence(page: str) -> str:
+    spans = sp.split_spans(page[: MAX_WIDEN_CHARS * 2])
+    return " " + spans[0].text if spans else ""
+
+
+def _last_sentence(page: str) -> str:
+    tail = page[-MAX_WIDEN_CHARS * 2 :]
+    spans = sp.split_spans(tail)
+    return spans[-1].text + " " if spans else ""

@@ -1,0 +1,98 @@
+"""``local-rag bench ingest DIR``: how fast files become searchable, and where the time goes.
+
+The files are indexed into a throw-away embedded database with the real pipeline. Then the same chunk texts
+are embedded again by the model alone, in the same batches: the ratio of the two is the pipeline's overhead
+over pure embedding (extraction, chunking and writing that did not overlap with the model).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from localrag.core.config import Settings
+from localrag.core.ingest.pipeline import EMBED_BATCH, Ingestor
+from localrag.core.library import Library
+from localrag.core.text import identity
+from localrag.eval.beir import throwaway_store
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident memory. On Linux from VmHWM: ru_maxrss survives exec, so a process
+    started by a large one would report its parent's peak."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return kb / 1024 if sys.platform != "darwin" else kb / 2**20
+
+
+def bench_ingest(paths: list[Path], *, embed_only: bool = True) -> dict[str, Any]:
+    with throwaway_store() as conninfo:
+        library = Library(replace(Settings.load(), database_url=conninfo))
+        library.open()
+        _ = library.embedder  # load before the clock starts, as the app does at warm-up
+        with Ingestor(library) as ingestor:
+            t0 = time.monotonic()
+            queued = ingestor.enqueue(paths)
+            summary = ingestor.run()
+            total = time.monotonic() - t0
+        report: dict[str, Any] = {
+            "files": len(queued),
+            "ready": summary.ready,
+            "failed": summary.failed,
+            "pages": summary.pages,
+            "chunks": summary.chunks,
+            "embedding_tokens": summary.embedded_tokens,
+            "seconds": round(total, 2),
+            "pages_per_s": round(summary.pages / total, 1) if total else 0.0,
+            "chunks_per_s": round(summary.chunks / total, 1) if total else 0.0,
+            "tokens_per_s": round(summary.embedded_tokens / total, 1) if total else 0.0,
+            "stage_seconds": {k: round(v, 2) for k, v in summary.stage_seconds.items()},
+            "peak_rss_mb": round(peak_rss_mb(), 1),
+        }
+        if embed_only:
+            fit = identity.ContextFitter(library.embedder)
+            with library.connect() as conn:
+                texts = [  # what the pipeline embedded: each chunk's context, then its text
+                    identity.embedding_text(fit(context, n), text)
+                    for text, context, n in conn.execute(
+                        "SELECT text, context, token_count FROM document_chunks ORDER BY doc_id, chunk_index"
+                    )
+                ]
+            t1 = time.monotonic()
+            for i in range(0, len(texts), EMBED_BATCH):
+                library.embedder.embed(texts[i : i + EMBED_BATCH])
+            alone = time.monotonic() - t1
+            report["embed_only_seconds"] = round(alone, 2)
+            report["overhead_vs_embedding"] = round(total / alone - 1, 3) if alone else None
+        library.close()
+    return report
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("ingest", help="index a folder into a throw-away database and report throughput")
+    p.add_argument("paths", nargs="+", type=Path)
+    p.add_argument("--no-baseline", action="store_true", help="skip re-embedding the chunks alone")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    report = bench_ingest(args.paths, embed_only=not args.no_baseline)
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        for key, value in report.items():
+            print(f"{key:22} {value}")
+    return 0
