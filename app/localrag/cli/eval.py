@@ -2,9 +2,11 @@
 folder; on a page-hit folder (documents and questions with ``file`` and ``pages``, as financebench-dev), page
 hit@1/5/10 pooled and scoped to the question's document, in this data folder's library (``--route``, ``--k``).
 
-``local-rag eval answers DATASET_DIR [--answer-mode M] [--limit N] [--kind K] [--json]``: answer quality — the
-real ``ask`` path over questions with gold answers and pages (see ``eval/answers.py``), in this data
-folder's library (``LOCALRAG_HOME``; its documents are ingested once and kept).
+``local-rag eval answers DATASET_DIR [--answer-mode M] [--limit N] [--kind K] [--split tune|test] [--json]``:
+answer quality — the real ``ask`` path over questions with gold answers and pages (see ``eval/answers.py``),
+in this data folder's library (``LOCALRAG_HOME``; its documents are ingested once and kept). ``--split`` (or
+``--half``) asks only the questions of that half of the dataset's ``split.json``; all its documents are
+indexed.
 """
 
 from __future__ import annotations
@@ -42,7 +44,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--limit", type=int, default=None, help="answers: only the first N questions")
     p.add_argument("--kind", action="append", dest="kinds", help="answers: only questions of this kind")
-    p.add_argument("--split", default="test", help="which qrels to use (test or train; default test)")
+    p.add_argument(
+        "--split",
+        default=None,
+        help="BEIR: which qrels to use (test or train; default test); answers: the half of split.json "
+        "whose questions are asked (tune or test; default all)",
+    )
     p.add_argument(
         "--mode",
         choices=MODES,
@@ -99,7 +106,11 @@ def run(args: argparse.Namespace) -> int:
         Path(os.environ["LOCALRAG_EVAL_CACHE"]) if os.environ.get("LOCALRAG_EVAL_CACHE") else None
     )
     report = evaluate(
-        args.dataset, split=args.split, modes=args.modes or MODES, cache_dir=cache, progress=print_progress
+        args.dataset,
+        split=args.split or "test",
+        modes=args.modes or MODES,
+        cache_dir=cache,
+        progress=print_progress,
     )
     if args.json:
         print(json.dumps(report, indent=2))
@@ -168,19 +179,29 @@ def run_pages(args: argparse.Namespace) -> int:
 
 
 def run_answers(args: argparse.Namespace, folder: Path) -> int:
-    from localrag.eval.answers import MODES, evaluate
+    from localrag.eval.answers import HALVES, MODES, evaluate
 
+    half = args.half or args.split
+    if half is not None and half not in HALVES:
+        print(f"local-rag: eval answers --split is tune or test, not {half!r}", file=sys.stderr)
+        return 2
     report = _run_report(
         args,
         lambda say: evaluate(
-            folder, modes=args.answer_modes or MODES, limit=args.limit, kinds=args.kinds, say=say
+            folder,
+            modes=args.answer_modes or MODES,
+            limit=args.limit,
+            kinds=args.kinds,
+            half=half,
+            say=say,
         ),
     )
     if report is None:
         return 1
     if args.json:
         return 0
-    print(f"{report['dataset']}: {report['questions']} questions, model {report.get('model')}")
+    which = f" ({half} half; {report['documents_indexed']} documents indexed)" if half else ""
+    print(f"{report['dataset']}{which}: {report['questions']} questions, model {report.get('model')}")
     print(
         f"{'mode':10} {'correct+cited':>13} {'page':>6} {'F1 ans':>7} {'F1 evid':>8} {'unsupp.':>8} "
         f"{'unmarked':>8} {'evid s':>7} {'ttft s':>7} {'total s':>8}"
@@ -193,6 +214,11 @@ def run_answers(args: argparse.Namespace, folder: Path) -> int:
             f"{s['evidence_s']['p50'] or 0:7.3f} {s['ttft_s']['p50'] or 0:7.3f} "
             f"{s['total_s']['p50'] or 0:8.3f}"
         )
+        if "none_declined" in s:
+            print(
+                f"{'':10} unanswerable questions declined {s['none_declined']:.3f}, answerable ones declined "
+                f"{s['answerable_declined']:.3f}"
+            )
     return 0
 
 
