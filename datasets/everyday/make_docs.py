@@ -72,7 +72,7 @@ def main() -> None:
     for source in sorted(sources.glob("*.txt")):
         target = out_dir / (source.stem + ".docx")
         build(source, target)
-        print(target)
+        print(f"docs/{target.name}")
 
 
 if __name__ == "__main__":
