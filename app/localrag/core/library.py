@@ -20,6 +20,7 @@ import psycopg
 from localrag.core import paths
 from localrag.core.config import Settings
 from localrag.core.embed.onnx_embedder import OnnxEmbedder, load_embedder
+from localrag.core.embed.sizing import fit_to_input
 from localrag.core.errors import KnownError, StoreUnavailable
 from localrag.core.progress import Cancelled, CancelToken
 from localrag.core.store import db, models
@@ -200,7 +201,9 @@ class Library:
             Cancelled: ``cancel`` was set while the embedding service was busy with them.
             KnownError: the embedding service did not answer within ``EMBED_WAIT_S``.
         """
-        name = self.embedder.name
+        embedder = self.embedder
+        name = embedder.name
+        texts = fit_to_input(embedder, texts)  # a text longer than the model's input is cut, never refused
         vectors: dict[str, np.ndarray] = {}
         with self._state_lock:
             for t in texts:
@@ -216,7 +219,7 @@ class Library:
 
                 fresh = _wait(service.submit(missing, QUERY), cancel)
             else:
-                fresh = self.embedder.embed(missing, batch_size=32)
+                fresh = embedder.embed(missing, batch_size=32)
             with self._state_lock:
                 for t, v in zip(missing, fresh, strict=True):
                     vectors[t] = v
@@ -224,7 +227,7 @@ class Library:
                 while len(self._query_cache) > QUERY_CACHE_SIZE:
                     self._query_cache.popitem(last=False)
         if not texts:
-            return np.zeros((0, self.embedder.dimension), dtype=np.float32)
+            return np.zeros((0, embedder.dimension), dtype=np.float32)
         return np.stack([vectors[t] for t in texts])
 
     def drop_embedder(self) -> None:

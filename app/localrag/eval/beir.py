@@ -32,6 +32,7 @@ import psycopg
 from localrag.core import paths
 from localrag.core.config import Settings
 from localrag.core.embed.onnx_embedder import OnnxEmbedder, load_embedder
+from localrag.core.embed.sizing import fit_to_input
 from localrag.core.errors import KnownError
 from localrag.core.progress import Progress
 from localrag.core.retrieve import bm25
@@ -238,7 +239,7 @@ def embed_cached(
     out = np.empty((len(texts), embedder.dimension), dtype=np.float32)
     report = Progress(label, 0, len(texts), "chunks")
     for start in range(0, len(texts), step):
-        out[start : start + step] = embedder.embed(list(texts[start : start + step]))
+        out[start : start + step] = embedder.embed(fit_to_input(embedder, texts[start : start + step]))
         report.done = min(len(texts), start + step)
         if progress:
             progress(report)
@@ -305,7 +306,7 @@ class StoreHandle:
     def embed_query(self, text: str) -> np.ndarray:
         hit = self._vectors.get(text)
         if hit is None:
-            hit = self._vectors[text] = self.embedder.embed([text])[0]
+            hit = self._vectors[text] = self.embedder.embed(fit_to_input(self.embedder, [text]))[0]
         return hit
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from localrag.core.config import Settings
+from localrag.core.embed.sizing import fit_to_input
 from localrag.core.ingest.pipeline import EMBED_BATCH, Ingestor
 from localrag.core.library import Library
 from localrag.core.text import identity
@@ -72,7 +73,7 @@ def bench_ingest(paths: list[Path], *, embed_only: bool = True) -> dict[str, Any
                 ]
             t1 = time.monotonic()
             for i in range(0, len(texts), EMBED_BATCH):
-                library.embedder.embed(texts[i : i + EMBED_BATCH])
+                library.embedder.embed(fit_to_input(library.embedder, texts[i : i + EMBED_BATCH]))
             alone = time.monotonic() - t1
             report["embed_only_seconds"] = round(alone, 2)
             report["overhead_vs_embedding"] = round(total / alone - 1, 3) if alone else None

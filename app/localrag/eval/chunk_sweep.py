@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from localrag.core.embed.onnx_embedder import load_embedder
+from localrag.core.embed.sizing import fit_to_input
 from localrag.core.ingest.chunking import chunk_pages
 from localrag.core.ingest.types import Page
 
@@ -145,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
         known = set(doc_ids)
         keep = [i for i, q in enumerate(qids) if set(qrels[q]) & known]
         qids, questions = [qids[i] for i in keep], [questions[i] for i in keep]
-        query_sets[split] = (qids, embedder.embed(questions), qrels)
+        query_sets[split] = (qids, embedder.embed(fit_to_input(embedder, questions)), qrels)
         print(f"{split}: {len(qids)} queries", file=sys.stderr)
 
     results = []
@@ -164,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
         chunked = time.monotonic() - started
         fresh = list(dict.fromkeys(t for t in texts if t not in cache))  # the same chunk in two configs: once
         if fresh:
-            cache.update(zip(fresh, embedder.embed(fresh), strict=True))
+            cache.update(zip(fresh, embedder.embed(fit_to_input(embedder, fresh)), strict=True))
         vecs = np.stack([cache[t] for t in texts])
         if args.cache and fresh:
             save_cache(args.cache, embedder.name, cache)

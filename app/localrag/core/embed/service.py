@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from localrag.core.embed.onnx_embedder import OnnxEmbedder
+from localrag.core.embed.sizing import fit_to_input
 from localrag.core.errors import KnownError
 
 log = logging.getLogger("localrag.embed.service")
@@ -116,7 +117,7 @@ class EmbeddingService:
             self.busy_since = time.monotonic()
             try:
                 if request.priority == QUERY:
-                    vectors = self.embedder.embed(request.texts)
+                    vectors = _embed(self.embedder, request.texts)
                 else:
                     vectors = self._embed_in_slices(request.texts)
                 request.future.set_result(vectors)
@@ -158,7 +159,7 @@ class EmbeddingService:
             if request.priority < 0 or not request.future.set_running_or_notify_cancel():
                 continue
             try:
-                request.future.set_result(embedder.embed(request.texts))
+                request.future.set_result(_embed(embedder, request.texts))
             except Exception as exc:
                 request.future.set_exception(exc)
         self._fail_all(KnownError("The embedding worker has stopped."), lane)
@@ -173,7 +174,7 @@ class EmbeddingService:
             if self._stop.is_set():  # shutting down: the caller's batch fails, not the process's exit
                 raise KnownError("The embedding worker has stopped.")
             idx = order[start : start + SLICE]
-            vecs = self.embedder.embed([texts[i] for i in idx])
+            vecs = _embed(self.embedder, [texts[i] for i in idx], expect_fit=True)
             if out is None:
                 out = np.empty((len(texts), vecs.shape[1]), dtype=np.float32)
             out[idx] = vecs
@@ -195,7 +196,7 @@ class EmbeddingService:
             if not request.future.set_running_or_notify_cancel():
                 continue
             try:
-                request.future.set_result(self.embedder.embed(request.texts))
+                request.future.set_result(_embed(self.embedder, request.texts))
             except Exception as exc:
                 request.future.set_exception(exc)
 
@@ -209,6 +210,12 @@ class EmbeddingService:
                 return
             if request.priority >= 0 and not request.future.done():
                 request.future.set_exception(exc)
+
+
+def _embed(embedder: OnnxEmbedder, texts: list[str], *, expect_fit: bool = False) -> np.ndarray:
+    """The vectors of ``texts``, each sized to the model's input first (ingestion batches were sized by the
+    chunker: a cut among them is logged)."""
+    return embedder.embed(fit_to_input(embedder, texts, expect_fit=expect_fit))
 
 
 @contextlib.contextmanager

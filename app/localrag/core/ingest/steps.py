@@ -23,6 +23,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from localrag.core.embed.service import BATCH
+from localrag.core.embed.sizing import fit_to_input
 from localrag.core.errors import BadDocument, KnownError, StoreUnavailable, internal_error
 from localrag.core.ingest import loaders, metadata, sections, status
 from localrag.core.ingest.chunking import iter_chunks
@@ -445,7 +446,8 @@ class DocumentSteps:
             return service.submit(texts, BATCH)
         future: Future = Future()
         try:
-            future.set_result(self.library.embedder.embed(texts, batch_size=32))
+            embedder = self.library.embedder
+            future.set_result(embedder.embed(fit_to_input(embedder, texts, expect_fit=True), batch_size=32))
         except Exception as exc:
             future.set_exception(exc)
         return future

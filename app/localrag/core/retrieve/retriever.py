@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 import psycopg
 
+from localrag.core.embed.sizing import fit_to_input
 from localrag.core.errors import KnownError, as_known
 from localrag.core.progress import CancelToken
 from localrag.core.retrieve import bm25, fuse, postprocess, rescore, routing, statements, vector
@@ -199,7 +200,7 @@ def _run(
             t = time.perf_counter()
             embedder = library.embedder
             model, dim = embedder.name, embedder.dimension
-            qvec = library.embed_query(_fit_to_model(embedder, text))
+            qvec = library.embed_query(fit_to_input(embedder, [text])[0])
             timings["embed"] = _ms(t)
         if cancel is not None:
             cancel.raise_if_cancelled()
@@ -227,7 +228,7 @@ def _run(
                         t = time.perf_counter()
                         older_hits = vector.search(
                             c,
-                            older.embed([_fit_to_model(older, text)])[0],
+                            older.embed(fit_to_input(older, [text]))[0],
                             model=older.name,
                             dimension=older.dimension,
                             n=depth,
@@ -369,7 +370,7 @@ def _statements_first(
     if resp.mode != "keyword":  # the page's passages are shown with their similarity, as the others
         embedder = library.embedder
         qvec, model, dim = (
-            library.embed_query(_fit_to_model(embedder, question)),
+            library.embed_query(fit_to_input(embedder, [question])[0]),
             embedder.name,
             embedder.dimension,
         )
@@ -534,19 +535,6 @@ def _result(row: tuple, f: fuse.Candidate) -> Result:
         text_hash=text_hash,
         context=context or "",
     )
-
-
-def _fit_to_model(embedder: Any, text: str) -> str:
-    """The query cut (at a token boundary) to what the embedding model takes, instead of refused."""
-    limit = int(getattr(embedder, "max_tokens", 0) or 0)
-    tokenizer = getattr(embedder, "tokenizer", None)
-    if not limit or tokenizer is None:
-        return text
-    enc = tokenizer.encode(text)
-    if len(enc.ids) <= limit:
-        return text
-    # Keep limit - 2 word pieces: [CLS] and [SEP] take the other two.
-    return text[: enc.offsets[limit - 2][1]]
 
 
 def _one_line(exc: BaseException) -> str:
