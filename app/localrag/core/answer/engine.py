@@ -44,10 +44,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import psycopg
 
+from localrag.core.answer import fallback, prompts
 from localrag.core.answer import history as hist
-from localrag.core.answer import prompts
 from localrag.core.answer.citations import CitationCheck, Source, apply_citations, check_citations
 from localrag.core.answer.echo import EchoFilter
+from localrag.core.answer.evidence import NOT_FOUND as NOT_FOUND_STATUS
 from localrag.core.answer.evidence import PASSAGES, Evidence, find_evidence
 from localrag.core.answer.pages import around, page_texts, widen
 from localrag.core.answer.prompts import GROUNDED, NOT_FOUND, PLAIN, STRICT, Prompt, Turn
@@ -496,6 +497,7 @@ class _Run:
         self.lead = SOURCES
         self._misses = 0
         self.model_error = ""
+        self._step = fallback.REWORDING  # the model's step under way, named if it fails
 
     def events(self) -> Iterator[ChatEvent]:
         if not self.question:
@@ -552,6 +554,24 @@ class _Run:
                 self.answer = self.evidence.text()
                 yield self.finish(cancelled=False)
             return
+        try:
+            cancelled = yield from self._stream(llm, mode)
+        except Cancelled:
+            raise
+        except Exception as exc:  # rewording or checking failed: the evidence found still answers
+            if self.evidence is None:
+                raise
+            instead = fallback.QUOTED if self.evidence.answered else fallback.PASSAGES
+            self.notices.append(fallback.step_failed(self._step, instead, exc, log))
+            self.lead, self.generated = SOURCES, []
+            self.answer = self.evidence.text()
+            cancelled = self.cancel.cancelled
+        yield self.finish(cancelled=cancelled)
+
+    def _stream(self, llm: LocalLLM, mode: str) -> Generator[ChatEvent, None, bool]:
+        """The model's answer streamed, each sentence checked as it completes; ``return``s whether it was
+        stopped."""
+        self._step = fallback.REWORDING
         setup = _llm_setup(llm)
         if setup:
             self.timings["llm_setup"] = setup
@@ -609,13 +629,15 @@ class _Run:
             tokens=stats.tokens,
             tokens_per_s=stats.tokens_per_s,
         )
-        yield self.finish(cancelled=stats.cancelled or self.cancel.cancelled)
+        return bool(stats.cancelled or self.cancel.cancelled)
 
     def _check(
         self, checker: SupportChecker, sentences: Iterator[str], rewording: bool
     ) -> Iterator[ChatEvent]:
         for text in sentences:
+            self._step = fallback.CHECKING
             checked = checker.check(text)
+            self._step = fallback.REWORDING
             if not checked.text:
                 continue
             shown = checked.supported or not (rewording or self.strict)
@@ -681,21 +703,31 @@ class _Run:
         """The sentences that answer ``query`` (the question, with the one before for a follow-up)."""
         t = time.monotonic()
         self.sources_used = list(sources)
+        self.evidence_sources = list(sources)
+        try:
+            self.evidence = self._pick_evidence(sources, query, results)
+        except Cancelled:
+            raise
+        except Exception as exc:  # the passages found are still the answer's sources, listed
+            self.notices.append(fallback.step_failed(fallback.EVIDENCE, fallback.PASSAGES, exc, log))
+            self.evidence = Evidence(NOT_FOUND_STATUS, closest=list(range(1, min(3, len(sources)) + 1)))
+        self.timings["evidence_s"] = time.monotonic() - t
+        self.timings["evidence_at_s"] = time.monotonic() - self.started
+
+    def _pick_evidence(self, sources: list[Result], query: str, results: list[Result]) -> Evidence:
         # A source the context budget cut to its leading sentences is read whole for the evidence.
         whole = {tuple(r.chunk_ids): r for r in results}
         full = [whole.get(tuple(s.chunk_ids), s) for s in sources]
         self.evidence_sources, pages = self._whole_sentences(full)
         try:
-            self.evidence = find_evidence(
+            return find_evidence(
                 query, self.evidence_sources, self._embed, pages=pages, keep=self.engine.evidence_keep
             )
         except KnownError as exc:  # the embedding worker failed: words alone still pick a sentence
             log.warning("evidence scored without the embedding model: %s", exc.message)
-            self.evidence = find_evidence(
+            return find_evidence(
                 query, self.evidence_sources, None, pages=pages, keep=self.engine.evidence_keep
             )
-        self.timings["evidence_s"] = time.monotonic() - t
-        self.timings["evidence_at_s"] = time.monotonic() - self.started
 
     def _whole_sentences(self, sources: list[Result]) -> tuple[list[Any], dict[tuple[int, int], str]]:
         """The passages the evidence is read from, their cut first and last sentences made whole from the page
@@ -753,8 +785,13 @@ class _Run:
             return None
         try:
             return overview.answer(self.library, self.question, intent, list(self.doc_ids or []) or None)
-        except (StoreUnavailable, psycopg.OperationalError) as exc:  # the store is down; a bug is raised
+        except (StoreUnavailable, psycopg.OperationalError) as exc:  # the store is down
             log.warning("cannot answer from the documents' structure: %s", exc)
+            return None
+        except Cancelled:
+            raise
+        except Exception:  # a bug: logged, and the question is answered as an ordinary one
+            log.error("answering from the documents' structure failed (a bug)", exc_info=True)
             return None
 
     def _overview_answer(self, query: str, resp: RetrievalResponse, found: Any) -> Iterator[ChatEvent]:
