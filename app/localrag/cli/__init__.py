@@ -8,7 +8,8 @@ import logging
 import sys
 
 from localrag import __version__
-from localrag.core.errors import KnownError
+from localrag.core.errors import as_known, describe
+from localrag.core.logs import set_up_logging
 
 # Modules under localrag.cli, each with ``register(subparsers)`` that sets ``func(args) -> int``.
 COMMANDS = ["doctor", "db", "ingest", "meta", "search", "eval", "bench", "ask", "serve"]
@@ -31,18 +32,23 @@ def build_parser() -> argparse.ArgumentParser:
 def run_cli(argv: list[str]) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=logging.INFO if args.verbose else logging.WARNING,
-        format="%(levelname)s %(name)s: %(message)s",
-    )
     if not hasattr(args, "func"):
         parser.print_help()
         return 2
+    set_up_logging(terminal_level=logging.INFO if args.verbose else logging.WARNING)
+    log = logging.getLogger(f"localrag.cli.{args.command}")
+    log.info("local-rag %s %s", __version__, args.command)
     try:
         return int(args.func(args) or 0)
-    except KnownError as exc:
-        print(f"local-rag: {exc.message}", file=sys.stderr)
-        return 1
     except KeyboardInterrupt:
         print("local-rag: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:  # the environment's problem in one line; a bug's traceback goes to the log
+        known = as_known(exc)
+        if known is not None:
+            log.info("%s", known.message)
+            message = known.message
+        else:
+            message, _ = describe(exc, f"local-rag {args.command}", log)
+        print(f"local-rag: {message}", file=sys.stderr)
+        return 1

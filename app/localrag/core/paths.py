@@ -61,7 +61,12 @@ def cache_dir() -> Path:
 
 
 def logs_dir() -> Path:
-    return ensure_private_dir(data_dir() / "logs")
+    """The logs (``localrag.log``, ``postgres.log``): 0700, even when the data folder above must let the
+    database's own account pass through (the app run as root)."""
+    path = ensure_private_dir(data_dir() / "logs")
+    if sys.platform != "win32" and path.stat().st_mode & 0o077:
+        path.chmod(0o700)
+    return path
 
 
 def log_file() -> Path:

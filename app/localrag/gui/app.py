@@ -6,14 +6,7 @@ import logging
 import sys
 
 from localrag.core import paths
-
-
-def _setup_logging() -> None:
-    handler = logging.FileHandler(paths.log_file(), encoding="utf-8")
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    root = logging.getLogger()
-    root.addHandler(handler)
-    root.setLevel(logging.INFO)
+from localrag.core.logs import set_up_logging
 
 
 def create_app(argv: list[str]) -> object:
@@ -46,7 +39,7 @@ def run_gui(argv: list[str]) -> int:
     app = create_app(argv)
     # The data folder chosen in Settings applies before anything reads it (logs, settings, the database).
     apply_data_folder_choice()
-    _setup_logging()
+    set_up_logging(terminal_level=None)
 
     from localrag.core.config import Settings
     from localrag.core.library import Library

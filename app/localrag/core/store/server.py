@@ -14,6 +14,7 @@ logged and kept in ``EmbeddedServer.system_changes``. Without the variable it re
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import logging
@@ -25,6 +26,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import IO
 
 import psutil
 
@@ -50,6 +52,17 @@ def postgres_bin_dir() -> Path:
     if not (bin_dir / _exe("postgres")).exists():
         raise StoreUnavailable(f"PostgreSQL binaries not found in {bin_dir}.")
     return bin_dir
+
+
+def _output_file(path: Path | None) -> IO[str]:
+    """A temporary file for a command's output, or ``path`` opened to append to (created 0600)."""
+    if path is None:
+        return tempfile.TemporaryFile("w+")
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
+    if sys.platform != "win32":
+        with contextlib.suppress(OSError):  # a log an older version left readable by others
+            os.fchmod(fd, 0o600)
+    return os.fdopen(fd, "a+", encoding="utf-8", errors="replace")
 
 
 def _exe(name: str) -> str:
@@ -273,7 +286,7 @@ class EmbeddedServer:
                     leftover.unlink()
 
     def _start_postmaster(self, timeout: float) -> None:
-        self.log_file.parent.mkdir(parents=True, exist_ok=True)
+        self.log_file.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         if self._uses_socket():
             sock_dir = self.socket_dir()
             sock_dir.mkdir(mode=0o700, exist_ok=True)
@@ -286,10 +299,9 @@ class EmbeddedServer:
             # Shared buffers are saved every few minutes and at shutdown, and read back after a start in the
             # background, so a large library is not searched from a cold disk cache after every restart.
             options += " -c shared_preload_libraries=pg_prewarm"
-        if not self.log_file.exists():
-            self.log_file.touch()
-        self._prepare_for_service_user(self.log_file)
-        self._pg_ctl(["start", "-w", "-t", str(int(timeout)), "-l", str(self.log_file), "-o", options])
+        # The server writes its log to the file this process opens for it (its output, not ``-l``): the log
+        # stays 0600 in a 0700 folder even when the server runs as another account.
+        self._pg_ctl(["start", "-w", "-t", str(int(timeout)), "-o", options], output=self.log_file)
         if not self.is_running():
             raise StoreUnavailable(f"PostgreSQL did not start; see {self.log_file}.")
         log.info("PostgreSQL started (pid %s)", self.postmaster_pid())
@@ -325,14 +337,23 @@ class EmbeddedServer:
 
     # -- processes -------------------------------------------------------------------------------------------
 
-    def _pg_ctl(self, args: list[str], check: bool = True) -> None:
-        self._run([str(self._bin / _exe("pg_ctl")), "-D", str(self.pgdata), *args], check=check, timeout=120)
+    def _pg_ctl(self, args: list[str], check: bool = True, output: Path | None = None) -> None:
+        self._run(
+            [str(self._bin / _exe("pg_ctl")), "-D", str(self.pgdata), *args],
+            check=check,
+            timeout=120,
+            output=output,
+        )
 
-    def _run(self, cmd: list[str], *, check: bool = True, timeout: float = 120) -> None:
+    def _run(
+        self, cmd: list[str], *, check: bool = True, timeout: float = 120, output: Path | None = None
+    ) -> None:
+        """Run ``cmd`` (as the service account when running as root); its output goes to a temporary file,
+        or appended to ``output`` (created 0600)."""
         kwargs: dict = {}
         if self._run_as:
             kwargs["user"] = self._run_as
-        with tempfile.TemporaryFile("w+") as out:
+        with _output_file(output) as out:
             # pg_ctl keeps the server's stdout open: files, not pipes, or the call never returns.
             proc = subprocess.run(
                 cmd,
@@ -343,12 +364,13 @@ class EmbeddedServer:
                 text=True,
                 **kwargs,
             )
-            out.seek(0)
-            output = out.read()
+            out.seek(max(0, out.seek(0, os.SEEK_END) - 4000) if output is not None else 0)
+            text = out.read()
         if check and proc.returncode != 0:
-            tail = output.strip().splitlines()[-1:] or ["no output"]
+            tail = text.strip().splitlines()[-1:] or ["no output"]
             raise StoreUnavailable(f"{Path(cmd[0]).name} failed: {tail[0]} (see {self.log_file})")
-        log.debug("%s: %s", Path(cmd[0]).name, output.strip())
+        if output is None:
+            log.debug("%s: %s", Path(cmd[0]).name, text.strip())
 
     def _prepare_for_service_user(self, path: Path) -> None:
         """When running as root (allowed by ``LOCALRAG_ALLOW_ROOT``), PostgreSQL refuses to start: run it as a
