@@ -8,11 +8,11 @@ is 0700, whoever runs the app.
 
 from __future__ import annotations
 
+import io
 import logging
 import os
 import sys
 from logging.handlers import RotatingFileHandler
-from typing import IO, Any
 
 from localrag.core import paths
 
@@ -26,7 +26,7 @@ class PrivateRotatingFile(RotatingFileHandler):
     """A rotated log whose files (the current one and each new one after a rotation) are readable by their
     owner only."""
 
-    def _open(self) -> IO[Any]:
+    def _open(self) -> io.TextIOWrapper:
         fd = os.open(self.baseFilename, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         if sys.platform != "win32":
             os.fchmod(fd, 0o600)  # a file left by an older version, or created under another umask
