@@ -29,8 +29,9 @@ class OnnxEmbedder:
     Args:
         files: the model graph and tokenizer.
         threads: onnxruntime intra-op threads (0: onnxruntime's default, one per core).
-        max_tokens: the longest input in word pieces, special tokens included. Longer inputs are refused,
-            never silently truncated: the chunker sizes chunks to fit.
+        max_tokens: the longest input in word pieces, special tokens included. Longer inputs are refused
+            here: every caller sizes its texts first with ``core.embed.sizing.fit_to_input`` (the chunker
+            sizes chunks so that nothing of them is cut).
     """
 
     def __init__(
