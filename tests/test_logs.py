@@ -47,6 +47,7 @@ def test_a_command_writes_the_log_its_messages_name_private_to_the_user(library,
     assert done.returncode == 0, done.stderr
     written = log_file.read_text(errors="replace")[len(before) :]
     assert "localrag.cli.search" in written and " search" in written
+    assert "the window opens" in log_file.read_text(errors="replace")
     assert _mode(log_file) == 0o600 and _mode(log_file.parent) == 0o700
     for other in log_file.parent.iterdir():  # postgres.log too, though the server may run as its own account
         assert _mode(other) == 0o600, other
@@ -91,3 +92,36 @@ def test_the_log_rotates_and_every_file_stays_private(tmp_path, monkeypatch, roo
     assert all(_mode(folder / name) == 0o600 for name in files) and _mode(folder) == 0o700
     assert _mode(tmp_path / "data") == 0o700
     assert "line 199" in (folder / "localrag.log").read_text()
+
+
+def test_the_window_writes_the_log_too(tmp_path):
+    """The window (``local-rag`` with no command), offscreen on a data folder of its own: it logs from its
+    start, and once its store is open SIGTERM closes it the normal way."""
+    import signal
+    import time
+
+    home = tmp_path / "home"
+    env = {
+        **os.environ,
+        "LOCALRAG_HOME": str(home),
+        "QT_QPA_PLATFORM": "offscreen",
+        "PYTHONPATH": os.pathsep.join(sys.path),
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "localrag"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    log_file = home / "logs" / "localrag.log"
+    try:
+        deadline = time.monotonic() + 240
+        while not (log_file.exists() and "store open at" in log_file.read_text(errors="replace")):
+            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+            assert time.monotonic() < deadline, "the window wrote no log"
+            time.sleep(0.2)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=120) == 0, proc.stderr.read() if proc.stderr else ""
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert "the window opens" in log_file.read_text(errors="replace")
+    assert _mode(log_file) == 0o600 and _mode(log_file.parent) == 0o700

@@ -40,6 +40,9 @@ def run_gui(argv: list[str]) -> int:
     # The data folder chosen in Settings applies before anything reads it (logs, settings, the database).
     apply_data_folder_choice()
     set_up_logging(terminal_level=None)
+    from localrag import __version__
+
+    logging.getLogger("localrag.gui").info("local-rag %s: the window opens", __version__)
 
     from localrag.core.config import Settings
     from localrag.core.library import Library
