@@ -18,7 +18,7 @@ from fixtures_chat import changed_settings, index
 from fixtures_docs import manual_pdf, write_pdf
 from localrag.core.answer import engine as engine_module
 from localrag.core.answer.engine import ChatEngine, Checked, Done, EvidenceReady, Failed, Token
-from localrag.core.answer.evidence import NOT_FOUND_TEXT
+from localrag.core.answer.quotes import NOT_FOUND_TEXT
 from localrag.core.config import Settings
 from localrag.core.embed.sizing import fit_to_input, fits
 from localrag.core.llm.llm import load_llm

@@ -48,11 +48,11 @@ from localrag.core.answer import fallback, prompts
 from localrag.core.answer import history as hist
 from localrag.core.answer.citations import CitationCheck, Source, apply_citations, check_citations
 from localrag.core.answer.echo import EchoFilter
-from localrag.core.answer.evidence import NOT_FOUND as NOT_FOUND_STATUS
 from localrag.core.answer.evidence import PASSAGES, Evidence, find_evidence
 from localrag.core.answer.pages import around, page_texts, widen
 from localrag.core.answer.prompts import GROUNDED, NOT_FOUND, PLAIN, STRICT, Prompt, Turn
 from localrag.core.answer.query import follow_up_query, relevant
+from localrag.core.answer.quotes import NOT_FOUND as NOT_FOUND_STATUS
 from localrag.core.answer.support import CheckedSentence, SentenceStream, SupportChecker
 from localrag.core.errors import KnownError, ModelMissing, StoreUnavailable, describe
 from localrag.core.llm.llm import LLMProvider, LocalLLM
