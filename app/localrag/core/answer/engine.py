@@ -71,8 +71,8 @@ MISMATCH_NOTICE = (
     "Your documents were indexed with another embedding model; re-embed them to search them. "
     "This answer is not based on them."
 )
-# What an answer rests on (``Done.basis``): the documents; nothing, as the documents do not seem to answer (the
-# closest passages are its sources); or the model alone (grounding off, asked for, or the store down).
+# What an answer rests on (``Done.basis``): the documents; nothing, as the documents do not seem to answer
+# (the closest passages are its sources); or the model alone (grounding off, asked for, or the store down).
 DOCUMENTS, NOT_ANSWERED, MODEL_ALONE = "documents", "not_found", "model"
 # Front ends show an answer from the model alone under this heading, from its first word.
 MODEL_ALONE_LABEL = "From the model alone, not your documents:"

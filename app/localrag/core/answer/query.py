@@ -57,7 +57,9 @@ _BEFORE_PRONOUN = _BE | frozenset(
     like than what why how where when which undo change fix use try avoid see mean explain""".split()
 )
 # After "that" these make it a pronoun ("Can I change that to UTF-8?", "Is that so?").
-_AFTER_PRONOUN = frozenset("to in on for with from into by at so too also again work works mean means".split())
+_AFTER_PRONOUN = frozenset(
+    "to in on for with from into by at so too also again work works mean means".split()
+)
 # "it" in "Is it possible to …", "Is it safe to …" stands for what follows, not for something said before.
 _EXPLETIVE_IT = re.compile(
     r"\bit(?:'s| is| was| be)?\s+(?:\w+\s+)?(?:possible|necessary|safe|ok|okay|better|best|recommended|"
@@ -121,11 +123,13 @@ def _topical(word: str) -> bool:
 
 
 def is_follow_up(question: str) -> bool:
-    """Whether ``question`` leans on the one before, by what it says rather than its length: it opens with
-    "and", "but", "what about", "how about"… ("and on Windows?"); a pronoun points back (it, they, this, those,
-    "that" and "there" as pronouns: "Is it faster?", "How do I undo that?", "What can I do there?"); or it
-    names no subject of its own ("Why?", "Which one?", "Any examples?"). "What is a factor?" is a new
-    question however short; "Is it possible to …" and "Is there a way to …" point at nothing before them."""
+    """Whether ``question`` leans on the one before, by what it says rather than its length.
+
+    It does when it opens with "and", "but", "what about", "how about"… ("and on Windows?"); when a pronoun
+    points back (it, they, this, those; "that" and "there" as pronouns: "Is it faster?", "How do I undo
+    that?", "What can I do there?"); or when it names no subject of its own ("Why?", "Which one?", "Any
+    examples?"). "What is a factor?" is a new question however short; "Is it possible to …" and "Is there a
+    way to …" point at nothing before them."""
     q = question.strip().lower()
     if not q:
         return False
