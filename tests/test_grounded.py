@@ -36,7 +36,7 @@ DOCS = {
         "# Reading data from files\n\nLarge data objects are usually read as values from external files. "
         "To read an entire data frame directly, the external file should have a header line with the names "
         "of the variables and one line for each case. The function read.table() reads such a file into a "
-        "data frame: houses <- read.table(\"houses.data\", header = TRUE). The function read.csv() reads a "
+        'data frame: houses <- read.table("houses.data", header = TRUE). The function read.csv() reads a '
         "file of comma-separated values into a data frame.\n"
     ),
     "r-factors.md": (
@@ -145,7 +145,7 @@ def test_the_model_alone_when_asked_is_said_to_be_the_models(engine):
     from localrag.gui.views.transcript import turn_html, turns_from_messages
 
     turns = turns_from_messages(stored)
-    colours = {k: "#000" for k in ("muted", "warning", "error", "you_bg", "quote_bg", "quote_bar")}
+    colours = dict.fromkeys(("muted", "warning", "error", "you_bg", "quote_bg", "quote_bar"), "#000")
     assert not turns[0].model_alone and turns[1].model_alone
     html = turn_html(1, turns[1], colours)
     assert html.index(MODEL_ALONE_LABEL) < html.index("<p>", html.index(MODEL_ALONE_LABEL))
@@ -195,7 +195,7 @@ def test_a_new_question_is_searched_alone(before, question):
 
 
 def test_a_short_new_question_is_not_searched_with_the_one_before(engine):
-    """"What is a factor?" after a question on data frames is searched alone and answered from the page on
+    """ "What is a factor?" after a question on data frames is searched alone and answered from the page on
     factors, not from the data frames' page."""
     first = _run(engine, None, "How do I read a data file into a data frame in R?")[-1]
     assert first.sources[0].path.endswith("r-data.md")
@@ -210,7 +210,7 @@ def test_a_short_new_question_is_not_searched_with_the_one_before(engine):
 
 
 def test_a_question_that_finds_nothing_alone_is_searched_with_the_topic_before(engine):
-    """"Should I quit first?" names no topic the library knows; with the backup question before it, the
+    """ "Should I quit first?" names no topic the library knows; with the backup question before it, the
     joined search finds the backup page, which says to quit the app. An off-topic question after the same
     backup question is not answered from the backup page."""
     first = _run(engine, None, "How do I back up my library?")[-1]
@@ -241,4 +241,5 @@ def test_ask_says_the_documents_do_not_answer_and_how_to_ask_the_model(corpus):
     assert data["not_found"] is True and data["basis"] == "not_found" and data["generated"] == []
     alone = _ask(OFF_TOPIC[1], "--no-documents")
     assert alone.returncode == 0, alone.stderr
-    assert alone.stdout.startswith(MODEL_ALONE_LABEL + "\n") and len(alone.stdout) > len(MODEL_ALONE_LABEL) + 2
+    label, _, words = alone.stdout.partition("\n")
+    assert label == MODEL_ALONE_LABEL and words.strip()
