@@ -152,6 +152,20 @@ def test_the_model_alone_when_asked_is_said_to_be_the_models(engine):
     assert MODEL_ALONE_LABEL not in turn_html(0, turns[0], colours)
 
 
+def test_a_whole_document_answer_lists_its_sources_without_a_score(engine):
+    """An outline's passages were never scored: they show no score rather than "score 0.00"."""
+    from localrag.gui.views.source_ref import SourceRef
+    from localrag.gui.views.transcript import source_line
+
+    done = _run(engine, None, "What are the sections of the Backups document?", persist=False)[-1]
+    assert done.evidence is not None and done.evidence.kind == "outline" and done.sources
+    assert all(s.score is None for s in done.sources)
+    line = source_line(1, SourceRef.from_source(done.sources[0], 1), 0, "#000")
+    assert "score" not in line
+    searched = _run(engine, None, "How do I back up my library?", persist=False)[-1]
+    assert searched.sources and all(s.score is not None for s in searched.sources)
+
+
 # -- follow-ups --------------------------------------------------------------------------------------------
 
 # (previous question, question): about this project's README. Each of these leans on the one before.
