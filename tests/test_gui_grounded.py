@@ -12,7 +12,8 @@ import pytest
 
 from fixtures_chat import FAST, changed_settings, chat_panel, index, warmed_worker
 from localrag.core.answer.engine import MODEL_ALONE, MODEL_ALONE_LABEL, NOT_ANSWERED
-from localrag.gui.views.transcript import ASK_MODEL_ALONE, NOT_ANSWERED as NOT_ANSWERED_LINE
+from localrag.gui.views.transcript import ASK_MODEL_ALONE
+from localrag.gui.views.transcript import NOT_ANSWERED as NOT_ANSWERED_LINE
 from test_grounded import DOCS, OFF_TOPIC
 
 pytestmark = pytest.mark.gui
@@ -58,7 +59,7 @@ def test_not_found_offers_the_model_alone_whose_answer_is_headed_as_such(qtbot, 
     assert turn.basis == NOT_ANSWERED and not tokens  # the model wrote nothing
     text = panel.transcript.toPlainText()
     assert NOT_ANSWERED_LINE in text and ASK_MODEL_ALONE in text and "model alone" not in text
-    assert "href=\"alone:0\"" in panel.transcript.toHtml()
+    assert 'href="alone:0"' in panel.transcript.toHtml()
 
     # The button: the same question, to the model alone. Its heading shows with its first word.
     seen_at_first_token: list[str] = []

@@ -889,7 +889,7 @@ class _Run:
     def _not_found(self, query: str, resp: RetrievalResponse) -> Iterator[ChatEvent]:
         """Nothing found is relevant enough: the answer says the documents do not seem to answer and lists the
         closest passages (its sources), without the model; the person may then ask the model alone."""
-        from localrag.core.answer.evidence import NOT_FOUND as NOT_FOUND_STATUS
+        from localrag.core.answer.quotes import NOT_FOUND as NOT_FOUND_STATUS
         from localrag.core.retrieve import PackedContext
 
         closest = list(resp.results[:CLOSEST_PASSAGES])

@@ -32,8 +32,8 @@ from pathlib import PurePath
 from typing import Any
 
 from localrag.core.answer.engine import MODEL_ALONE, MODEL_ALONE_LABEL
-from localrag.core.answer.quotes import Evidence, EvidenceSpan, display
 from localrag.core.answer.history import Message
+from localrag.core.answer.quotes import Evidence, EvidenceSpan, display
 from localrag.core.answer.support import CheckedSentence
 from localrag.core.text.cells import Cells
 from localrag.gui.views.source_ref import SourceRef
