@@ -59,6 +59,7 @@ def test_not_found_offers_the_model_alone_whose_answer_is_headed_as_such(qtbot, 
     assert turn.basis == NOT_ANSWERED and not tokens  # the model wrote nothing
     text = panel.transcript.toPlainText()
     assert NOT_ANSWERED_LINE in text and ASK_MODEL_ALONE in text and "model alone" not in text
+    assert turn.sources and "Sources" not in text  # the closest passages are listed once
     assert 'href="alone:0"' in panel.transcript.toHtml()
 
     # The button: the same question, to the model alone. Its heading shows with its first word.

@@ -295,12 +295,16 @@ def _row_html(row: Cells) -> str:
     return f"{escape(row.label)} — " + " · ".join(columns)
 
 
-def not_found_html(turn: Turn, index: int, c: dict[str, str]) -> str:
-    """ "Your documents do not seem to answer this", and the closest passages (links to their sources)."""
+def closest_numbers(turn: Turn) -> list[int]:
+    """The sources a not-found answer lists as the closest passages."""
     ev = turn.evidence
     numbers = [n for n in (ev.closest if ev is not None else []) if turn.valid(n)]
-    if not numbers:
-        numbers = list(range(1, min(len(turn.sources), 3) + 1))
+    return numbers or list(range(1, min(len(turn.sources), 3) + 1))
+
+
+def not_found_html(turn: Turn, index: int, c: dict[str, str]) -> str:
+    """ "Your documents do not seem to answer this", and the closest passages (links to their sources)."""
+    numbers = closest_numbers(turn)
     out = [
         f"<p style='margin-top:6px; color:{c['muted']}'><i>{escape(NOT_ANSWERED)}</i>"
         + (f" {escape(CLOSEST)}" if numbers else "")
@@ -421,7 +425,9 @@ def turn_html(index: int, turn: Turn, c: dict[str, str]) -> str:
         parts.append(f"<p style='color:{c['muted']}'><i>Stopped.</i></p>")
     if turn.notice:
         parts.append(f"<p style='color:{c['warning']}'>{escape(turn.notice)}</p>")
-    if turn.sources:
+    ev = turn.evidence
+    listed = ev is not None and not ev.answered and len(closest_numbers(turn)) == len(turn.sources)
+    if turn.sources and not listed:  # a not-found answer's closest passages are its whole sources list
         parts.append(sources_html(turn, index, c))
     return "".join(parts)
 
