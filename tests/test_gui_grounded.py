@@ -126,3 +126,12 @@ def test_with_grounding_off_the_window_says_the_chat_does_not_use_the_documents(
         panel.use_documents.setChecked(True)
     assert "searches all documents" in documents.scope_label.text()
     assert panel.scope_label.text() == "Scope: all documents"
+
+
+def test_the_context_budget_reads_as_a_person_would_say_it():
+    from localrag.core.answer.engine import UNLIMITED_TOKENS
+    from localrag.gui.views.devpane import budget_text
+
+    assert budget_text(300, 1200) == "<b>300</b> of 1200 tokens"
+    assert budget_text(1551, UNLIMITED_TOKENS) == "<b>1551</b> tokens, no limit"
+    assert budget_text(0, 0) == "none"

@@ -55,6 +55,8 @@ def budget_text(used: Any, budget: Any) -> str:
     passage found is a source when the quoted sources lead)."""
     if isinstance(budget, int) and budget >= UNLIMITED_TOKENS:
         return f"<b>{used}</b> tokens, no limit"
+    if budget == 0 and not used:  # nothing was packed for a model (nothing relevant, or strict mode)
+        return "none"
     return f"<b>{used}</b> of {budget} tokens"
 
 
