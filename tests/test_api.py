@@ -227,7 +227,7 @@ def test_the_openai_client_works_unchanged(api, docs):
     r = client.chat.completions.create(model="local-rag", messages=follow_up)
     assert [s["path"] for s in (r.model_extra or {})["sources"]][:1] == [docs["Installing Local RAG"]["path"]]
     alone = client.chat.completions.create(model="local-rag", messages=follow_up[-1:])
-    assert (alone.model_extra or {})["sources"] == []  # the earlier messages are what found the source
+    assert (alone.model_extra or {})["not_found"] is True  # the earlier messages are what found the source
 
     with pytest.raises(openai.AuthenticationError):
         openai.OpenAI(base_url=f"{api.url}/v1", api_key="wrong", max_retries=0).models.list()
@@ -244,6 +244,40 @@ def test_a_model_answer_streams_as_it_comes(api, docs):
     tokens = [data["text"] for name, data in messages if name == "token"]
     done = messages[-1][1]
     assert tokens and done["answer"] == "".join(tokens).strip() and done["sources"] == []
+
+
+def test_a_question_the_documents_do_not_answer_gets_that_answer_not_the_models(api, docs):
+    """With the documents on, an off-topic question gets the not-found answer (200, ``not_found``), with no
+    token from the model; asked with ``grounded`` false, the model answers alone and the reply says so from
+    its first word."""
+    from localrag.core.answer.engine import MODEL_ALONE_LABEL
+
+    question = "How many levels does a parking garage have?"
+    r = api.client.post("/v1/ask", json={"question": question})
+    assert r.status_code == 200, r.text
+    answer = r.json()
+    assert answer["not_found"] is True and answer["basis"] == "not_found" and answer["generated"] == []
+    assert answer["answer"].startswith("Your documents do not seem to answer this")
+    with api.client.stream("POST", "/v1/ask", json={"question": question, "stream": True}) as s:
+        names = [name for name, _ in sse_messages(s.iter_lines())]
+    assert "token" not in names and names[-1] == "done"
+
+    client = openai.OpenAI(base_url=f"{api.url}/v1", api_key=api.token, max_retries=0)
+    messages = [{"role": "user", "content": question}]
+    reply = client.chat.completions.create(model="local-rag", messages=messages)
+    assert (reply.choices[0].message.content or "").startswith("Your documents do not seem to answer this")
+    assert (reply.model_extra or {})["not_found"] is True
+    alone = client.chat.completions.create(
+        model="local-rag", messages=messages, max_tokens=12, extra_body={"grounded": False}
+    )
+    content = alone.choices[0].message.content or ""
+    assert content.startswith(MODEL_ALONE_LABEL + "\n\n") and content[len(MODEL_ALONE_LABEL) :].strip()
+    assert (alone.model_extra or {})["basis"] == "model"
+    stream = client.chat.completions.create(
+        model="local-rag", messages=messages, max_tokens=12, extra_body={"grounded": False}, stream=True
+    )
+    pieces = [chunk.choices[0].delta.content or "" for chunk in stream if chunk.choices]
+    assert next(p for p in pieces if p).startswith(MODEL_ALONE_LABEL)
 
 
 def test_ctrl_c_stops_it_cleanly(api):

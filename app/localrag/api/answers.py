@@ -105,7 +105,9 @@ async def sse_events(
             yield sse("checked", {**event.sentence.to_dict(), "shown": event.shown})
         elif isinstance(event, Done):
             done = event.to_json()
-            yield sse("sources", {k: done[k] for k in ("sources", "citations", "notice")})
+            yield sse(
+                "sources", {k: done[k] for k in ("sources", "citations", "notice", "basis", "not_found")}
+            )
             yield sse("timings", done["timings"])
         elif isinstance(event, Failed):
             yield sse("error", {"error": event.message})

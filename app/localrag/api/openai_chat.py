@@ -7,7 +7,9 @@ included, with the sources it cites listed under it (``Sources:`` then ``[n] tit
 any OpenAI client shows them; ``sources`` and ``citations`` are also given as fields of their own. With
 ``"stream": true`` the answer streams as ``chat.completion.chunk`` events and ends with ``data: [DONE]``.
 ``model``, ``temperature`` and the like are accepted and ignored: the library answers with its own model and
-settings.
+settings. When the documents do not seem to answer, the reply says so and lists the closest passages
+(``basis`` ``not_found``, ``not_found`` true); ``"grounded": false`` asks the model alone, and its reply
+starts with "From the model alone, not your documents:" (``basis`` ``model``).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from localrag.api.body import ApiError, flag, optional_int, read_json
 from localrag.api.sse import sse, sse_response
 from localrag.core.answer.answer_text import AnswerText
 from localrag.core.answer.citations import Source
-from localrag.core.answer.engine import Done, Failed
+from localrag.core.answer.engine import MODEL_ALONE, MODEL_ALONE_LABEL, Done, Failed, Token
 from localrag.core.answer.prompts import Turn
 
 MODEL_ID = "local-rag"
@@ -43,7 +45,12 @@ async def completions(request: Request) -> Response:
         body, "max_tokens", 1, 32_768
     )
     ctx = request.app.state.ctx
-    options: dict[str, Any] = {"history": history, "max_tokens": max_tokens, "persist": False}
+    options: dict[str, Any] = {
+        "history": history,
+        "max_tokens": max_tokens,
+        "persist": False,
+        "grounded": flag(body, "grounded", True),
+    }
     model = body.get("model")
     reply = _Reply(model if isinstance(model, str) and model else MODEL_ID, max_tokens)
     if flag(body, "stream", False):
@@ -105,7 +112,8 @@ class _Reply:
         self.max_tokens = max_tokens
 
     def completion(self, done: Done) -> dict[str, Any]:
-        content = done.answer + sources_block(done.sources)
+        label = f"{MODEL_ALONE_LABEL}\n\n" if done.basis == MODEL_ALONE else ""
+        content = label + done.answer + sources_block(done.sources)
         return {
             **self._head("chat.completion"),
             "choices": [
@@ -123,7 +131,10 @@ class _Reply:
         text = AnswerText()
         yield self._chunk({"role": "assistant", "content": ""})
         async for event in events:
+            first = not text.sent
             piece = text.feed(event)
+            if piece and first and isinstance(event, Token) and not text.lead:  # the model alone: said first
+                piece = f"{MODEL_ALONE_LABEL}\n\n{piece}"
             if isinstance(event, Done):
                 piece += sources_block(event.sources)
             if piece:
@@ -156,4 +167,5 @@ def _usage(done: Done) -> dict[str, int]:
 
 def _extras(done: Done) -> dict[str, Any]:
     out = done.to_json()
-    return {"sources": out["sources"], "citations": out["citations"], "notice": out["notice"]}
+    keys = ("sources", "citations", "notice", "basis", "not_found")
+    return {k: out[k] for k in keys}

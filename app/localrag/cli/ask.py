@@ -1,10 +1,15 @@
-"""``local-rag ask QUESTION [--no-grounding] [--strict] [--doc-type T] [--chat ID | --save] [--json]``.
+"""``local-rag ask QUESTION [--no-documents] [--strict] [--doc-type T] [--chat ID | --save] [--json]``.
 
 Prints the answer quoted from the sources at once, then streams what the model adds (each sentence checked),
-then the sources. ``--json`` prints one object instead: ``answer`` (what the person sees), ``evidence`` (the
-quoted sentences: ``text``, ``number``, ``path``, ``page_number``, ``char_start``, ``char_end``, ``score``),
-``generated`` (the model's sentences, each with ``supported``), ``sources`` (``path``, ``page_number``,
-``chunk_ids``, ``cited``…), ``citations``, ``notice`` and ``timings`` in seconds (``retrieval_s``,
+then the sources. When the documents do not seem to answer, it says so and lists the closest passages
+(exit status 0), with the command that asks the model alone; ``--no-documents`` (or ``--no-grounding``)
+does, and its answer is printed under "From the model alone, not your documents:".
+
+``--json`` prints one object instead: ``answer`` (what the person sees), ``evidence`` (the quoted
+sentences: ``text``, ``number``, ``path``, ``page_number``, ``char_start``, ``char_end``, ``score``),
+``generated`` (the model's sentences, each with ``supported``), ``basis`` (``documents``, ``not_found`` or
+``model``) and ``not_found``, ``sources`` (``path``, ``page_number``, ``chunk_ids``, ``cited``…),
+``citations``, ``notice`` and ``timings`` in seconds (``retrieval_s``,
 ``evidence_at_s``, ``ttft_s``, ``tokens_per_s``…). Nothing is kept unless ``--save`` (a new chat) or ``--chat
 ID`` (continue that chat: its earlier questions make follow-ups work).
 """
@@ -26,10 +31,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("ask", help="ask a question; the answer streams, then its sources")
     p.add_argument("question", help="the question")
     p.add_argument(
+        "--no-documents",
         "--no-grounding",
         dest="grounded",
         action="store_false",
-        help="plain local chat: do not search the documents",
+        help="ask the model alone: do not search the documents",
     )
     p.add_argument(
         "--strict",
@@ -70,6 +76,8 @@ def run(args: argparse.Namespace) -> int:
     from localrag.core.answer.answer_json import AnswerJson
     from localrag.core.answer.engine import (
         MODEL,
+        MODEL_ALONE_LABEL,
+        NOT_ANSWERED,
         ChatEngine,
         Checked,
         Done,
@@ -121,6 +129,8 @@ def run(args: argparse.Namespace) -> int:
                     streamed = False
             elif isinstance(event, Token):
                 if lead == MODEL or not record.out.get("sources"):
+                    if not streamed and not lead and not args.strict:  # the model alone: said first
+                        print(MODEL_ALONE_LABEL, flush=True)
                     sys.stdout.write(event.text)
                     sys.stdout.flush()
                     streamed = True
@@ -134,6 +144,9 @@ def run(args: argparse.Namespace) -> int:
                 if streamed:
                     print()
                 _print_sources(event)
+                if event.basis == NOT_ANSWERED and not args.strict:
+                    command = f"local-rag ask --no-documents {_quoted(args.question)}"
+                    print(f"\nTo ask the model without your documents: {command}")
             elif isinstance(event, Failed):
                 print(f"local-rag: {event.message}", file=sys.stderr)
                 _print_retrieved(record.out.get("sources", []))
@@ -161,7 +174,10 @@ def _print_sources(event: Any) -> None:
         numbers = ", ".join(f"[{n}]" for n in event.citations.invalid)
         print(f"(not a source: {numbers})")
     if event.sources:
-        print("\nSources:" if event.citations.cited else "\nSources (not cited by the answer):")
+        if event.basis == "not_found":
+            print("\nThe closest passages:")
+        else:
+            print("\nSources:" if event.citations.cited else "\nSources (not cited by the answer):")
         for s in event.sources:
             mark = (
                 "  (quoted, not cited)"
@@ -183,6 +199,12 @@ def _print_sources(event: Any) -> None:
         parts.append(f"chat {event.chat_id}")
     if parts:
         print("(" + " · ".join(parts) + ")", file=sys.stderr)
+
+
+def _quoted(text: str) -> str:
+    import shlex
+
+    return shlex.quote(text)
 
 
 def _print_retrieved(sources: list[dict[str, Any]]) -> None:

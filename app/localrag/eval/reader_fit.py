@@ -21,27 +21,22 @@ from pathlib import Path
 from typing import Any
 
 from localrag.core.answer.reader import ReaderModel
-from localrag.eval.answers import CORRECT_F1, Question, load_questions, token_f1
+from localrag.eval.answers import CORRECT_F1, Question, half_questions, load_questions, token_f1
 
 NONE_KIND = "none"
 
 
 def dataset_questions(folder: Path, half: str | None) -> list[Question]:
-    """The questions of ``folder``; with ``half`` (``tune``/``test``), those of that half's documents
-    (``split.json``: ``{"tune": [files], "test": [files]}``)."""
+    """The questions of ``folder``; with ``half`` (``tune``/``test``), those of that half's documents."""
     questions = load_questions(folder)
-    if not half:
-        return questions
-    split = json.loads((folder / "split.json").read_text(encoding="utf-8"))
-    files = set(split[half])
-    return [q for q in questions if q.file in files or set(getattr(q, "files", []) or []) & files]
+    return half_questions(folder, questions, half) if half else questions
 
 
 def label(q: Question, text: str, path: str, page: int) -> bool:
-    """Whether a span answers ``q``: on its gold page, and close enough to its answer or sentence."""
+    """Whether a span answers ``q``: on a gold page, and close enough to its answer or sentence."""
     if q.kind == NONE_KIND or not q.answer:
         return False
-    on_page = Path(path).name == q.file and page == q.page
+    on_page = (Path(path).name, page) in q.gold_pages()
     return on_page and max(token_f1(text, q.answer), token_f1(text, q.evidence)) >= CORRECT_F1
 
 

@@ -288,6 +288,8 @@ class MainWindow(QtWidgets.QMainWindow):
         panel.details_requested.connect(self.services.load_details)
         panel.scope_changed.connect(self._scope_changed)
         chat = self.chat_panel
+        chat.use_documents.toggled.connect(panel.set_grounding)
+        chat.generation_started.connect(self.dev_pane.start_question)
         chat.retrieval_done.connect(self.dev_pane.show_retrieval)
         chat.prompt_ready.connect(self.dev_pane.show_prompt)
         chat.answer_done.connect(self.dev_pane.show_done)

@@ -39,7 +39,8 @@ EXCERPT_CHARS = 1200
 class Source:
     """One numbered source given to the model (``number`` is its ``[n]``), as kept with the message.
 
-    ``score`` is what the sources list shows: the cosine similarity when there is one, else the fused score.
+    ``score`` is what the sources list shows: the cosine similarity when there is one, else the fused score;
+    ``None`` for a passage that was never scored (one chosen from a document's outline).
     ``text`` is the passage (cut to ``EXCERPT_CHARS``); ``char_start``/``char_end`` locate it in the document.
     """
 
@@ -65,6 +66,8 @@ class Source:
         score = scores.get("vector")
         if score is None:
             score = scores.get("fused", getattr(r, "similarity", None))
+        if not scores and not score:  # never scored (a passage of a whole-document answer): no score to show
+            score = None
         text = str(getattr(r, "text", "") or "")
         return cls(
             number=number,

@@ -51,7 +51,7 @@ from localrag.core.answer.echo import EchoFilter
 from localrag.core.answer.evidence import PASSAGES, Evidence, find_evidence
 from localrag.core.answer.pages import around, page_texts, widen
 from localrag.core.answer.prompts import GROUNDED, NOT_FOUND, PLAIN, STRICT, Prompt, Turn
-from localrag.core.answer.query import follow_up_query, relevant
+from localrag.core.answer.query import follow_up_query, relevant, search_for
 from localrag.core.answer.quotes import NOT_FOUND as NOT_FOUND_STATUS
 from localrag.core.answer.support import CheckedSentence, SentenceStream, SupportChecker
 from localrag.core.errors import KnownError, ModelMissing, StoreUnavailable, describe
@@ -72,7 +72,14 @@ MISMATCH_NOTICE = (
     "Your documents were indexed with another embedding model; re-embed them to search them. "
     "This answer is not based on them."
 )
-NOTHING_FOUND_NOTICE = "Nothing relevant was found in your documents; this answer is from the model alone."
+# What an answer rests on (``Done.basis``): the documents; nothing, as the documents do not seem to answer
+# (the closest passages are its sources); or the model alone (grounding off, asked for, or the store down).
+DOCUMENTS, NOT_ANSWERED, MODEL_ALONE = "documents", "not_found", "model"
+# Front ends show an answer from the model alone under this heading, from its first word.
+MODEL_ALONE_LABEL = "From the model alone, not your documents:"
+# A question the documents do not answer lists this many of the closest passages found.
+CLOSEST_PASSAGES = 3
+NOT_ANSWERED_TEXT = "Your documents do not seem to answer this."
 STRICT_STORE_DOWN = "I cannot search your documents right now ({why}), so I have no answer from them."
 NOT_SAVED_NOTICE = "This answer could not be saved to the chat history ({why})."
 # What leads an answer (``Settings.answer_lead``): the quoted sources, or the model's checked answer.
@@ -155,6 +162,7 @@ class Done:
     evidence: Evidence | None = None
     generated: list[CheckedSentence] = field(default_factory=list)
     lead: str = ""
+    basis: str = DOCUMENTS
 
     @property
     def parts(self) -> dict[str, Any]:
@@ -162,7 +170,9 @@ class Done:
         return answer_parts(self.lead, self.evidence, self.generated)
 
     def to_json(self) -> dict[str, Any]:
-        """The answer as ``ask --json`` prints it: ``answer`` (what the person sees), ``evidence`` (the quoted
+        """The answer as ``ask --json`` prints it: ``answer`` (what the person sees), ``basis`` (what it rests
+        on: ``documents``, ``not_found`` — the documents do not seem to answer, its sources are the closest
+        passages — or ``model``, the model alone) and ``not_found``, ``evidence`` (the quoted
         sentences: text, number, path, page_number, char_start, char_end, score), ``generated`` (the model's
         sentences, each with ``supported`` and ``shown``), ``sources``, citations and timings."""
         parts = self.parts
@@ -171,6 +181,8 @@ class Done:
             d["shown"] = g.supported or (self.lead == MODEL and g.shown() in self.answer)
         return {
             "answer": self.answer,
+            "basis": self.basis,
+            "not_found": self.basis == NOT_ANSWERED,
             "lead": self.lead,
             "evidence": [
                 {
@@ -293,10 +305,13 @@ class ChatEngine:
         from localrag.core.retrieve import pack_context, retrieve
 
         earlier = self._earlier_questions(chat_id)
-        query = follow_up_query(question, earlier)
-        resp = retrieve(self.library, query, doc_ids=doc_ids, doc_types=doc_types, cancel=cancel)
+
+        def search(query: str) -> tuple[RetrievalResponse, list[Result]]:
+            resp = retrieve(self.library, query, doc_ids=doc_ids, doc_types=doc_types, cancel=cancel)
+            return resp, relevant(resp.results) if resp.reason is None else []
+
+        query, resp, results = search_for(question, earlier, search)
         llm = self.provider.llm if self.provider is not None else None
-        results = relevant(resp.results)
         packed = pack_context(
             results,
             budget_tokens=self.settings.context_tokens,
@@ -422,9 +437,7 @@ def _notice_for(resp: RetrievalResponse, results: Sequence[Result], *, strict: b
         return STORE_DOWN_NOTICE.format(why=resp.error or "the database is not reachable")
     if resp.reason == MODEL_MISMATCH:
         return MISMATCH_NOTICE
-    if not results and not strict:
-        return NOTHING_FOUND_NOTICE
-    return ""
+    return ""  # nothing relevant found: the answer itself says the documents do not seem to answer
 
 
 def keep_prefix(llm: LocalLLM) -> list[int]:
@@ -498,6 +511,7 @@ class _Run:
         self._misses = 0
         self.model_error = ""
         self._step = fallback.REWORDING  # the model's step under way, named if it fails
+        self.basis = ""  # set where it is not read from the evidence (see ``finish``)
 
     def events(self) -> Iterator[ChatEvent]:
         if not self.question:
@@ -507,16 +521,19 @@ class _Run:
         if not self.grounded:
             yield from self._generate(PLAIN, None)
             return
-        query = follow_up_query(self.question, self.earlier)
-        yield Searching(query)
-        resp, results = self._retrieve(query)
+        yield Searching(follow_up_query(self.question, self.earlier))
+        query, resp, results = search_for(self.question, self.earlier, self._retrieve)
         if resp.reason is None:
             found = self._overview()
             if found is not None:
                 yield from self._overview_answer(query, resp, found)
                 return
         mode, notice = self._mode(resp, results)
+        if mode is None and not self.strict:  # the documents do not answer: say so, list the closest passages
+            yield from self._not_found(query, resp)
+            return
         if mode is None:  # strict, and nothing to answer from: say so plainly, without the model
+            self.basis = NOT_ANSWERED
             why = resp.error or "the database is not reachable"
             text = STRICT_STORE_DOWN.format(why=why) if resp.reason else NOT_FOUND
             yield Retrieved(query, resp, _nothing_packed(resp), None, [], notice)
@@ -545,6 +562,8 @@ class _Run:
     def _generate(self, mode: str, resp: RetrievalResponse | None) -> Iterator[ChatEvent]:
         """The model's part: a plain answer, the answer itself (``lead`` model) or a rewording of the evidence
         (``lead`` sources), each grounded sentence checked against the sources as it completes."""
+        if mode == PLAIN:
+            self.basis = MODEL_ALONE
         llm = yield from self._model(resp, self.sources_used)
         if llm is None:
             if self.evidence is not None:  # the sources still answer
@@ -667,8 +686,7 @@ class _Run:
         self._load_history()
         mode = PLAIN
         if self.grounded:
-            query = follow_up_query(self.question, self.earlier)
-            resp, results = self._retrieve(query)
+            query, resp, results = search_for(self.question, self.earlier, self._retrieve)
             found, _ = self._mode(resp, results)
             if found is None:
                 return None
@@ -812,11 +830,14 @@ class _Run:
 
     def _mode(self, resp: RetrievalResponse, results: list[Result]) -> tuple[str | None, str]:
         """How to prompt after retrieval, and the notice to show: grounded (or strict) when passages were
-        found, else plain with a notice, or ``None`` in strict mode (which then answers without the model)."""
+        found; ``None`` when nothing relevant was (the answer says so, without the model), or in strict mode;
+        plain with a notice when the store could not be searched."""
         if resp.reason is None and results:
             return (STRICT if self.strict else GROUNDED), ""
         notice = _notice_for(resp, results, strict=self.strict)
-        return (None if self.strict else PLAIN), notice
+        # Nothing relevant: no answer from the model (the person may ask it alone); the store down: the model
+        # alone, and the notice says so (strict mode: no answer).
+        return (None if self.strict or resp.reason is None else PLAIN), notice
 
     def _build_prompt(self, llm: LocalLLM, mode: str, results: list[Result]) -> Prompt:
         return prompts.build_prompt(
@@ -902,6 +923,27 @@ class _Run:
         yield Token(text)
         yield self.finish(cancelled=False)
 
+    def _not_found(self, query: str, resp: RetrievalResponse) -> Iterator[ChatEvent]:
+        """Nothing found is relevant enough: the answer says the documents do not seem to answer and lists the
+        closest passages (its sources), without the model; the person may then ask the model alone."""
+        from localrag.core.retrieve import PackedContext
+
+        closest = list(resp.results[:CLOSEST_PASSAGES])
+        self.sources_used = closest
+        self.lead = SOURCES
+        self.basis = NOT_ANSWERED
+        self.evidence = Evidence(NOT_FOUND_STATUS, closest=list(range(1, len(closest) + 1)))
+        self.timings["evidence_at_s"] = time.monotonic() - self.started
+        packed = PackedContext(
+            sources=closest,
+            budget=0,
+            dropped=[(r, "not relevant enough") for r in resp.results[len(closest) :]],
+        )
+        yield Retrieved(query, resp, packed, None, self._sources(), self.notice)
+        self.answer = self.evidence.text() if closest else NOT_ANSWERED_TEXT
+        yield EvidenceReady(self.evidence, SOURCES, self.answer)
+        yield self.finish(cancelled=False)
+
     def finish(self, *, cancelled: bool) -> Done:
         """Check the citations, save the exchange, and build ``Done``."""
         sources = self._sources()
@@ -928,12 +970,22 @@ class _Run:
             self.evidence,
             list(self.generated),
             self.lead if self.evidence is not None else "",
+            self._basis(),
         )
+
+    def _basis(self) -> str:
+        """What the answer rests on (``Done.basis``)."""
+        if self.basis:
+            return self.basis
+        if self.evidence is not None and not self.evidence.answered and self.lead == SOURCES:
+            return NOT_ANSWERED
+        return DOCUMENTS if self.grounded else MODEL_ALONE
 
     def _save(
         self, sources: list[Source], chunk_ids: list[int], timings: dict[str, Any], cancelled: bool
     ) -> tuple[int | None, int | None]:
         stored = dict(timings)
+        stored["basis"] = self._basis()
         if self.notice:
             stored["notice"] = self.notice
         if cancelled:

@@ -59,6 +59,8 @@ class ChatPanel(QtWidgets.QWidget):
     Public:
         set_scope(doc_ids, doc_types): limit retrieval to these documents / types (``None``: all).
         ask(question) -> bool: send a question as if typed (False when empty or while answering).
+        ask_model_alone(turn_index) -> bool: ask turn ``turn_index``'s question of the model without the
+            documents (the not-found answer's button); its answer is headed as the model's alone.
         stop(): stop the answer in hand (Esc).
         new_chat(): an empty chat (created in the store by its first question); Ctrl+N.
         open_chat(chat_id): show a kept chat with its messages and sources (loaded in the background).
@@ -186,6 +188,7 @@ class ChatPanel(QtWidgets.QWidget):
         self.strict.setAccessibleName("Strict: answer only from my documents")
         self.strict.setToolTip("Answer only from your documents, and say so when nothing relevant is found.")
         self.use_documents.toggled.connect(self.strict.setEnabled)
+        self.use_documents.toggled.connect(lambda _on: self._update_scope_label())
         self.status_label = QtWidgets.QLabel("", self)
         self.status_label.setProperty("role", "muted")
         self.status_label.setAccessibleName("Chat status")
@@ -286,6 +289,10 @@ class ChatPanel(QtWidgets.QWidget):
         self._update_scope_label()
 
     def _update_scope_label(self) -> None:
+        if not self.use_documents.isChecked():
+            self.scope_label.setText("Scope: no documents")
+            self.scope_label.setToolTip("“Use my documents” is off: questions go to the model alone")
+            return
         bits = []
         if self.doc_ids:
             n = len(self.doc_ids)
@@ -304,13 +311,14 @@ class ChatPanel(QtWidgets.QWidget):
             return True
         return False
 
-    def ask(self, question: str) -> bool:
-        """Ask ``question`` in the chat shown; False when it is empty or an answer is still running."""
+    def ask(self, question: str, *, grounded: bool | None = None) -> bool:
+        """Ask ``question`` in the chat shown; False when it is empty or an answer is still running.
+        ``grounded`` False asks the model alone whatever "Use my documents" says."""
         question = question.strip()
         if not question or self.generating:
             return False
         self._draft_timer.stop()
-        request = self._request_for(question)
+        request = self._request_for(question, grounded)
         turn = turns.asked(question, grounded=request.grounded, strict=request.strict)
         self.turns.append(turn)
         self._set_generating(True)
@@ -326,8 +334,14 @@ class ChatPanel(QtWidgets.QWidget):
         self._submit(request)
         return True
 
-    def _request_for(self, question: str) -> AskRequest:
-        grounded = self.use_documents.isChecked()
+    def ask_model_alone(self, turn_index: int) -> bool:
+        """Ask the question of turn ``turn_index`` again, of the model without the documents."""
+        if not 0 <= turn_index < len(self.turns):
+            return False
+        return self.ask(self.turns[turn_index].question, grounded=False)
+
+    def _request_for(self, question: str, grounded: bool | None = None) -> AskRequest:
+        grounded = self.use_documents.isChecked() if grounded is None else grounded
         return AskRequest(
             question=question,
             chat_id=self.chat_id,
@@ -572,6 +586,10 @@ class ChatPanel(QtWidgets.QWidget):
 
     def _on_anchor(self, url: QtCore.QUrl) -> None:
         kind, _, rest = url.toString().partition(":")
+        if kind == "alone":
+            with contextlib.suppress(ValueError):
+                self.ask_model_alone(int(rest))
+            return
         opener = {
             "cite": self.open_source,
             "src": self.open_source,
@@ -637,6 +655,8 @@ class ChatPanel(QtWidgets.QWidget):
             "you_bg": "#26324a" if dark else "#eef3fc",
             "quote_bg": "#2b2a24" if dark else "#faf7ec",
             "quote_bar": "#a8842c" if dark else "#e0b53a",
+            "button_bg": pal.color(QtGui.QPalette.ColorRole.Button).name(),
+            "button_border": pal.color(QtGui.QPalette.ColorRole.Mid).name(),
             "text": pal.color(QtGui.QPalette.ColorRole.Text).name(),
         }
 

@@ -16,6 +16,7 @@ import logging
 from html import escape
 from typing import Any
 
+from localrag.core.answer.engine import UNLIMITED_TOKENS
 from localrag.core.library import Library
 from localrag.gui.qt import QtCore, QtGui, QtWidgets, Signal
 from localrag.gui.tasks import Op
@@ -46,6 +47,17 @@ _PROMPT_HELP = (
     "the model's context window · below bar: under the chat's relevance bar · –: no prompt was built"
 )
 _NUMERIC = {5, 7, 9}
+NO_PROMPT = "No prompt was sent to the model for this answer."
+
+
+def budget_text(used: Any, budget: Any) -> str:
+    """ "<b>used</b> of N tokens", or "<b>used</b> tokens, no limit" for a budget that is no limit (every
+    passage found is a source when the quoted sources lead)."""
+    if isinstance(budget, int) and budget >= UNLIMITED_TOKENS:
+        return f"<b>{used}</b> tokens, no limit"
+    if budget == 0 and not used:  # nothing was packed for a model (nothing relevant, or strict mode)
+        return "none"
+    return f"<b>{used}</b> of {budget} tokens"
 
 
 def result_row(result: Any) -> list[str]:
@@ -82,6 +94,8 @@ class DevPane(QtWidgets.QWidget):
         show_prompt(view): the exact prompt (the worker's ``PromptView``, an engine ``Prompt`` or a string)
             with its token counts and what the budget dropped.
         show_evidence(event): the evidence candidates of the engine's ``EvidenceReady`` event.
+        start_question(): a question was sent: the last one's prompt goes (``show_done`` says when the answer
+            had none).
         show_done(event): the answer's timings (first token, prompt processing, tokens/s) from ``Done``, its
             evidence candidates and each generated sentence as checked.
         run_retrieval(query): run the retrieval-only box (off the UI thread).
@@ -220,6 +234,8 @@ class DevPane(QtWidgets.QWidget):
         self._results: list[Any] = []
         self._generation: dict[str, Any] = {}
         self._prompt_fate: dict[tuple[int, ...], str] | None = None
+        self._prompt_seen = False
+        self._budget_html = ""
 
     # -- input ---------------------------------------------------------------------------------------------
 
@@ -272,10 +288,21 @@ class DevPane(QtWidgets.QWidget):
         ``event.sources`` (the numbered sources of the prompt)."""
         self._generation = {}
         self._clear_answer_parts()
+        self._forget_prompt()
         response = _get(event, "response")
         query = _get(event, "query") or _get(response, "query") or ""
         self._prompt_fate = self._fates(_get(event, "packed"), _get(event, "sources"))
         self._show(query, response, _get(event, "packed"))
+
+    def start_question(self) -> None:
+        """A question was sent: the previous question's prompt is no longer this one's."""
+        self._forget_prompt()
+        self.prompt_info.setText("")
+
+    def _forget_prompt(self) -> None:
+        self._prompt_seen = False
+        self._budget_html = ""
+        self.prompt_view.clear()
 
     @staticmethod
     def _fates(packed: Any, sources: Any) -> dict[tuple[int, ...], str] | None:
@@ -384,7 +411,7 @@ class DevPane(QtWidgets.QWidget):
         used, budget = _get(packed, "used_tokens"), _get(packed, "budget")
         dropped = list(_get(packed, "dropped") or [])
         sources = list(_get(packed, "sources") or [])
-        text = f"Context: <b>{used}</b> of {budget} tokens, {len(sources)} sources packed"
+        text = f"Context: {budget_text(used, budget)}, {len(sources)} sources packed"
         if dropped:
             names = []
             for d in dropped:
@@ -406,6 +433,7 @@ class DevPane(QtWidgets.QWidget):
         ``view`` is the worker's ``PromptView`` (``prompt`` and ``rendered``), an engine ``Prompt``, or a
         string.
         """
+        self._prompt_seen = True
         if isinstance(view, str):
             self.prompt_view.setPlainText(view)
             return
@@ -427,7 +455,7 @@ class DevPane(QtWidgets.QWidget):
         parts = []
         if packed is not None:
             parts.append(
-                f"sources <b>{_get(packed, 'used_tokens')}</b> of {_get(packed, 'budget')} tokens "
+                f"sources {budget_text(_get(packed, 'used_tokens'), _get(packed, 'budget'))} "
                 f"({len(_get(packed, 'sources') or [])} sources)"
             )
         elif context:
@@ -488,6 +516,9 @@ class DevPane(QtWidgets.QWidget):
                 generation[name] = str(value)
         self._generation = generation
         self._render_timings()
+        if not self._prompt_seen:  # quoted from the sources, not found, or about whole documents
+            self.prompt_view.clear()
+            self.prompt_info.setText("<br>".join(t for t in (self._budget_html, escape(NO_PROMPT)) if t))
         evidence = _get(event, "evidence")
         if evidence is None:
             self._clear_answer_parts("No evidence: the answer was not taken from the documents.")

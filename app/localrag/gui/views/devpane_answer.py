@@ -11,8 +11,7 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
-from localrag.core.answer import reader
-from localrag.core.answer import support
+from localrag.core.answer import reader, support
 from localrag.core.text.spans import flat
 from localrag.gui.qt import QtCore, QtGui, QtWidgets
 

@@ -71,6 +71,9 @@ class DocumentsPanel(QtWidgets.QWidget):
         open_requested(str): a document's file to open with the system's viewer.
         details_requested(int): a document whose details (organisation, kind, period…) to show and edit.
         scope_changed(list, list): the chat's scope as (document ids, document types); both empty: all.
+
+    Public (besides the signals' actions): set_grounding(on): whether the chat uses the documents at all
+    ("Use my documents"); off, the line under the list says the chat does not use them.
     """
 
     add_files_requested = Signal()
@@ -93,6 +96,7 @@ class DocumentsPanel(QtWidgets.QWidget):
         self._pending: dict[str, DocumentRow] = {}
         self._removed: set[str] = set()
         self._scope: tuple[list[int], list[str]] = ([], [])
+        self._grounding = True
         self._flush_timer = QtCore.QTimer(self)
         self._flush_timer.setSingleShot(True)
         self._flush_timer.setInterval(int(1000 / repaints_per_s))
@@ -434,12 +438,19 @@ class DocumentsPanel(QtWidgets.QWidget):
     def scope(self) -> tuple[list[int], list[str]]:
         return self._scope
 
+    def set_grounding(self, on: bool) -> None:
+        """The chat uses the documents (``on``) or not: the line under the list says which."""
+        self._grounding = bool(on)
+        self._selection_changed()
+
     def _selection_changed(self) -> None:
         rows = self.selected_rows()
         ids = sorted(r.doc_id for r in rows if r.doc_id is not None and r.status == READY)
         doc_type = self.type_filter.currentData() or ""
         types = [doc_type] if doc_type and not ids else []
-        if ids:
+        if not self._grounding:
+            text = "The chat does not use your documents (“Use my documents” is off)."
+        elif ids:
             n = len(ids)
             text = f"The chat searches the {n} selected document{'s' if n != 1 else ''}."
         elif doc_type:

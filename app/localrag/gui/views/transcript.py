@@ -12,10 +12,14 @@ An answer is "evidence first" (see ``core.answer.engine``). What leads it (``Tur
 When the documents do not seem to answer (evidence status ``not_found``) a muted line says so and the closest
 passages are listed. Whole-document answers (an outline, a summary…) are their text with ``[n]`` links.
 
+An answer from the model alone (grounding off, the person asked for it, or the store down) is headed
+``MODEL_ALONE_LABEL`` from its first word. A not-found turn (not strict) ends with the ``ASK_MODEL_ALONE``
+button.
+
 Links in the HTML (``ChatPanel`` opens the ``SourceViewer`` for each): ``cite:T:N`` a citation in the answer
 text and ``src:T:N`` a row of a sources list (source ``N`` of turn ``T``); ``ev:T:I`` quoted sentence ``I`` of
 turn ``T`` (the viewer highlights exactly that sentence); ``gen:T:I`` checked sentence ``I`` (the viewer
-highlights the source sentence that supports it).
+highlights the source sentence that supports it); ``alone:T`` asks turn ``T``'s question of the model alone.
 """
 
 from __future__ import annotations
@@ -27,8 +31,9 @@ from html import escape
 from pathlib import PurePath
 from typing import Any
 
-from localrag.core.answer.quotes import Evidence, EvidenceSpan, display
+from localrag.core.answer.engine import MODEL_ALONE, MODEL_ALONE_LABEL
 from localrag.core.answer.history import Message
+from localrag.core.answer.quotes import Evidence, EvidenceSpan, display
 from localrag.core.answer.support import CheckedSentence
 from localrag.core.text.cells import Cells
 from localrag.gui.views.source_ref import SourceRef
@@ -43,6 +48,7 @@ NOT_ANSWERED = "Your documents do not seem to answer this."
 CLOSEST = "The closest passages:"
 NOT_FOUND = "not found in your documents"
 NOTHING_CHECKED = "Nothing the model wrote could be found in your documents."
+ASK_MODEL_ALONE = "Ask the model without my documents"
 # Where streamed tokens go in a pending turn: ``ChatPanel`` replaces this character with them.
 STREAM_MARK = "\ue000"
 TITLE_CHARS = 48
@@ -72,6 +78,12 @@ class Turn:
     evidence: Evidence | None = None
     lead: str = ""
     generated: list[CheckedSentence] = field(default_factory=list)
+    basis: str = ""  # what the answer rests on (``Done.basis``): documents, not_found, or model (alone)
+
+    @property
+    def model_alone(self) -> bool:
+        """Whether the answer is the model's alone: grounding off (or asked for), or the store down."""
+        return self.basis == MODEL_ALONE or (not self.grounded and self.evidence is None)
 
     def valid(self, number: int) -> bool:
         return 1 <= number <= len(self.sources)
@@ -283,12 +295,16 @@ def _row_html(row: Cells) -> str:
     return f"{escape(row.label)} — " + " · ".join(columns)
 
 
-def not_found_html(turn: Turn, index: int, c: dict[str, str]) -> str:
-    """ "Your documents do not seem to answer this", and the closest passages (links to their sources)."""
+def closest_numbers(turn: Turn) -> list[int]:
+    """The sources a not-found answer lists as the closest passages."""
     ev = turn.evidence
     numbers = [n for n in (ev.closest if ev is not None else []) if turn.valid(n)]
-    if not numbers:
-        numbers = list(range(1, min(len(turn.sources), 3) + 1))
+    return numbers or list(range(1, min(len(turn.sources), 3) + 1))
+
+
+def not_found_html(turn: Turn, index: int, c: dict[str, str]) -> str:
+    """ "Your documents do not seem to answer this", and the closest passages (links to their sources)."""
+    numbers = closest_numbers(turn)
     out = [
         f"<p style='margin-top:6px; color:{c['muted']}'><i>{escape(NOT_ANSWERED)}</i>"
         + (f" {escape(CLOSEST)}" if numbers else "")
@@ -311,7 +327,20 @@ def not_found_html(turn: Turn, index: int, c: dict[str, str]) -> str:
                 + "</td></tr>"
             )
         out.append("</table>")
+    if not turn.strict and not turn.pending:
+        out.append(ask_alone_html(index, c))
     return "".join(out)
+
+
+def ask_alone_html(index: int, c: dict[str, str]) -> str:
+    """The button that asks turn ``index``'s question of the model alone (a link drawn as a button)."""
+    border = c.get("button_border", c["muted"])
+    background = c.get("button_bg", c.get("you_bg", "transparent"))
+    return (
+        f"<table cellspacing='0' cellpadding='6' border='1' style='margin-top:8px; border-style:solid; "
+        f"border-color:{border}; background-color:{background}'><tr><td>"
+        f"<a href='alone:{index}' style='{_LINK}'>{escape(ASK_MODEL_ALONE)}</a></td></tr></table>"
+    )
 
 
 def checked_html(turn: Turn, index: int, c: dict[str, str]) -> str:
@@ -335,6 +364,9 @@ def answer_html(turn: Turn, index: int, c: dict[str, str]) -> str:
     stream = f"<p>{STREAM_MARK}</p>" if turn.pending and turn.streams and turn.answer else ""
     if ev is None:
         body = stream or (link_citations(turn.answer, index, len(turn.sources)) if turn.answer else "")
+        if turn.model_alone:  # said from the first word, not in a footnote
+            label = f"<p style='margin-top:4px; margin-bottom:3px; color:{c['warning']}'><b>"
+            return label + f"{escape(MODEL_ALONE_LABEL)}</b></p>" + status + body
         return status + body
     if ev.kind in OVERVIEW_KINDS:  # the answer's text is the outline or summary, with its [n] marks
         return link_citations(turn.answer, index, len(turn.sources)) + status
@@ -393,7 +425,9 @@ def turn_html(index: int, turn: Turn, c: dict[str, str]) -> str:
         parts.append(f"<p style='color:{c['muted']}'><i>Stopped.</i></p>")
     if turn.notice:
         parts.append(f"<p style='color:{c['warning']}'>{escape(turn.notice)}</p>")
-    if turn.sources:
+    ev = turn.evidence
+    listed = ev is not None and not ev.answered and len(closest_numbers(turn)) == len(turn.sources)
+    if turn.sources and not listed:  # a not-found answer's closest passages are its whole sources list
         parts.append(sources_html(turn, index, c))
     return "".join(parts)
 
@@ -429,5 +463,6 @@ def turns_from_messages(messages: list[Message]) -> list[Turn]:
             turn.sources = [SourceRef.from_source(s, i + 1) for i, s in enumerate(m.sources)]
             turn.notice = m.notice
             turn.stopped = m.cancelled
+            turn.basis = str(m.timings.get("basis") or "")
             restore_parts(turn, m.parts)
     return turns

@@ -106,6 +106,7 @@ def done(turn: Turn, event: Done) -> None:
     turn.lead = str(event.lead or "") if turn.evidence is not None else ""
     turn.generated = list(event.generated or [])
     turn.notice = event.notice
+    turn.basis = event.basis
     turn.stopped = turn.stopped or event.cancelled
     turn.message_id = event.message_id
 
