@@ -1,7 +1,7 @@
-"""Any body at any endpoint of a real ``local-rag serve`` gets a 2xx or a 4xx that says why, never a 500, and the
-server lives on: generated bodies (Hypothesis) of every shape — random JSON of any depth, random bytes, nesting
-a hundred thousand levels deep, huge strings, wrong types, lone surrogates, NUL characters — and the cases that
-once answered 500, each checked for its status and the field its message names.
+"""Any body at any endpoint of a real ``local-rag serve`` gets a 2xx or a 4xx that says why, never a 500,
+and the server lives on: generated bodies (Hypothesis) of every shape (random JSON of any depth, random bytes,
+nesting a hundred thousand levels deep, huge strings, wrong types, lone surrogates, NUL characters), and the
+cases that once answered 500, each checked for its status and the field its message names.
 
 ``LOCALRAG_API_FUZZ_EXAMPLES`` sets how many generated requests the property test sends (300 by default; the
 figure in docs/benchmarks.md, "API", is from a run of 10,000)."""
@@ -71,10 +71,12 @@ def _assert_sound(r: httpx.Response, what: str) -> None:
         r.json()
 
 
-# -- what is sent ---------------------------------------------------------------------------------------------
+# -- what is sent --------------------------------------------------------------------------------------------
 
 ANY_CHAR = st.characters(exclude_categories=())  # lone surrogates and NUL included
-ODD_TEXTS = st.sampled_from(["\ud800", "\udfff", "a\udc80b", "\x00", "a\x00b", "", " ", "\U0001f600", "\u2028"])
+ODD_TEXTS = st.sampled_from(
+    ["\ud800", "\udfff", "a\udc80b", "\x00", "a\x00b", "", " ", "\U0001f600", "\u2028"]
+)
 TEXTS = st.one_of(st.text(ANY_CHAR, max_size=40), ODD_TEXTS)
 SCALARS = st.one_of(
     st.none(),
@@ -114,7 +116,13 @@ def _valid_bodies(folder: Path) -> dict[str, dict[str, Any]]:
     """A body each endpoint accepts, to change one field of (answers kept to a token or two)."""
     question = "How hot is the water for green tea?"
     return {
-        "/v1/search": {"query": "green tea", "k": 3, "mode": "hybrid", "doc_types": ["markdown"], "path": "*"},
+        "/v1/search": {
+            "query": "green tea",
+            "k": 3,
+            "mode": "hybrid",
+            "doc_types": ["markdown"],
+            "path": "*",
+        },
         "/v1/ask": {"question": question, "max_tokens": 2, "doc_types": ["markdown"], "stream": False},
         "/v1/documents": {"paths": [str(folder / "tea.md")]},
         "/v1/chat/completions": {
@@ -138,7 +146,9 @@ OTHERS = (
 
 @st.composite
 def requests(draw: st.DrawFn, folder: Path) -> tuple[str, str, bytes]:
-    kind = draw(st.sampled_from(["json", "changed", "changed", "changed", "bytes", "nested", "huge", "other"]))
+    kind = draw(
+        st.sampled_from(["json", "changed", "changed", "changed", "bytes", "nested", "huge", "other"])
+    )
     path = draw(st.sampled_from(POSTS))
     if kind == "other":
         method, path = draw(st.sampled_from(OTHERS))

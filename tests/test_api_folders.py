@@ -29,7 +29,9 @@ def tree(tmp_path_factory) -> dict[str, Path]:
     (allowed / "sub").mkdir(parents=True)
     outside.mkdir()
     (outside / "secret.txt").write_text(SECRET, encoding="utf-8")
-    (allowed / "sub" / "note.md").write_text("# Kettles\n\nThe kettle boils water for tea.\n", encoding="utf-8")
+    (allowed / "sub" / "note.md").write_text(
+        "# Kettles\n\nThe kettle boils water for tea.\n", encoding="utf-8"
+    )
     (allowed / "secret-link.txt").symlink_to(outside / "secret.txt")
     (allowed / "elsewhere").symlink_to(outside, target_is_directory=True)
     return {"root": root, "allowed": allowed, "outside": outside}

@@ -1,10 +1,10 @@
 """Documents added through the API are indexed in the background, on one thread of the server's own.
 
-``Indexing.add`` records the files as queued (``folders.plan`` lists them) (on the caller's thread, with a connection of its own) and wakes
-the thread, which runs the ingest until nothing is left; work left unfinished by an earlier run (a kill, the
-window closed mid-way) is resumed when the server starts. ``progress`` holds the latest event of each
-document in hand (for its ETA). ``close`` pauses the ingest between steps: what was committed stays, and the
-next run carries on from there.
+``Indexing.add`` records the files ``folders.plan`` lists as queued (on the caller's thread, with a connection
+of its own) and wakes the thread, which runs the ingest until nothing is left; work left unfinished by an
+earlier run (a kill, the window closed mid-way) is resumed when the server starts. ``progress`` holds the
+latest event of each document in hand (for its ETA). ``close`` pauses the ingest between steps: what was
+committed stays, and the next run carries on from there.
 """
 
 from __future__ import annotations
