@@ -75,6 +75,11 @@ def test_a_path_outside_gets_the_same_403_whether_it_exists_or_not(api, tree):
     assert api.client.get("/v1/documents").json()["documents"] == []
 
 
+def test_serve_says_which_folders_it_may_read(api, tree):
+    printed = [api.lines.get(timeout=10).strip() for _ in range(3)]  # after the address: token, folders
+    assert f"Documents may be added from: {tree['allowed']}" in printed, printed
+
+
 def test_a_missing_path_inside_is_404_and_a_relative_one_422(api, tree):
     missing = tree["allowed"] / "missing.md"
     status, body = _post(api, missing)

@@ -30,7 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from localrag.api import server, token
+    from localrag.api import folders, server, token
     from localrag.api.answers import AnswerWorker
     from localrag.api.app import ApiContext, create_app
     from localrag.api.indexing import Indexing
@@ -67,6 +67,15 @@ def run(args: argparse.Namespace) -> int:
                 port = sock.getsockname()[1]
                 print(f"Local RAG API on http://{server.HOST}:{port}/v1", flush=True)
                 print(f"Token: in {token_file} (send it as 'Authorization: Bearer TOKEN')", flush=True)
+                roots = folders.allowed_folders(library, allowed).roots
+                if roots:
+                    print(f"Documents may be added from: {', '.join(map(str, roots))}", flush=True)
+                else:
+                    print(
+                        "No folder allows adding documents yet: allow one in Settings (Local API) or with "
+                        "--allow DIR; watched folders are allowed too.",
+                        flush=True,
+                    )
                 print("Ctrl+C stops it.", flush=True)
                 server.run(app, sock)
             finally:
