@@ -159,3 +159,20 @@ def test_serve_refuses_to_allow_a_folder_that_is_not_there(tmp_path):
         env=dict(os.environ),
     )
     assert run.returncode != 0 and f"--allow {missing}" in run.stderr, run.stderr
+
+
+def test_api_folders_setting_from_the_file_and_the_environment(tmp_path, monkeypatch):
+    from localrag.core.config import Settings
+
+    monkeypatch.delenv("LOCALRAG_API_FOLDERS", raising=False)
+    path = tmp_path / "settings.json"
+    path.write_text(json.dumps({"api_folders": ["/srv/papers", "/srv/notes"]}), encoding="utf-8")
+    assert Settings.load(path).api_folders == ["/srv/papers", "/srv/notes"]
+    monkeypatch.setenv("LOCALRAG_API_FOLDERS", f"/a{os.pathsep}/b c{os.pathsep}")
+    assert Settings.load(path).api_folders == ["/a", "/b c"]
+    monkeypatch.delenv("LOCALRAG_API_FOLDERS")
+    path.write_text(json.dumps({"api_folders": [1, 2], "k": 3}), encoding="utf-8")
+    wrong = Settings.load(path)
+    assert wrong.api_folders == [] and wrong.k == 3  # a wrong value is ignored, the others still apply
+    wrong.api_folders.append("/x")
+    assert Settings().api_folders == []  # each Settings has its own list
