@@ -144,6 +144,13 @@ OTHERS = (
 )
 
 
+def _paths(folder: Path) -> st.SearchStrategy[str]:
+    """Absolute paths inside the allowed folder, through ``..`` out of it, elsewhere, and odd ones."""
+    inside = st.sampled_from([str(folder), str(folder / "tea.md"), str(folder / "missing.md")])
+    tricks = st.sampled_from([f"{folder}/../", f"{folder}/./../../", "/", "/etc/", "/proc/self/", "//"])
+    return st.one_of(inside, st.builds(lambda a, b: a + b, tricks | inside, TEXTS))
+
+
 @st.composite
 def requests(draw: st.DrawFn, folder: Path) -> tuple[str, str, bytes]:
     kind = draw(
@@ -166,6 +173,8 @@ def requests(draw: st.DrawFn, folder: Path) -> tuple[str, str, bytes]:
         value = draw(huge_strings()) if kind == "huge" else draw(st.one_of(VALUES, ODD_TEXTS))
         if name == "messages" and draw(st.booleans()):  # inside the conversation
             value = [{"role": "user", "content": value}]
+        elif name == "paths" and kind != "huge" and draw(st.booleans()):  # paths of every kind
+            value = draw(st.lists(_paths(folder), min_size=1, max_size=3))
         body = _encode({**valid, name: value}, draw(st.booleans()))
     return "POST", path, body
 
