@@ -514,8 +514,9 @@ def test_what_leads_the_answer_is_saved_and_shown_again(qtbot, saved_settings, p
 
 
 def test_folders_the_api_may_read_are_edited_in_settings(qtbot, saved_settings, prefs, tmp_path):
-    """Settings → Local API: the folders are listed, added (once each), removed and saved to settings.json
-    (``api_folders``), which the running API reads for every request (tests/test_api_folders.py)."""
+    """Settings → Storage → "Local API may read": the folders are listed, added (once each), removed and
+    saved to settings.json (``api_folders``), which the running API reads for every request
+    (tests/test_api_folders.py)."""
     from localrag.core.config import Settings
     from localrag.gui.views.settings import SettingsDialog
 

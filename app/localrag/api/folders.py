@@ -1,5 +1,5 @@
 """The folders ``POST /v1/documents`` may read: the watched folders, those allowed in the settings
-(``api_folders``, edited in the window's Settings → Local API) and those given to ``local-rag serve --allow``.
+(``api_folders``, edited in the window's Settings → Storage) and those given to ``local-rag serve --allow``.
 
 A path is checked once every symbolic link in it is resolved (``os.path.realpath``), so neither a link nor
 ``..`` leads outside; the file that is indexed is the resolved one. A folder is walked the same way: a file in
@@ -30,7 +30,7 @@ from localrag.core.ingest.watch import list_watched_folders
 
 OUTSIDE = (
     "{what} is outside the folders the API may read: the watched folders and those allowed in the window's "
-    'Settings (Local API), in settings.json ("api_folders") or with local-rag serve --allow.'
+    'Settings (Storage), in settings.json ("api_folders") or with local-rag serve --allow.'
 )
 LINK_OUTSIDE = "a link to a file outside the folders the API may read"
 

@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
                     print(f"Documents may be added from: {', '.join(map(str, roots))}", flush=True)
                 else:
                     print(
-                        "No folder allows adding documents yet: allow one in Settings (Local API) or with "
+                        "No folder allows adding documents yet: allow one in Settings (Storage) or with "
                         "--allow DIR; watched folders are allowed too.",
                         flush=True,
                     )

@@ -118,7 +118,7 @@ class _FolderList(QtWidgets.QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         self.list = QtWidgets.QListWidget(self)
         self.list.setAccessibleName(name)
-        self.list.setMaximumHeight(self.list.fontMetrics().height() * 4 + 10)
+        self.list.setMaximumHeight(self.list.fontMetrics().height() * 3 + 10)
         self.add_button = QtWidgets.QPushButton("Add folder…", self)
         self.add_button.setAccessibleName(f"Add to {name.lower()}")
         self.add_button.clicked.connect(self._browse)
@@ -326,10 +326,14 @@ class SettingsDialog(QtWidgets.QDialog):
         )
         layout.addWidget(
             self._group(
-                "Storage", [("Data folder", self.data_folder), ("External database", self.database_url)]
+                "Storage",
+                [
+                    ("Data folder", self.data_folder),
+                    ("External database", self.database_url),
+                    ("Local API may read", self.api_folders),
+                ],
             )
         )
-        layout.addWidget(self._group("Local API", [("Folders it may read", self.api_folders)]))
         note = QtWidgets.QLabel(
             "The data folder and the database take effect the next time Local RAG starts."
         )
