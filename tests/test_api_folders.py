@@ -34,6 +34,7 @@ def tree(tmp_path_factory) -> dict[str, Path]:
     )
     (allowed / "secret-link.txt").symlink_to(outside / "secret.txt")
     (allowed / "elsewhere").symlink_to(outside, target_is_directory=True)
+    (allowed / os.fsdecode(b"caf\xe9-link.txt")).symlink_to(outside / "secret.txt")  # not UTF-8
     return {"root": root, "allowed": allowed, "outside": outside}
 
 
@@ -95,6 +96,7 @@ def test_an_allowed_folder_is_indexed_without_what_its_links_reach_outside(api, 
     assert by_name["note.md"]["status"] == "queued"
     assert by_name["secret-link.txt"]["status"] == "skipped"
     assert "outside the folders" in by_name["secret-link.txt"]["message"]
+    assert by_name["caf\ufffd-link.txt"]["status"] == "skipped"
     assert "secret.txt" not in by_name  # the linked folder is not walked
     deadline = time.monotonic() + 120
     while (docs := api.client.get("/v1/documents").json()["documents"]) and docs[0]["status"] != "ready":

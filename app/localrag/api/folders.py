@@ -25,6 +25,7 @@ from localrag.core import paths
 from localrag.core.config import Settings
 from localrag.core.ingest import status
 from localrag.core.ingest.events import IngestEvent
+from localrag.core.ingest.loaders import display_name
 from localrag.core.ingest.queue import expand_paths, path_to_db
 from localrag.core.ingest.watch import list_watched_folders
 
@@ -92,10 +93,8 @@ def plan(raw: Sequence[str], allowed: AllowedFolders) -> Plan:
             if allowed.allows(target):
                 out.files.append((target, explicit))
             else:
-                shown = path_to_db(file)[0]
-                out.left_out.append(
-                    IngestEvent(None, shown, file.name, "", status.SKIPPED, message=LINK_OUTSIDE)
-                )
+                shown, name = path_to_db(file)[0], display_name(file)  # as text, whatever its bytes
+                out.left_out.append(IngestEvent(None, shown, name, "", status.SKIPPED, message=LINK_OUTSIDE))
     return out
 
 
