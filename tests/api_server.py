@@ -22,15 +22,15 @@ _URL = re.compile(r"Local RAG API on (http://127\.0\.0\.1:\d+)/v1")
 
 
 class ApiServer:
-    """A running ``python -m localrag serve --port 0`` on the test data folder: its ``url`` (``http://
+    """A running ``python -m localrag serve --port 0 [args]`` on the test data folder: its ``url`` (``http://
     127.0.0.1:PORT``), ``token`` and a ``client`` that sends the token."""
 
-    def __init__(self, home: Path, log_dir: Path, **env: str) -> None:
+    def __init__(self, home: Path, log_dir: Path, *args: str, **env: str) -> None:
         self.home = home
         self.stderr_path = log_dir / "serve-stderr.txt"
         self._stderr = open(self.stderr_path, "w+")  # noqa: SIM115 (read when the process ends)
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "localrag", "serve", "--port", "0"],
+            [sys.executable, "-m", "localrag", "serve", "--port", "0", *args],
             stdout=subprocess.PIPE,
             stderr=self._stderr,
             text=True,

@@ -36,7 +36,8 @@ INSTALL_Q = "How do I install Local RAG on Windows?"
 @pytest.fixture(scope="module")
 def api(library, home, tmp_path_factory):
     empty_store(library)
-    server = ApiServer(home, tmp_path_factory.mktemp("serve"), LOCALRAG_N_CTX="2048")
+    temp = str(tmp_path_factory.getbasetemp())  # the tests' files: every tmp_path is under it
+    server = ApiServer(home, tmp_path_factory.mktemp("serve"), "--allow", temp, LOCALRAG_N_CTX="2048")
     yield server
     server.stop()
 
@@ -83,6 +84,7 @@ def test_bad_requests_get_a_4xx_that_says_why(api):
         (b'{"query": "backup", "k": "many"}', 422, "'k' must be"),
         (b'{"query": "backup", "mode": "psychic"}', 422, "'mode' must be one of hybrid"),
         (b'{"query": "backup", "doc_types": [1]}', 422, "'doc_types'"),
+        (b'{"query": "backup", "doc_types": ["exe"]}', 422, "the types are docx, html, image, markdown"),
     ):
         r = post("/v1/search", content=body, headers={"Content-Type": "application/json"})
         assert r.status_code == status and words in r.json()["error"], (body, r.text)
@@ -123,7 +125,7 @@ def test_unknown_documents_and_paths_are_404(api, docs, tmp_path):
     r = api.client.post("/v1/documents", json={"paths": [str(missing)]})
     assert r.status_code == 404 and str(missing) in r.json()["error"]
     r = api.client.post("/v1/documents", json={"paths": ["relative/notes.md"]})
-    assert r.status_code == 422 and "absolute" in r.json()["error"]
+    assert r.status_code == 422 and "not absolute" in r.json()["error"]
     r = api.client.post("/v1/ask", json={"question": "What is in chat 424242?", "chat_id": 424242})
     assert r.status_code == 404 and "no chat 424242" in r.json()["error"]
 

@@ -513,6 +513,40 @@ def test_what_leads_the_answer_is_saved_and_shown_again(qtbot, saved_settings, p
     again.reject()
 
 
+def test_folders_the_api_may_read_are_edited_in_settings(qtbot, saved_settings, prefs, tmp_path):
+    """Settings → Storage → "Local API may read": the folders are listed, added (once each), removed and
+    saved to settings.json (``api_folders``), which the running API reads for every request
+    (tests/test_api_folders.py)."""
+    from localrag.core.config import Settings
+    from localrag.gui.views.settings import SettingsDialog
+
+    settings = Settings.load()
+    settings.api_folders = [str(tmp_path / "papers")]
+    dialog = SettingsDialog(settings, settings_path=saved_settings)
+    qtbot.addWidget(dialog)
+    folders = dialog.api_folders
+    assert folders.folders() == [str(tmp_path / "papers")] and folders.list.accessibleName()
+    folders.add_folder(str(tmp_path / "notes"))
+    folders.add_folder(str(tmp_path / "notes"))  # once only
+    folders.add_folder(str(tmp_path / "scratch"))
+    assert folders.remove_button.isEnabled()
+    folders.remove_selected()  # the one just added is selected
+    folders.list.setCurrentRow(0)
+    folders.remove_selected()
+    assert folders.folders() == [str(tmp_path / "notes")]
+    with qtbot.waitSignal(dialog.applied, timeout=5000) as applied:
+        dialog.buttons.button(dialog.buttons.StandardButton.Save).click()
+    assert applied.args[0] == ["api_folders"]
+    assert settings.api_folders == [str(tmp_path / "notes")]  # in force at once
+    assert Settings.load(saved_settings).api_folders == [str(tmp_path / "notes")]
+    again = SettingsDialog(Settings.load(saved_settings), settings_path=saved_settings)
+    qtbot.addWidget(again)
+    assert again.api_folders.folders() == [str(tmp_path / "notes")]
+    again.buttons.button(again.buttons.StandardButton.RestoreDefaults).click()
+    assert again.api_folders.folders() == []
+    again.reject()
+
+
 def test_window_layout_is_restored(qtbot, clean_db, prefs, tmp_path):
     layout = tmp_path / "window.ini"
     window = open_window(qtbot, layout, start=False)

@@ -9,14 +9,16 @@ Every request carries the token kept in the data folder (``api.token``, mode 060
   "save"?, "stream"?}`` → what ``ask --json`` prints; with ``"stream": true``, server-sent events
   (``answers.py``).
 - ``POST /v1/documents``: ``{"paths": [absolute file or folder paths]}`` → the files queued (202); they are
-  indexed in the background. ``GET /v1/documents`` (status and progress of each), ``GET`` and ``DELETE``
-  ``/v1/documents/{id}``.
+  indexed in the background. Only paths in the folders the person allowed are read (``folders.py``); any
+  other answers the same 403, whether it exists or not. ``GET /v1/documents`` (status and progress of each),
+  ``GET`` and ``DELETE`` ``/v1/documents/{id}``.
 - ``POST /v1/chat/completions`` (streaming too) and ``GET /v1/models``: the OpenAI chat API, answered from the
   library, the sources listed under the answer (``openai_chat.py``).
 - ``GET /v1/status``: the language model's state and whether documents are being indexed.
 
 Modules: ``app`` (the ASGI application and its routes), ``guard`` (loopback host, token, body size),
-``body`` (reading and checking JSON), ``token``, ``answers`` (the language model's one thread), ``indexing``
+``body`` (reading and checking JSON: size, depth, text, fields), ``folders`` (where documents may be read),
+``token``, ``answers`` (the language model's one thread), ``indexing``
 (the background ingest), ``documents``, ``openai_chat``, ``sse``, ``server`` (uvicorn on 127.0.0.1).
 """
 

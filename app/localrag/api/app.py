@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from starlette.applications import Starlette
@@ -18,11 +19,11 @@ from localrag.api import MAX_BODY_BYTES, documents, openai_chat
 from localrag.api.answers import AnswerWorker, answer_json, sse_events
 from localrag.api.body import (
     ApiError,
+    doc_types,
     error_response,
     flag,
     optional_int,
     optional_text,
-    optional_texts,
     read_json,
     text,
 )
@@ -40,13 +41,14 @@ MAX_TOKENS = 32_768
 
 @dataclass
 class ApiContext:
-    """What the routes share: the open library, the language model's provider, the thread that answers and
-    the background indexing."""
+    """What the routes share: the open library, the language model's provider, the thread that answers,
+    the background indexing and the folders allowed for this run."""
 
     library: Any
     provider: Any
     answers: AnswerWorker
     indexing: Indexing
+    allowed: tuple[Path, ...] = ()  # folders given to ``serve --allow``, besides those of the settings
 
 
 def create_app(ctx: ApiContext, *, token: str, token_file: str, max_body: int = MAX_BODY_BYTES) -> Starlette:
@@ -91,11 +93,11 @@ async def search(request: Request) -> JSONResponse:
     query = text(body, "query")
     k = optional_int(body, "k", 1, 100)
     mode = optional_text(body, "mode", MODES)
-    doc_types = optional_texts(body, "doc_types")
+    types = doc_types(body)
     path_glob = optional_text(body, "path")
     ctx: ApiContext = request.app.state.ctx
     resp = await run_in_threadpool(
-        retrieve, ctx.library, query, k=k, mode=mode, doc_types=doc_types, path_glob=path_glob
+        retrieve, ctx.library, query, k=k, mode=mode, doc_types=types, path_glob=path_glob
     )
     return JSONResponse(resp.to_dict(), status_code=503 if resp.reason == ERROR else 200)
 
@@ -111,7 +113,7 @@ async def ask(request: Request) -> Response:
         "chat_id": chat_id,
         "grounded": grounded,
         "strict": strict,
-        "doc_types": optional_texts(body, "doc_types"),
+        "doc_types": doc_types(body),
         "max_tokens": optional_int(body, "max_tokens", 1, MAX_TOKENS),
         "persist": bool(chat_id) or flag(body, "save", False),
     }

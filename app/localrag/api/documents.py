@@ -11,29 +11,35 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
+from localrag.api import folders
 from localrag.api.body import ApiError, read_json
 from localrag.core.ingest import documents, status
 from localrag.core.ingest.documents import DocumentInfo
+from localrag.core.ingest.events import IngestEvent
 
 
 async def add(request: Request) -> JSONResponse:
-    """``{"paths": [...]}``: absolute paths of files or folders on this machine. 202 with one entry per file
-    (``status`` ``queued``, or ``skipped``/``failed`` with a ``message``); indexing goes on in the
-    background."""
+    """``{"paths": [...]}``: absolute paths of files or folders in the folders the API may read
+    (``folders``). 202 with one entry per file (``status`` ``queued``, or ``skipped``/``failed`` with a
+    ``message``); indexing goes on in the background. 403 for a path outside those folders, whether it exists
+    or not; 404 for a missing one inside them."""
     body = await read_json(request)
     raw = body.get("paths")
     if isinstance(raw, str):
         raw = [raw]
     if not isinstance(raw, list) or not raw or not all(isinstance(p, str) and p for p in raw):
         raise ApiError(422, "'paths' is required: a list of absolute paths of files or folders.")
-    paths = [Path(p).expanduser() for p in raw]
-    for path in paths:
-        if not path.is_absolute():
-            raise ApiError(422, f"Paths must be absolute (the server does not know your folder): {path}")
-        if not path.exists():
-            raise ApiError(404, f"No such file or folder: {path}")
+    for i, p in enumerate(raw):
+        if not Path(p).is_absolute():
+            raise ApiError(422, f"paths[{i}] is not absolute (the server does not know your folder): {p}")
     ctx = request.app.state.ctx
-    events = await run_in_threadpool(ctx.indexing.add, paths)
+
+    def queue() -> list[IngestEvent]:
+        allowed = folders.allowed_folders(ctx.library, ctx.allowed)
+        plan = folders.plan(raw, allowed)
+        return ctx.indexing.add(plan.files) + plan.left_out
+
+    events = await run_in_threadpool(queue)
     return JSONResponse({"files": [asdict(e) for e in events]}, status_code=202)
 
 

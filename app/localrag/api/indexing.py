@@ -1,10 +1,10 @@
 """Documents added through the API are indexed in the background, on one thread of the server's own.
 
-``Indexing.add`` records the files as queued (on the caller's thread, with a connection of its own) and wakes
-the thread, which runs the ingest until nothing is left; work left unfinished by an earlier run (a kill, the
-window closed mid-way) is resumed when the server starts. ``progress`` holds the latest event of each
-document in hand (for its ETA). ``close`` pauses the ingest between steps: what was committed stays, and the
-next run carries on from there.
+``Indexing.add`` records the files ``folders.plan`` lists as queued (on the caller's thread, with a connection
+of its own) and wakes the thread, which runs the ingest until nothing is left; work left unfinished by an
+earlier run (a kill, the window closed mid-way) is resumed when the server starts. ``progress`` holds the
+latest event of each document in hand (for its ETA). ``close`` pauses the ingest between steps: what was
+committed stays, and the next run carries on from there.
 """
 
 from __future__ import annotations
@@ -43,10 +43,11 @@ class Indexing:
     def busy(self) -> bool:
         return self._busy or self._wake.is_set()
 
-    def add(self, paths: Sequence[Path]) -> list[IngestEvent]:
-        """Queue every file under ``paths`` (blocking: files are hashed) and return one event per file."""
+    def add(self, files: Sequence[tuple[Path, bool]]) -> list[IngestEvent]:
+        """Queue ``files``, listed as ``(path, explicit)`` (blocking: files are hashed), and return one event
+        per file."""
         with Ingestor(self.library) as queuer:
-            events = queuer.enqueue(paths)
+            events = queuer.enqueue_files(files)
         self._wake.set()
         return events
 

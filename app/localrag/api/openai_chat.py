@@ -22,7 +22,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from localrag.api.body import ApiError, flag, optional_int, read_json
+from localrag.api.body import MAX_TEXT_CHARS, ApiError, flag, optional_int, read_json
 from localrag.api.sse import sse, sse_response
 from localrag.core.answer.answer_text import AnswerText
 from localrag.core.answer.citations import Source
@@ -81,6 +81,8 @@ def _conversation(messages: Any) -> tuple[str, list[Turn]]:
             turns.append(Turn(m["role"], content))
     if not turns or turns[-1].role != "user" or not turns[-1].content.strip():
         raise ApiError(422, "The last message must be the user's question.")
+    if len(turns[-1].content) > MAX_TEXT_CHARS:
+        raise ApiError(422, f"The question (the last message) is longer than {MAX_TEXT_CHARS:,} characters.")
     return turns[-1].content, turns[:-1]
 
 
@@ -89,7 +91,9 @@ def _content(content: Any, i: int) -> str:
     if content is None or isinstance(content, str):
         return content or ""
     if isinstance(content, list) and all(isinstance(p, dict) for p in content):
-        return "".join(str(p.get("text", "")) for p in content if p.get("type") == "text")
+        texts = [p.get("text") for p in content if p.get("type") == "text"]
+        if all(isinstance(t, str) for t in texts):
+            return "".join(texts)
     raise ApiError(422, f"messages[{i}].content must be a string or a list of content parts.")
 
 

@@ -1,9 +1,11 @@
-"""``local-rag serve [--port N]``: the HTTP API on 127.0.0.1 (``localrag.api``), headless, until Ctrl+C."""
+"""``local-rag serve [--port N] [--allow DIR]...``: the HTTP API on 127.0.0.1 (``localrag.api``), headless,
+until Ctrl+C."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from localrag.api import DEFAULT_PORT
 from localrag.core.errors import KnownError
@@ -16,11 +18,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--port", type=int, default=DEFAULT_PORT, help=f"the port (default {DEFAULT_PORT}; 0: any free one)"
     )
+    p.add_argument(
+        "--allow",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a folder whose files programs may add (repeatable; for this run only, besides the watched "
+        "folders and the settings' api_folders)",
+    )
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from localrag.api import server, token
+    from localrag.api import folders, server, token
     from localrag.api.answers import AnswerWorker
     from localrag.api.app import ApiContext, create_app
     from localrag.api.indexing import Indexing
@@ -32,6 +42,10 @@ def run(args: argparse.Namespace) -> int:
 
     if not 0 <= args.port <= 65535:
         raise KnownError(f"--port {args.port} is not a port number (0 to 65535).")
+    allowed = tuple(Path(d).absolute() for d in args.allow)
+    for folder in allowed:
+        if not folder.is_dir():
+            raise KnownError(f"--allow {folder}: there is no such folder.")
     token_file = paths.api_token_file()
     secret = token.load_or_create(token_file)
     try:
@@ -48,11 +62,20 @@ def run(args: argparse.Namespace) -> int:
             try:
                 indexing.start()
                 answers.warm_up()
-                ctx = ApiContext(library, provider, answers, indexing)
+                ctx = ApiContext(library, provider, answers, indexing, allowed)
                 app = create_app(ctx, token=secret, token_file=str(token_file))
                 port = sock.getsockname()[1]
                 print(f"Local RAG API on http://{server.HOST}:{port}/v1", flush=True)
                 print(f"Token: in {token_file} (send it as 'Authorization: Bearer TOKEN')", flush=True)
+                roots = folders.allowed_folders(library, allowed).roots
+                if roots:
+                    print(f"Documents may be added from: {', '.join(map(str, roots))}", flush=True)
+                else:
+                    print(
+                        "No folder allows adding documents yet: allow one in Settings (Storage) or with "
+                        "--allow DIR; watched folders are allowed too.",
+                        flush=True,
+                    )
                 print("Ctrl+C stops it.", flush=True)
                 server.run(app, sock)
             finally:

@@ -7,7 +7,7 @@ import dataclasses
 import json
 import logging
 import os
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from localrag.core import paths
@@ -63,6 +63,10 @@ class Settings:
     # correct-and-cited answers from 0.62 to 0.53 (docs/benchmarks.md, "Answers").
     answer_lead: str = "auto"
     reword: bool = False
+    # Folders whose files ``local-rag serve`` may index when a program asks (``POST /v1/documents``), besides
+    # the watched folders; in the environment, ``LOCALRAG_API_FOLDERS`` separated by the system's path
+    # separator (":" on Linux and macOS).
+    api_folders: list[str] = field(default_factory=list)
 
     @classmethod
     def load(cls, path: Path | None = None) -> Settings:
@@ -91,9 +95,12 @@ class Settings:
 
     def _set(self, name: str, raw: object) -> None:
         kind = type(getattr(self, name))
+        value: object
         try:
-            if kind is bool and isinstance(raw, str):
-                value: object = raw.strip().lower() in ("1", "true", "yes", "on")
+            if kind is list:
+                value = _string_list(raw)
+            elif kind is bool and isinstance(raw, str):
+                value = raw.strip().lower() in ("1", "true", "yes", "on")
             else:
                 value = kind(raw)
         except (TypeError, ValueError):
@@ -104,3 +111,12 @@ class Settings:
     @property
     def thread_count(self) -> int:
         return self.threads or max(1, os.cpu_count() or 1)
+
+
+def _string_list(raw: object) -> list[str]:
+    """A list setting: a JSON list of strings, or one string of items separated by ``os.pathsep``."""
+    if isinstance(raw, str):
+        return [item for item in raw.split(os.pathsep) if item]
+    if isinstance(raw, list) and all(isinstance(item, str) for item in raw):
+        return list(raw)
+    raise TypeError("not a list of strings")

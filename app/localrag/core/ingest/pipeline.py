@@ -96,6 +96,12 @@ class Ingestor:
         """Record every file under ``paths`` as queued (or say why not) and return one event per file."""
         return self.queue.enqueue(paths, cancel)
 
+    def enqueue_files(
+        self, files: Iterable[tuple[Path, bool]], cancel: CancelToken | None = None
+    ) -> list[IngestEvent]:
+        """Record files listed as ``expand_paths`` lists them, ``(path, explicit)``, as queued."""
+        return self.queue.enqueue_files(files, cancel)
+
     # -- control -------------------------------------------------------------------------------------------
 
     def cancel_document(self, doc_id: int) -> None:

@@ -93,8 +93,14 @@ class IngestQueue:
 
     def enqueue(self, paths: Iterable[Path], cancel: CancelToken | None = None) -> list[IngestEvent]:
         """Record every file under ``paths`` as queued (or say why not) and return one event per file."""
+        return self.enqueue_files(expand_paths(paths), cancel)
+
+    def enqueue_files(
+        self, files: Iterable[tuple[Path, bool]], cancel: CancelToken | None = None
+    ) -> list[IngestEvent]:
+        """Like ``enqueue`` for files already listed as ``expand_paths`` lists them: ``(path, explicit)``."""
         events = []
-        for path, explicit in expand_paths(paths):
+        for path, explicit in files:
             if cancel is not None and cancel.cancelled:
                 break
             event = self._enqueue_one(path, explicit)

@@ -1,4 +1,5 @@
-"""The Settings dialog (Ctrl+,): models, retrieval, generation and storage, saved to ``settings.json``.
+"""The Settings dialog (Ctrl+,): models, retrieval, generation, storage and the folders the local API may
+read, saved to ``settings.json``.
 
 The data folder itself cannot be recorded inside the data folder, so it is kept in the user's Qt settings
 (``data_folder_choice``) and applied at the next start, before anything opens it.
@@ -106,6 +107,64 @@ class _PathField(QtWidgets.QWidget):
             )
         if chosen:
             self.edit.setText(chosen)
+
+
+class _FolderList(QtWidgets.QWidget):
+    """A short list of folders with Add folder… and Remove buttons beside it."""
+
+    def __init__(self, name: str, parent: QtWidgets.QWidget | None = None) -> None:
+        super().__init__(parent)
+        layout = QtWidgets.QHBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        self.list = QtWidgets.QListWidget(self)
+        self.list.setAccessibleName(name)
+        self.list.setMaximumHeight(self.list.fontMetrics().height() * 3 + 10)
+        self.add_button = QtWidgets.QPushButton("Add folder…", self)
+        self.add_button.setAccessibleName(f"Add to {name.lower()}")
+        self.add_button.clicked.connect(self._browse)
+        self.remove_button = QtWidgets.QPushButton("Remove", self)
+        self.remove_button.setAccessibleName(f"Remove the selected folder from {name.lower()}")
+        self.remove_button.clicked.connect(self.remove_selected)
+        self.list.currentRowChanged.connect(self._sync)
+        buttons = QtWidgets.QVBoxLayout()
+        buttons.addWidget(self.add_button)
+        buttons.addWidget(self.remove_button)
+        buttons.addStretch(1)
+        layout.addWidget(self.list, 1)
+        layout.addLayout(buttons)
+        self._sync()
+
+    def folders(self) -> list[str]:
+        return [self.list.item(i).text() for i in range(self.list.count())]
+
+    def set_folders(self, folders: list[str]) -> None:
+        self.list.clear()
+        for folder in folders:
+            self.add_folder(folder)
+        self._sync()
+
+    def add_folder(self, folder: str) -> None:
+        """Add ``folder`` (as an absolute path) unless it is listed already."""
+        folder = str(Path(folder).absolute())
+        if folder not in self.folders():
+            self.list.addItem(folder)
+        self.list.setCurrentRow(self.folders().index(folder))
+
+    def remove_selected(self) -> None:
+        row = self.list.currentRow()
+        if row >= 0:
+            self.list.takeItem(row)
+        self._sync()
+
+    def _browse(self) -> None:
+        chosen = QtWidgets.QFileDialog.getExistingDirectory(
+            self, self.list.accessibleName(), str(Path.home())
+        )
+        if chosen:
+            self.add_folder(chosen)
+
+    def _sync(self) -> None:
+        self.remove_button.setEnabled(self.list.currentRow() >= 0)
 
 
 class SettingsDialog(QtWidgets.QDialog):
@@ -227,6 +286,11 @@ class SettingsDialog(QtWidgets.QDialog):
             "pgvector. Takes effect at the next start."
         )
         self.database_url.setClearButtonEnabled(True)
+        self.api_folders = _FolderList("Folders the local API may read")
+        self.api_folders.setToolTip(
+            "Programs using the local API (File → Local API server, local-rag serve) may add files from "
+            "these folders and the watched folders, and from nowhere else."
+        )
 
         layout = QtWidgets.QVBoxLayout(self)
         layout.addWidget(
@@ -262,7 +326,12 @@ class SettingsDialog(QtWidgets.QDialog):
         )
         layout.addWidget(
             self._group(
-                "Storage", [("Data folder", self.data_folder), ("External database", self.database_url)]
+                "Storage",
+                [
+                    ("Data folder", self.data_folder),
+                    ("External database", self.database_url),
+                    ("Local API may read", self.api_folders),
+                ],
             )
         )
         note = QtWidgets.QLabel(
@@ -356,6 +425,7 @@ class SettingsDialog(QtWidgets.QDialog):
         self._sync_reword()
         self.data_folder.set_text(data_folder)
         self.database_url.setText(s.database_url)
+        self.api_folders.set_folders(s.api_folders)
 
     def values(self) -> Settings:
         """A copy of the settings with the fields' values."""
@@ -375,6 +445,7 @@ class SettingsDialog(QtWidgets.QDialog):
             answer_lead=str(self.answer_lead.currentData()),
             reword=self.reword.isChecked(),
             database_url=self.database_url.text().strip(),
+            api_folders=self.api_folders.folders(),
         )
 
     def accept(self) -> None:
