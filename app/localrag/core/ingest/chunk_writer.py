@@ -8,7 +8,7 @@ known then, and the few whose context changed by the end are rewritten in the sa
 that fits in one flush (nearly all) is copied once, with its final contexts.
 
 The chunk count is bounded by the ``max_document_chunks`` setting: a document is refused as soon as the
-share of its file read so far shows it would pass the limit by half again, and in any case when it reaches
+share of its file read so far shows it would pass the limit by a quarter, and in any case when it reaches
 it. The transaction is rolled back then, so nothing of it stays.
 """
 
@@ -28,7 +28,7 @@ from localrag.core.text import identity
 
 FLUSH_CHUNKS = 2_000
 ESTIMATE_AFTER_CHUNKS = 500  # chunks cut before the file's size is trusted for an estimate
-ESTIMATE_MARGIN = 1.5  # refuse early only when the estimate passes the limit by this much
+ESTIMATE_MARGIN = 1.25  # refuse early only when the estimate passes the limit by this much
 
 _COPY = (
     "COPY document_chunks (doc_id, chunk_index, page_number, heading_path, text, token_count, "
@@ -77,7 +77,7 @@ class ChunkWriter:
 
         Raises:
             TooManyChunks: the document has passed the limit, or ``read_share`` (the share of the file read
-                so far) shows it would pass it by half again.
+                so far) shows it would pass it by a quarter.
         """
         heading = self._interned.setdefault(chunk.heading_path, chunk.heading_path)
         self.keys.append((heading, chunk.page_number))

@@ -30,6 +30,7 @@ from localrag.core.ingest.chunking import iter_chunks
 from localrag.core.ingest.connection import Connection
 from localrag.core.ingest.events import IngestEvent, IngestSummary
 from localrag.core.ingest.loaders._common import display_name
+from localrag.core.ingest.memory import release_memory
 from localrag.core.ingest.queue import path_from_db, path_to_db
 from localrag.core.progress import Cancelled, CancelToken
 from localrag.core.retrieve import bm25
@@ -40,6 +41,7 @@ log = logging.getLogger("localrag.ingest")
 
 EMBED_BATCH = 64  # chunks per committed batch: a kill loses at most this much embedding work
 SUPERSEDED = "superseded by a newer version of the file"
+LARGE_DOCUMENT_CHUNKS = 2_000  # after a document this large, freed memory is handed back to the system
 
 
 class DocumentSteps:
@@ -66,6 +68,7 @@ class DocumentSteps:
         self._emit = emit
         self.cancellation = cancellation
         self.max_bytes = max_bytes
+        self.chunks_cut = 0  # chunks the document in hand has made so far
 
     @property
     def conn(self) -> psycopg.Connection[Any]:
@@ -116,6 +119,9 @@ class DocumentSteps:
             return self.fail(doc_id, path, title, doc_type, "error", internal_error(exc))
         finally:
             self.cancellation.forget(doc_id)
+            if self.chunks_cut >= LARGE_DOCUMENT_CHUNKS:  # ready, refused or cancelled: give memory back
+                release_memory()
+            self.chunks_cut = 0
 
     def fail(self, doc_id: int, path: str, title: str, doc_type: str, code: str, message: str) -> IngestEvent:
         if not self.conn.closed:
@@ -203,6 +209,7 @@ class DocumentSteps:
                 hard_limit=embedder.max_tokens,
             ):
                 tc = time.monotonic()
+                self.chunks_cut += 1
                 writer.add(chunk, read_share())
                 tw += time.monotonic() - tc
             t_total = time.monotonic() - t0 - tw

@@ -222,6 +222,8 @@ def _pages(path: Path, by_name: dict[str, Any], stream: DocumentStream) -> Itera
             while stack and stack[-1][0] >= level:
                 stack.pop()
             stack.append((level, words))
+            if headings and headings[-1][0] == start:  # replaces the path carried over to this window
+                headings.pop()
             headings.append((start, " > ".join(t for _, t in stack)))
             first_heading = first_heading or words
         parts.append(text)
