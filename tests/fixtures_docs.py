@@ -233,6 +233,28 @@ def write_docx_bomb(path: Path, megabytes: int = 640) -> Path:
     return path
 
 
+def write_lying_docx_bomb(path: Path, megabytes: int = 1024, declared: int = 5000) -> Path:
+    """A .docx (about 1 MB on disk) whose word/document.xml inflates to ``megabytes`` MiB of well-formed
+    paragraph text, while the local header and the central directory both declare ``declared`` bytes."""
+    namespace = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
+    prefix = f'<?xml version="1.0"?><w:document xmlns:w="{namespace}"><w:body><w:p><w:r><w:t>'.encode()
+    block = b"word " * (1 << 18)  # 1.25 MiB of text in one never-ending paragraph
+    c = zlib.compressobj(9, zlib.DEFLATED, -15)
+    head = c.compress(prefix) + c.flush(zlib.Z_FULL_FLUSH)
+    segment = c.compress(block) + c.flush(zlib.Z_FULL_FLUSH)
+    repeats = (megabytes << 20) // len(block)
+    data = head + segment * repeats + c.flush(zlib.Z_FINISH)
+    crc = zlib.crc32(prefix)
+    for _ in range(repeats):
+        crc = zlib.crc32(block, crc)
+    types = (
+        b'<?xml version="1.0"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"/>'
+    )
+    members = [("[Content_Types].xml", *_deflated(types)[1:]), ("word/document.xml", data, crc, declared)]
+    path.write_bytes(_zip(members))
+    return path
+
+
 def write_zip_without_document(path: Path) -> Path:
     path.write_bytes(_zip([("hello.txt", *_deflated(b"hello")[1:])]))
     return path

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import sys
 import threading
 import time
 from pathlib import Path
@@ -283,6 +284,25 @@ def test_a_document_can_be_cancelled_and_the_rest_still_goes_in(qtbot, window, t
             conn.execute("SELECT count(*) FROM document_chunks WHERE doc_id = %s", (big_id,)).fetchone()[0]
             == 0
         )
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="symbolic links")
+def test_a_symlink_loop_in_a_dropped_folder_is_shown_as_not_followed(qtbot, window, tmp_path):
+    """The window reports a symlink loop as the command line does (tests/test_ingest_pipeline.py): a row that
+    says it was not followed, while the folder's real file goes in."""
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "river.txt").write_text(TEXT)
+    (folder / "self.txt").symlink_to("self.txt")
+    statuses = Statuses(window.ingest_worker)
+    window.add_paths([str(folder)])
+    qtbot.waitUntil(lambda: statuses.settled(["river.txt", "self.txt"]), timeout=60000)
+    assert statuses.by_name["self.txt"].message == "symlink loop: not followed"
+    window.documents_panel.flush()
+    rows = {Path(r.path).name: r for r in window.documents_panel.model.rows}
+    assert rows["river.txt"].status == "ready"
+    assert rows["self.txt"].status == "skipped"
+    assert rows["self.txt"].detail_text == "Not indexed: symlink loop: not followed"
 
 
 def test_cancel_all_stops_the_document_in_hand_and_the_queue(qtbot, window, tmp_path):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -215,6 +216,40 @@ def test_bad_files_fail_alone_with_reasons(clean_db, tmp_path):
     assert "Café crème" in text
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="symbolic links")
+def test_symlink_loops_in_a_folder_are_reported_and_not_followed(clean_db, tmp_path):
+    """A link to itself, a link to the folder above and a link to another folder: none is followed, each is
+    reported as skipped with the reason (the window shows the same events), and the real file goes in."""
+    folder = tmp_path / "notes"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "river.txt").write_text("Rivers carry sediment to the sea and build deltas. " * 5)
+    (folder / "self.txt").symlink_to("self.txt")
+    (folder / "sub" / "up").symlink_to("..")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "x.txt").write_text("not reached through the link")
+    (folder / "sub" / "outside").symlink_to(elsewhere)
+    result = subprocess.run(
+        [sys.executable, "-m", "localrag", "ingest", str(folder)],
+        capture_output=True,
+        text=True,
+        env=os.environ.copy(),
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stderr.splitlines()
+    for name, why in (
+        ("self.txt", "symlink loop: not followed"),
+        ("up", "symlink loop: not followed"),
+        ("outside", "link to a folder: not followed"),
+    ):
+        assert any(line.startswith("skipped") and line.endswith(f"{name}: {why}") for line in lines), lines
+    assert "unsupported type" not in result.stderr
+    with clean_db.connect() as conn:
+        names = {Path(p).name for (p,) in conn.execute("SELECT path FROM documents")}
+    assert names == {"river.txt"}
+
+
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL")
 def test_terminated_ingest_keeps_its_work_and_the_next_run_finishes_it(clean_db, tmp_path):
     """`kill` (SIGTERM) or Ctrl+C on `local-rag ingest` stops it without cancelling anything: it says so, the
@@ -285,9 +320,18 @@ def test_killed_ingest_resumes_to_the_same_state(clean_db, tmp_path, embedder):
         ).fetchone()
     assert status == "embedding" and done < total  # killed mid-way, invisible to retrieval
 
-    _, summary, _ = _ingest(clean_db, [])
-    assert summary.ready == 1
-    assert summary.embedded_chunks == total - done  # committed batches were not redone
+    resumed = subprocess.run(
+        [sys.executable, "-m", "localrag", "ingest", "--json"],
+        capture_output=True,
+        text=True,
+        env=os.environ.copy(),
+        timeout=300,
+    )
+    summary = json.loads(resumed.stdout)
+    assert resumed.returncode == 0 and summary["ready"] == 1
+    assert summary["embedded_chunks"] == total - done  # committed batches were not redone
+    # The summary counts what the resumed document holds, not only what this run extracted.
+    assert (summary["pages"], summary["chunks"]) == (200, total)
 
     expected = chunk_pages(
         loaders.load(f).pages,

@@ -34,6 +34,9 @@ class Settings:
     # Chunking (word pieces of the embedding model's tokenizer).
     chunk_tokens: int = 200
     chunk_overlap: int = 32
+    # A document that would make more chunks than this is refused (about 17 MB of English text at the default
+    # chunk size; embedding it would take hours on a laptop), early when its size tells, else on reaching it.
+    max_document_chunks: int = 20_000
     # Retrieval (tuned on the SciFact train split; see docs/benchmarks.md).
     k: int = 8
     mode: str = "hybrid"

@@ -8,7 +8,8 @@ sentence start where there is one, and no overlap reaches back across a heading.
 A slice cut between pre-tokenised words tokenises to exactly its tokens in the page, so most chunks' counts
 are known from the offsets alone. Chunks cut inside a word, or close to ``hard_limit``, are tokenised again;
 the rare one that comes out too long is cut shorter. Chunks never cross pages, and each is an exact slice of
-its page's text so that a citation can highlight it.
+its page's text so that a citation can highlight it. A page that arrives in windows (``Page.offset``) is
+chunked window by window: no chunk crosses a window, and offsets count from the start of the whole page.
 """
 
 from __future__ import annotations
@@ -173,8 +174,8 @@ class _Chunker:
                     heading_path=_heading_at(headings, offsets, piece.char_start),
                     text=text,
                     token_count=piece.count,
-                    char_start=piece.char_start,
-                    char_end=piece.char_end,
+                    char_start=page.offset + piece.char_start,
+                    char_end=page.offset + piece.char_end,
                     text_hash=hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest(),
                 )
                 index += 1

@@ -29,7 +29,7 @@ class IngestSummary:
     failed: int = 0
     cancelled: int = 0
     skipped: int = 0
-    pages: int = 0
+    pages: int = 0  # what the documents that became ready hold (a resumed one counts whole)
     chunks: int = 0
     embedded_chunks: int = 0  # chunks that needed the model (others reused a stored vector)
     embedded_tokens: int = 0

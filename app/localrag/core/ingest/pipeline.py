@@ -180,8 +180,10 @@ class Ingestor:
                     break
                 summary.events.append(event)
                 done_any = True
-                if event.status == status.READY:
+                if event.status == status.READY:  # counted whole, also when resumed from an earlier run
                     summary.ready += 1
+                    summary.pages += event.pages
+                    summary.chunks += event.chunks_total
                 elif event.status == status.FAILED:
                     summary.failed += 1
                 elif event.status == status.CANCELLED:

@@ -4,6 +4,7 @@ database), and what was queued cancelled."""
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import logging
 import os
@@ -52,17 +53,40 @@ def file_sha256(path: Path, cancel: CancelToken | None = None) -> str:
 
 def expand_paths(paths: Iterable[Path]) -> Iterator[tuple[Path, bool]]:
     """Files under ``paths`` as ``(path, explicit)``: folders are walked (hidden entries skipped), and only
-    explicitly named files are reported when their type is unsupported."""
+    explicitly named files are reported when their type is unsupported. Links to folders met on the way are
+    not followed but listed, so that ``link_problem`` can say why they were left out."""
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
             for root, dirs, files in os.walk(path):
-                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-                for name in sorted(files):
+                links = sorted(
+                    d for d in dirs if not d.startswith(".") and os.path.islink(os.path.join(root, d))
+                )
+                dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in links)
+                for name in sorted([*files, *links]):
                     if not name.startswith("."):
                         yield Path(root) / name, False
         else:
             yield path, True
+
+
+def link_problem(path: Path) -> str | None:
+    """Why a symbolic link is not followed (a loop, or a link to a folder inside a walked one), or ``None``
+    for anything else (a link to a file is read like the file)."""
+    if not path.is_symlink():
+        return None
+    try:
+        target = path.resolve(strict=True)
+    except (RuntimeError, OSError) as exc:  # RuntimeError: Python before 3.13 on a loop
+        if isinstance(exc, RuntimeError) or getattr(exc, "errno", None) == errno.ELOOP:
+            return "symlink loop: not followed"
+        return None  # a dangling link: the file "no longer exists"
+    if not target.is_dir():
+        return None
+    where = path.absolute().parent.resolve()
+    if where == target or target in where.parents:
+        return "symlink loop: not followed"
+    return "link to a folder: not followed"
 
 
 class IngestQueue:
@@ -112,6 +136,11 @@ class IngestQueue:
         path = path.absolute()
         name = display_name(path)
         db_path = path_to_db(path)[0]
+        link = link_problem(path)
+        if link is not None:
+            return IngestEvent(
+                None, db_path, name, "", status.SKIPPED, error_code="unsupported", message=link
+            )
         doc_type = loaders.SUPPORTED_SUFFIXES.get(path.suffix.lower())
         if doc_type is None and not explicit:
             return IngestEvent(

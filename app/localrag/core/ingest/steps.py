@@ -26,10 +26,12 @@ from localrag.core.embed.service import BATCH
 from localrag.core.embed.sizing import fit_to_input
 from localrag.core.errors import BadDocument, KnownError, StoreUnavailable, internal_error
 from localrag.core.ingest import loaders, metadata, sections, status
+from localrag.core.ingest.chunk_writer import ChunkWriter
 from localrag.core.ingest.chunking import iter_chunks
 from localrag.core.ingest.connection import Connection
 from localrag.core.ingest.events import IngestEvent, IngestSummary
 from localrag.core.ingest.loaders._common import display_name
+from localrag.core.ingest.memory import release_memory
 from localrag.core.ingest.queue import path_from_db, path_to_db
 from localrag.core.progress import Cancelled, CancelToken
 from localrag.core.retrieve import bm25
@@ -40,6 +42,7 @@ log = logging.getLogger("localrag.ingest")
 
 EMBED_BATCH = 64  # chunks per committed batch: a kill loses at most this much embedding work
 SUPERSEDED = "superseded by a newer version of the file"
+LARGE_DOCUMENT_CHUNKS = 2_000  # after a document this large, freed memory is handed back to the system
 
 
 class DocumentSteps:
@@ -66,6 +69,7 @@ class DocumentSteps:
         self._emit = emit
         self.cancellation = cancellation
         self.max_bytes = max_bytes
+        self.chunks_cut = 0  # chunks the document in hand has made so far
 
     @property
     def conn(self) -> psycopg.Connection[Any]:
@@ -116,6 +120,9 @@ class DocumentSteps:
             return self.fail(doc_id, path, title, doc_type, "error", internal_error(exc))
         finally:
             self.cancellation.forget(doc_id)
+            if self.chunks_cut >= LARGE_DOCUMENT_CHUNKS:  # ready, refused or cancelled: give memory back
+                release_memory()
+            self.chunks_cut = 0
 
     def fail(self, doc_id: int, path: str, title: str, doc_type: str, code: str, message: str) -> IngestEvent:
         if not self.conn.closed:
@@ -163,14 +170,15 @@ class DocumentSteps:
         stream = loaders.open_document(path, max_bytes=self.max_bytes, cancel=cancel.token, on_page=on_page)
         title, doc_type = stream.title, stream.doc_type
         embedder = self.library.embedder
-        rows = []
         pages = 0
         t_extract = time.monotonic() - t0
-
-        tops: list[tuple[int, str]] = []  # each page's first lines, for the chunks' context
+        edited = self.edited_metadata(doc_id)
+        conn.commit()
+        writer = ChunkWriter(conn, doc_id, path, edited, self.settings.max_document_chunks)
 
         def timed_pages() -> Iterator[Any]:
-            """The stream's pages, with the time spent reading them counted as extraction."""
+            """The stream's pages (or windows of a long page), with the time spent reading them counted as
+            extraction."""
             nonlocal pages, t_extract
             it = iter(stream.pages)
             while True:
@@ -179,54 +187,39 @@ class DocumentSteps:
                 t_extract += time.monotonic() - tp
                 if page is None:
                     return
-                pages += 1
-                first = len(tops) < metadata.FIRST_PAGES
-                tops.append((page.number, page.text if first else page.text[:2000]))
+                writer.title = stream.title
+                if page.offset == 0:
+                    pages += 1
+                    writer.add_page(page.number, page.text)
                 yield page
 
-        for chunk in iter_chunks(
-            timed_pages(),
-            embedder,
-            max_tokens=self.settings.chunk_tokens,
-            overlap_tokens=self.settings.chunk_overlap,
-            hard_limit=embedder.max_tokens,
-        ):
-            rows.append(
-                (
-                    doc_id,
-                    chunk.chunk_index,
-                    chunk.page_number,
-                    chunk.heading_path,
-                    chunk.text,
-                    chunk.token_count,
-                    chunk.char_start,
-                    chunk.char_end,
-                    chunk.text_hash,
-                )
-            )
-        t_total = time.monotonic() - t0
-        if not rows:
-            raise BadDocument(f"{display_name(path)} has no text to index.", code="empty")
-        meta = metadata.build_meta(
-            path_to_db(path)[0],
-            title,
-            [text for _, text in tops[: metadata.FIRST_PAGES]],
-            metadata.pdf_metadata(path),
-            self.edited_metadata(doc_id),
-        )
-        heads = identity.page_heads(tops)
-        chunk_contexts = metadata.contexts(title, meta, [(r[3], r[2]) for r in rows], heads)
-        with_context = [(*r, ctx) for r, ctx in zip(rows, chunk_contexts, strict=True)]
-        summary.stage_seconds["extract"] += t_extract
-        summary.stage_seconds["chunk"] += t_total - t_extract
-        tw = time.monotonic()
+        def read_share() -> float | None:
+            if stream.read_share is not None:
+                return stream.read_share()
+            return pages / stream.page_count if stream.page_count > 1 else None
+
+        tw = 0.0
+        # The chunks are copied as they come, in the transaction that switches the document to embedding:
+        # a kill or a refusal leaves none of them.
         with conn.transaction():
-            with conn.cursor().copy(
-                "COPY document_chunks (doc_id, chunk_index, page_number, heading_path, text, token_count, "
-                "char_start, char_end, text_hash, context) FROM STDIN"
-            ) as copy:
-                for r in with_context:
-                    copy.write_row(r)
+            for chunk in iter_chunks(
+                timed_pages(),
+                embedder,
+                max_tokens=self.settings.chunk_tokens,
+                overlap_tokens=self.settings.chunk_overlap,
+                hard_limit=embedder.max_tokens,
+            ):
+                tc = time.monotonic()
+                self.chunks_cut += 1
+                writer.add(chunk, read_share())
+                tw += time.monotonic() - tc
+            t_total = time.monotonic() - t0 - tw
+            if not writer.count:
+                raise BadDocument(f"{display_name(path)} has no text to index.", code="empty")
+            tc = time.monotonic()
+            title = stream.title
+            meta = writer.finish(title)
+            chunks = writer.count
             conn.execute(
                 "UPDATE documents SET status = %s, title = %s, doc_type = %s, mime = %s, pages = %s, "
                 "pages_done = %s, chunks_total = %s, warnings = %s, meta = %s, updated_at = now() "
@@ -238,15 +231,16 @@ class DocumentSteps:
                     stream.mime,
                     pages,
                     pages,
-                    len(rows),
+                    chunks,
                     Jsonb(stream.warnings),
                     Jsonb(meta),
                     doc_id,
                 ),
             )
-        summary.stage_seconds["write"] += time.monotonic() - tw
-        summary.pages += pages
-        summary.chunks += len(rows)
+            tw += time.monotonic() - tc
+        summary.stage_seconds["extract"] += t_extract
+        summary.stage_seconds["chunk"] += t_total - t_extract
+        summary.stage_seconds["write"] += tw
         self._emit(
             IngestEvent(
                 doc_id,
@@ -256,7 +250,7 @@ class DocumentSteps:
                 status.EMBEDDING,
                 pages_done=pages,
                 pages=pages,
-                chunks_total=len(rows),
+                chunks_total=chunks,
                 message="; ".join(stream.warnings),
             )
         )
@@ -291,36 +285,53 @@ class DocumentSteps:
                 "WHERE c.doc_id = %s ON CONFLICT DO NOTHING",
                 (model, doc_id),
             )
-        # Chunks without a vector, or whose vector was embedded with another context (stale).
-        fit = identity.ContextFitter(self.library.embedder)
-        todo = [
-            (cid, identity.embedding_text(fit(context, n), text), n, context)
-            for cid, text, n, context in conn.execute(
-                "SELECT c.id, c.text, c.token_count, c.context FROM document_chunks c WHERE c.doc_id = %s "
+        # Chunks without a vector, or whose vector was embedded with another context (stale): their ids now,
+        # their texts a batch at a time (a large document's texts never sit in memory at once).
+        todo_ids = [
+            int(r[0])
+            for r in conn.execute(
+                "SELECT c.id FROM document_chunks c WHERE c.doc_id = %s "
                 "AND NOT EXISTS (SELECT 1 FROM chunk_embeddings e WHERE e.chunk_id = c.id "
                 f"AND e.embedding_model = %s AND {metadata.CURRENT_VECTOR}) ORDER BY c.chunk_index",
                 (doc_id, model),
-            ).fetchall()
+            )
         ]
         total = one(conn.execute("SELECT count(*) FROM document_chunks WHERE doc_id = %s", (doc_id,)))[0]
         conn.commit()
         summary.stage_seconds["write"] += time.monotonic() - tw
-        done = total - len(todo)
+        done = total - len(todo_ids)
         pages = one(conn.execute("SELECT pages FROM documents WHERE id = %s", (doc_id,)))[0]
         conn.commit()
         started, first_done = time.monotonic(), done
-        batches = [todo[i : i + EMBED_BATCH] for i in range(0, len(todo), EMBED_BATCH)]
+        fit = identity.ContextFitter(self.library.embedder)
+        id_batches = [todo_ids[i : i + EMBED_BATCH] for i in range(0, len(todo_ids), EMBED_BATCH)]
+
+        def batch_rows(ids: list[int]) -> list[tuple[int, str, int, str]]:
+            rows = conn.execute(
+                "SELECT c.id, c.text, c.token_count, c.context FROM document_chunks c WHERE c.id = ANY(%s) "
+                "ORDER BY c.chunk_index",
+                (ids,),
+            ).fetchall()
+            conn.commit()
+            return [
+                (cid, identity.embedding_text(fit(context, n), text), n, context)
+                for cid, text, n, context in rows
+            ]
+
+        batches = (batch_rows(ids) for ids in id_batches)
         cancel.raise_if_cancelled()
-        pending: Future | None = self.submit([r[1] for r in batches[0]]) if batches else None
+        batch = next(batches, None)
+        pending: Future | None = self.submit([r[1] for r in batch]) if batch else None
         try:
-            for i, batch in enumerate(batches):
+            while batch:
                 cancel.raise_if_cancelled()
                 te = time.monotonic()
                 assert pending is not None
                 vectors = self.vectors(pending, cancel)
                 summary.stage_seconds["embed"] += time.monotonic() - te
                 # Ask for the next batch before writing this one, so the model never waits on the database.
-                pending = self.submit([r[1] for r in batches[i + 1]]) if i + 1 < len(batches) else None
+                following = next(batches, None)
+                pending = self.submit([r[1] for r in following]) if following else None
                 tw = time.monotonic()
                 self.write_vectors(doc_id, model, batch, vectors)
                 summary.stage_seconds["write"] += time.monotonic() - tw
@@ -342,6 +353,7 @@ class DocumentSteps:
                         eta_s=(total - done) / rate if rate > 0 else None,
                     )
                 )
+                batch = following
         finally:
             if pending is not None:
                 pending.cancel()  # still queued (paused, cancelled, failed): the worker skips it

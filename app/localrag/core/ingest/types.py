@@ -3,6 +3,7 @@ offsets."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 
@@ -16,12 +17,16 @@ class Page:
         headings: ``(char_offset, heading_path)`` pairs sorted by offset; each path (``"Install > Linux"``)
             is in force from its offset on. A heading carried over from an earlier page appears at offset 0.
         needs_ocr: the page had no text layer and OCR was not available.
+        offset: where ``text`` starts in page ``number``. A long page (a book-length text file) arrives as
+            consecutive windows of bounded size with the same ``number``; heading offsets are relative to
+            the window, the chunks' ``char_start``/``char_end`` to the whole page.
     """
 
     number: int
     text: str
     headings: list[tuple[int, str]] = field(default_factory=list)
     needs_ocr: bool = False
+    offset: int = 0
 
 
 @dataclass
@@ -33,6 +38,23 @@ class LoadedDocument:
     mime: str
     pages: list[Page]
     warnings: list[str] = field(default_factory=list)
+
+
+@dataclass
+class DocumentStream:
+    """A document opened for reading page by page (a long page in windows: ``Page.offset``).
+
+    ``title`` and ``warnings`` are final once ``pages`` is exhausted (a Markdown file's first heading may come
+    late). ``read_share``, where the format allows, says which share of the file was read so far (0–1; read
+    ahead of the pages handed on, so an estimate made from it errs low)."""
+
+    doc_type: str
+    title: str
+    mime: str
+    page_count: int
+    pages: Iterator[Page]
+    warnings: list[str] = field(default_factory=list)
+    read_share: Callable[[], float] | None = None
 
 
 @dataclass

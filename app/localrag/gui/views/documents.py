@@ -300,7 +300,12 @@ class DocumentsPanel(QtWidgets.QWidget):
             self._removed.add(f"doc:{event.doc_id}")
         elif event.status == SKIPPED:
             self._pending[f"path:{event.path}"] = DocumentRow(
-                None, event.path, event.title, status=SKIPPED, error=event.message
+                None,
+                event.path,
+                event.title,
+                status=SKIPPED,
+                error=event.message,
+                error_code=event.error_code,
             )
         else:
             key = f"doc:{event.doc_id}"
@@ -329,10 +334,11 @@ class DocumentsPanel(QtWidgets.QWidget):
         self._flush_timer.stop()
         pending, self._pending = self._pending, {}
         removed, self._removed = self._removed, set()
-        # A skipped file (one already in the library, say) needs no row of its own.
-        skipped = [row.key for row in pending.values() if row.status == SKIPPED]
+        # A skipped file (one already in the library, say) needs no row of its own; one left out for what it
+        # is (a symlink loop) keeps its row, with the reason.
+        skipped = [row.key for row in pending.values() if row.status == SKIPPED and not row.error_code]
         self.model.remove_keys([*removed, *skipped])
-        self.model.upsert_many([row for row in pending.values() if row.status != SKIPPED])
+        self.model.upsert_many([row for row in pending.values() if row.status != SKIPPED or row.error_code])
         self.flush_count += 1
         self._update_views()
         self._selection_changed()

@@ -114,6 +114,8 @@ class DocumentRow:
             return text + (f", {format_eta(self.eta_s)}" if self.eta_s is not None else "")
         if self.status == READY:
             return f"Ready: {self.pages:,} page{'s' if self.pages != 1 else ''}, {self.chunks_total:,} chunks"
+        if self.status == SKIPPED and self.error:
+            return f"Not indexed: {self.error}"
         return STATUS_LABELS.get(self.status, self.status.title())
 
     @classmethod

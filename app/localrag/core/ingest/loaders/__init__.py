@@ -1,9 +1,9 @@
 """Turn a file into pages of text: one loader per format, chosen by extension and checked against the content.
 
-``load`` reads a whole document; ``open_document`` streams its pages (PDFs page by page, so a book of
-thousands of pages never sits in memory at once). Every problem with the file itself is a ``BadDocument`` with
-a one-line message and a code: ``empty``, ``unsupported``, ``too_large``, ``encrypted``, ``corrupt``,
-``needs_ocr``, ``unreadable``.
+``load`` reads a whole document; ``open_document`` streams its pages (PDFs page by page; text, Markdown, HTML
+and DOCX as one page in windows of bounded size), so memory does not grow with the file. Every problem with
+the file itself is a ``BadDocument`` with a one-line message and a code: ``empty``, ``unsupported``,
+``too_large``, ``encrypted``, ``corrupt``, ``needs_ocr``, ``unreadable``.
 """
 
 from __future__ import annotations
@@ -11,13 +11,12 @@ from __future__ import annotations
 import logging
 import stat
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from localrag.core.errors import BadDocument
 from localrag.core.ingest.loaders import docx, html, image, markdown, pdf, text
 from localrag.core.ingest.loaders._common import display_name, looks_binary, read_head, sniff_magic
-from localrag.core.ingest.types import LoadedDocument, Page
+from localrag.core.ingest.types import DocumentStream, LoadedDocument, Page
 from localrag.core.progress import CancelToken
 
 log = logging.getLogger("localrag.ingest")
@@ -72,18 +71,6 @@ _LEGACY_HINTS = {
 }
 
 OnPage = Callable[[int, int], None]
-
-
-@dataclass
-class DocumentStream:
-    """A document opened for reading page by page; ``warnings`` is complete once ``pages`` is exhausted."""
-
-    doc_type: str
-    title: str
-    mime: str
-    page_count: int
-    pages: Iterator[Page]
-    warnings: list[str] = field(default_factory=list)
 
 
 def detect_type(path: Path) -> str | None:
@@ -166,8 +153,9 @@ def open_document(
     cancel: CancelToken | None = None,
     on_page: OnPage | None = None,
 ) -> DocumentStream:
-    """Open ``path`` for page-by-page reading. Same arguments and errors as ``load``; PDFs may raise
-    ``needs_ocr``/``empty`` at the end of ``pages`` rather than here."""
+    """Open ``path`` for page-by-page reading. Same arguments and errors as ``load``; what only reading
+    shows (``needs_ocr``, ``empty``, ``corrupt``, ``too_large`` for a zip bomb) may be raised while ``pages``
+    is read rather than here."""
     path = Path(path)
     doc_type = check_file(path, max_bytes)
     if cancel is not None:
@@ -178,28 +166,38 @@ def open_document(
             return DocumentStream(
                 "pdf", stream.title, pdf.MIME, stream.page_count, stream.pages, stream.warnings
             )
-        doc = _load_whole(path, doc_type, ocr=ocr, cancel=cancel, on_page=on_page)
+        if doc_type == "image":
+            doc = image.load(path, ocr=ocr, cancel=cancel, on_page=on_page)
+            return DocumentStream(
+                doc.doc_type, doc.title, doc.mime, len(doc.pages), iter(doc.pages), doc.warnings
+            )
+        opened = _STREAMING[doc_type](path)
     except PermissionError as exc:
         raise BadDocument(
             f"{display_name(path)} cannot be read: permission denied.", code="unreadable"
         ) from exc
-    except MemoryError as exc:
-        raise BadDocument(
-            f"{display_name(path)} is too large to read into memory.", code="too_large"
-        ) from exc
-    return DocumentStream(doc.doc_type, doc.title, doc.mime, len(doc.pages), iter(doc.pages), doc.warnings)
+    opened.pages = _checked(opened.pages, opened.page_count, cancel, on_page)
+    return opened
 
 
-def _load_whole(
-    path: Path, doc_type: str, *, ocr: bool | None, cancel: CancelToken | None, on_page: OnPage | None
-) -> LoadedDocument:
-    if doc_type == "image":
-        return image.load(path, ocr=ocr, cancel=cancel, on_page=on_page)
-    loaders = {"markdown": markdown.load, "text": text.load, "html": html.load, "docx": docx.load}
-    doc = loaders[doc_type](path)
+_STREAMING: dict[str, Callable[[Path], DocumentStream]] = {
+    "markdown": markdown.open_stream,
+    "text": text.open_stream,
+    "html": html.open_stream,
+    "docx": docx.open_stream,
+}
+
+
+def _checked(
+    pages: Iterator[Page], page_count: int, cancel: CancelToken | None, on_page: OnPage | None
+) -> Iterator[Page]:
+    """A stream's windows, with cancelling checked between them and the page reported at the end."""
+    for page in pages:
+        if cancel is not None:
+            cancel.raise_if_cancelled()
+        yield page
     if on_page is not None:
-        on_page(len(doc.pages), len(doc.pages))
-    return doc
+        on_page(page_count, page_count)
 
 
 def iter_pages(

@@ -1,4 +1,4 @@
-"""Helpers the loaders share: content sniffing, text decoding, names fit for a one-line message."""
+"""Helpers the loaders share: content sniffing, encoding clues, names fit for a one-line message."""
 
 from __future__ import annotations
 
@@ -6,8 +6,6 @@ import codecs
 import re
 import unicodedata
 from pathlib import Path
-
-from localrag.core.errors import BadDocument
 
 # Leading bytes of formats we can recognise; the value names the format for messages.
 _MAGIC: tuple[tuple[bytes, str], ...] = (
@@ -118,47 +116,6 @@ def looks_binary(head: bytes) -> str | None:
     return None
 
 
-def decode_text(data: bytes, path: Path, *, declared: str | None = None) -> str:
-    """Text from bytes in whatever encoding they are in, with newlines normalised to ``\\n``.
-
-    Order: a byte-order mark; the ``declared`` encoding (an HTML meta charset); strict UTF-8; UTF-16 without
-    a mark; ``charset-normalizer``'s best guess; cp1252 as the last resort for 8-bit text.
-
-    Raises:
-        BadDocument: ``unsupported`` for binary content.
-    """
-    text: str | None = None
-    bom = _bom_encoding(data)
-    if bom:
-        encoding, skip = bom
-        text = data[skip:].decode(encoding, errors="replace")
-    if text is None and declared:
-        try:
-            text = data.decode(declared)
-        except (LookupError, UnicodeDecodeError):
-            text = None
-    if text is None:
-        reason = looks_binary(data[:_SNIFF_BYTES])
-        if reason:
-            raise BadDocument(f"{display_name(path)} is not a text file: {reason}.", code="unsupported")
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError:
-            text = None
-    if text is None:
-        utf16 = _utf16_without_bom(data)
-        if utf16:
-            text = data.decode(utf16, errors="replace")
-    if text is None:
-        text = _guess_decode(data)
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
-    if len(_CONTROL.findall(text[:_SNIFF_BYTES])) > max(8, len(text[:_SNIFF_BYTES]) // 100):
-        raise BadDocument(
-            f"{display_name(path)} is not a text file: it contains binary data.", code="unsupported"
-        )
-    return text
-
-
 def _western(data: bytes) -> str | None:
     """``data`` as cp1252 when it reads as Western European text: a few accented Latin letters among mostly
     ASCII ones. charset-normalizer often calls such text cp1250/cp1257 ("crčme" for "crème")."""
@@ -171,23 +128,6 @@ def _western(data: bytes) -> str | None:
     if not accented or len(accented) > 0.3 * len(letters):
         return None
     return text if all("\u00c0" <= c <= "\u00ff" or c in "ŒœŠšŽžŸƒ" for c in accented) else None
-
-
-def _guess_decode(data: bytes) -> str:
-    from charset_normalizer import from_bytes
-
-    western = _western(data[:262144])
-    if western is not None:
-        return data.decode("cp1252", errors="replace")
-
-    best = from_bytes(data[:262144]).best()
-    encoding = best.encoding if best is not None else None
-    if encoding:
-        try:
-            return data.decode(encoding, errors="replace")
-        except LookupError:
-            pass
-    return data.decode("cp1252", errors="replace")
 
 
 def strip_controls(text: str) -> str:

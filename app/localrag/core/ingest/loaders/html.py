@@ -1,4 +1,5 @@
-"""HTML: the main text of a page as one page, headings h1–h6 as heading paths.
+"""HTML: the main text of a page as one page (parsed and handed on in windows), headings h1–h6 as heading
+paths.
 
 Built on the standard library's ``html.parser``, which tokenises without recursion, so a page nested 100,000
 levels deep costs no more than a flat one. Scripts, styles, navigation, headers, footers and asides are
@@ -9,12 +10,14 @@ dropped.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from html.parser import HTMLParser
 from pathlib import Path
 
 from localrag.core.errors import BadDocument
-from localrag.core.ingest.loaders._common import clean_title, decode_text, display_name
-from localrag.core.ingest.types import LoadedDocument, Page
+from localrag.core.ingest.loaders._common import clean_title, display_name
+from localrag.core.ingest.loaders.streams import WINDOW_CHARS, ReadPosition, iter_text, window_cut
+from localrag.core.ingest.types import DocumentStream, Page
 
 _ALWAYS_DROPPED = frozenset({"script", "style", "noscript", "template", "svg", "math", "iframe", "object"})
 _CHROME = frozenset({"nav", "header", "footer", "aside", "form", "button", "select", "dialog"})
@@ -150,28 +153,71 @@ class _MainText(HTMLParser):
         return "".join(self.out)
 
 
-def _extract(markup: str, drop: frozenset[str]) -> _MainText:
+def open_stream(path: Path) -> DocumentStream:
+    """The page's main text as page 1, in windows of bounded size: the markup is decoded and parsed piece by
+    piece (``html.parser`` is incremental). The title is final once the pages are read."""
+    position = ReadPosition()
+    stream = DocumentStream("html", clean_title("", path), "text/html", 1, iter(()))
+    stream.pages, stream.read_share = _pages(path, stream, position), position.share
+    return stream
+
+
+def _pages(path: Path, stream: DocumentStream, position: ReadPosition) -> Iterator[Page]:
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4096)
+    except OSError as exc:
+        raise BadDocument(
+            f"{display_name(path)} cannot be read: {exc.strerror or exc}.", code="unreadable"
+        ) from exc
+    match = _META_CHARSET.search(head)
+    declared = match.group(1).decode("ascii") if match else None
+    seen_text = False
+    for drop in (_ALWAYS_DROPPED | _CHROME, _ALWAYS_DROPPED):  # nothing left without the chrome: keep it
+        for page in _parse_windows(path, declared, drop, stream, position):
+            seen_text = seen_text or not page.text.isspace()
+            yield page
+        if seen_text:
+            return
+    raise BadDocument(f"{display_name(path)} has no visible text.", code="empty")
+
+
+def _parse_windows(
+    path: Path, declared: str | None, drop: frozenset[str], stream: DocumentStream, position: ReadPosition
+) -> Iterator[Page]:
+    """Windows of the visible text, each cut at whitespace once the parser has collected ``WINDOW_CHARS``."""
     parser = _MainText(drop)
-    parser.feed(markup)
+    taken = 0  # characters of the text handed on in earlier windows
+    carried = ""  # the heading path in force at the start of the next window
+
+    def window(final: bool) -> Page | None:
+        nonlocal taken, carried
+        text = "".join(parser.out)
+        if not final and len(text) <= WINDOW_CHARS:
+            parser.out = [text]
+            return None
+        cut = len(text) if final else window_cut(text, WINDOW_CHARS)
+        piece, parser.out = text[:cut], [text[cut:]]
+        headings = [(max(0, at - taken), h) for at, h in parser.headings if at < taken + cut]
+        parser.headings = [(at, h) for at, h in parser.headings if at >= taken + cut]
+        if carried and not (headings and headings[0][0] == 0):
+            headings.insert(0, (0, carried))
+        if headings:
+            carried = headings[-1][1]
+        page = Page(number=1, text=piece, headings=headings, offset=taken)
+        taken += cut
+        stream.title = clean_title(parser.title or parser.first_h1, path)
+        return page
+
+    for piece in iter_text(path, declared=declared, position=position):
+        parser.feed(piece)
+        while (page := window(final=False)) is not None:
+            yield page
     parser.close()
     if parser.heading is not None:
         parser._end_heading()
-    return parser
-
-
-def load(path: Path) -> LoadedDocument:
-    data = path.read_bytes()
-    declared = _META_CHARSET.search(data[:4096])
-    markup = decode_text(data, path, declared=declared.group(1).decode("ascii") if declared else None)
-    parsed = _extract(markup, _ALWAYS_DROPPED | _CHROME)
-    if not parsed.text().strip():
-        parsed = _extract(markup, _ALWAYS_DROPPED)
-    text = parsed.text()
-    if not text.strip():
-        raise BadDocument(f"{display_name(path)} has no visible text.", code="empty")
-    return LoadedDocument(
-        doc_type="html",
-        title=clean_title(parsed.title or parsed.first_h1, path),
-        mime="text/html",
-        pages=[Page(number=1, text=text, headings=parsed.headings)],
-    )
+    while (page := window(final=False)) is not None:
+        yield page
+    last = window(final=True)
+    if last is not None and last.text:
+        yield last

@@ -1,4 +1,5 @@
-"""Markdown: the source text as one page, with heading paths from ATX (``#``) and setext headings.
+"""Markdown: the source text as one page (read in windows), with heading paths from ATX (``#``) and setext
+headings.
 
 A single linear pass over the lines: headings inside fenced code blocks or front matter are not headings, and
 no input (thousands of ``#`` lines, deep nesting, very long lines) makes it slower than reading the file.
@@ -7,29 +8,42 @@ no input (thousands of ``#`` lines, deep nesting, very long lines) makes it slow
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 from localrag.core.errors import BadDocument
 from localrag.core.ingest.loaders._common import clean_title, display_name
-from localrag.core.ingest.loaders.text import read_text
-from localrag.core.ingest.types import LoadedDocument, Page
+from localrag.core.ingest.loaders.streams import ReadPosition, iter_text, windows
+from localrag.core.ingest.types import DocumentStream, Page
 
 _MAX_HEADING_CHARS = 200
 _LINK = re.compile(r"!?\[([^\]\n]{0,500})\]\([^)\n]{0,2000}\)")
 _EMPHASIS = re.compile(r"(\*\*|__|`)")
 
 
-def load(path: Path) -> LoadedDocument:
-    text = read_text(path)
-    if not text.strip():
+def open_stream(path: Path) -> DocumentStream:
+    """The source text as page 1, in windows of bounded size with their headings; the title is final once
+    the pages are read."""
+    position = ReadPosition()
+    stream = DocumentStream("markdown", clean_title("", path), "text/markdown", 1, iter(()))
+    stream.pages, stream.read_share = _pages(path, stream, position), position.share
+    return stream
+
+
+def _pages(path: Path, stream: DocumentStream, position: ReadPosition) -> Iterator[Page]:
+    parser = HeadingParser()
+    seen_text = False
+    for offset, text in windows(iter_text(path, position=position)):
+        seen_text = seen_text or not text.isspace()
+        carried = parser.path
+        headings = parser.feed(text)
+        if carried and not (headings and headings[0][0] == 0):
+            headings.insert(0, (0, carried))
+        parser.next_window()
+        stream.title = clean_title(parser.title, path)
+        yield Page(number=1, text=text, headings=headings, offset=offset)
+    if not seen_text:
         raise BadDocument(f"{display_name(path)} has no text.", code="empty")
-    headings, title = parse_headings(text)
-    return LoadedDocument(
-        doc_type="markdown",
-        title=clean_title(title, path),
-        mime="text/markdown",
-        pages=[Page(number=1, text=text, headings=headings)],
-    )
 
 
 def heading_text(raw: str) -> str:
@@ -82,58 +96,103 @@ def _front_matter_end(lines: list[str]) -> tuple[int, str]:
 
 def parse_headings(text: str) -> tuple[list[tuple[int, str]], str]:
     """Heading paths with the offsets of their lines, and the document title (front matter or first H1)."""
-    lines = text.split("\n")
-    start_line, title = _front_matter_end(lines)
-    offset = sum(len(line) + 1 for line in lines[:start_line])
-    stack: list[tuple[int, str]] = []
-    headings: list[tuple[int, str]] = []
-    first_h1 = ""
-    fence: tuple[str, int] | None = None
-    para_start: int | None = None
-    para_text: list[str] = []
+    parser = HeadingParser()
+    headings = parser.feed(text)
+    return headings, parser.title
 
-    def add(level: int, raw: str, at: int) -> None:
-        nonlocal first_h1
-        words = heading_text(raw)
-        if not words:
-            return
-        while stack and stack[-1][0] >= level:
-            stack.pop()
-        stack.append((level, words))
-        headings.append((at, " > ".join(t for _, t in stack)))
-        if level == 1 and not first_h1:
-            first_h1 = words
 
-    for line in lines[start_line:]:
-        line_start, offset = offset, offset + len(line) + 1
+class HeadingParser:
+    """Finds headings in a Markdown text fed window by window (``feed``), keeping its state across windows:
+    an open code fence, the heading stack, the paragraph a setext underline may close."""
+
+    def __init__(self) -> None:
+        self.stack: list[tuple[int, str]] = []
+        self.first_h1 = ""
+        self.front_title = ""
+        self.fence: tuple[str, int] | None = None
+        self.para_start: int | None = None
+        self.para_text: list[str] = []
+        self.started = False
+        self.mid_line = False  # the last window ended inside a line
+
+    @property
+    def title(self) -> str:
+        return self.front_title or self.first_h1
+
+    @property
+    def path(self) -> str:
+        """The heading path in force at the end of what was fed."""
+        return " > ".join(t for _, t in self.stack)
+
+    def feed(self, text: str) -> list[tuple[int, str]]:
+        """The headings of the next window, with offsets in ``text``."""
+        lines = text.split("\n")
+        start_line = 0
+        if not self.started:
+            self.started = True
+            start_line, self.front_title = _front_matter_end(lines)
+        offset = sum(len(line) + 1 for line in lines[:start_line])
+        headings: list[tuple[int, str]] = []
+        ends_mid_line = not text.endswith("\n")
+        if ends_mid_line:
+            lines = lines if lines[-1] else lines[:-1]
+        elif lines and not lines[-1]:
+            lines = lines[:-1]
+        continuing = self.mid_line
+        self.mid_line = ends_mid_line
+        for i, line in enumerate(lines[start_line:]):
+            line_start, offset = offset, offset + len(line) + 1
+            if i == 0 and continuing:  # the rest of a line begun in the last window: never a heading
+                continue
+            self._line(line, line_start, headings)
+        return headings
+
+    def _line(self, line: str, line_start: int, headings: list[tuple[int, str]]) -> None:
         body = line.lstrip(" ")
         indent = len(line) - len(body)
-        if fence is not None:
+        if self.fence is not None:
+            fence = self.fence
             if indent <= 3 and body.startswith(fence[0] * fence[1]) and not body.strip().strip(fence[0]):
-                fence = None
-            continue
+                self.fence = None
+            return
         if not body.strip():
-            para_start, para_text = None, []
-            continue
+            self.para_start, self.para_text = None, []
+            return
         if indent <= 3:
             opened = _fence(body)
             if opened:
-                fence, para_start, para_text = opened, None, []
-                continue
+                self.fence, self.para_start, self.para_text = opened, None, []
+                return
             atx = _atx(body.rstrip())
             if atx:
-                add(atx[0], atx[1], line_start)
-                para_start, para_text = None, []
-                continue
+                self._add(atx[0], atx[1], line_start, headings)
+                self.para_start, self.para_text = None, []
+                return
             underline = body.rstrip()
-            if para_text and para_start is not None and set(underline) in ({"="}, {"-"}):
-                add(1 if underline[0] == "=" else 2, " ".join(para_text), para_start)
-                para_start, para_text = None, []
-                continue
-        elif not para_text:
-            continue  # indented code
-        if para_start is None:
-            para_start = line_start
-        if len(para_text) < 8:
-            para_text.append(body.strip())
-    return headings, title or first_h1
+            if self.para_text and self.para_start is not None and set(underline) in ({"="}, {"-"}):
+                at = self.para_start if self.para_start >= 0 else 0  # a paragraph begun in the last window
+                self._add(1 if underline[0] == "=" else 2, " ".join(self.para_text), at, headings)
+                self.para_start, self.para_text = None, []
+                return
+        elif not self.para_text:
+            return  # indented code
+        if self.para_start is None:
+            self.para_start = line_start
+        if len(self.para_text) < 8:
+            self.para_text.append(body.strip())
+
+    def _add(self, level: int, raw: str, at: int, headings: list[tuple[int, str]]) -> None:
+        words = heading_text(raw)
+        if not words:
+            return
+        while self.stack and self.stack[-1][0] >= level:
+            self.stack.pop()
+        self.stack.append((level, words))
+        headings.append((at, self.path))
+        if level == 1 and not self.first_h1:
+            self.first_h1 = words
+
+    def next_window(self) -> None:
+        """Call between windows: a paragraph still open began before the next window's offset 0."""
+        if self.para_start is not None:
+            self.para_start = -1
