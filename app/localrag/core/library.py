@@ -20,7 +20,7 @@ import psycopg
 from localrag.core import paths
 from localrag.core.config import Settings
 from localrag.core.embed.onnx_embedder import OnnxEmbedder, load_embedder
-from localrag.core.errors import KnownError, StoreUnavailable
+from localrag.core.errors import KnownError, StoreUnavailable, as_known
 from localrag.core.progress import Cancelled, CancelToken
 from localrag.core.store import db, models
 from localrag.core.store.migrate import Migrator
@@ -107,9 +107,14 @@ class Library:
                 if migrate:
                     Migrator(conn).migrate()
                 self.pool.resize(min(self.connections, db.capacity(conn, RESERVED_CONNECTIONS)))
-        except KnownError as exc:  # what a later use of the store says, instead of "not open yet"
-            self._open_error = exc.message
-            raise
+        except Exception as exc:  # what a later use of the store says, instead of "not open yet"
+            known = as_known(exc)
+            if known is None:
+                raise
+            self._open_error = known.message
+            if known is exc:
+                raise
+            raise known from exc
         self._open_error = ""
         log.info("store open at %s", db.mask_password(self.conninfo))
 

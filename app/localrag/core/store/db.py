@@ -35,7 +35,7 @@ def mask_password(conninfo: str) -> str:
 
 
 def connect(
-    conninfo: str, *, autocommit: bool = False, timeout: int = CONNECT_TIMEOUT_S, cls: type[Any] | None = None
+    conninfo: str, *, autocommit: bool = False, timeout: int = CONNECT_TIMEOUT_S
 ) -> psycopg.Connection[Any]:
     """Open a connection with the pgvector type registered. A server with no connection slot free ("too many
     clients") is asked again for up to ``FULL_WAIT_S``.
@@ -43,11 +43,10 @@ def connect(
     Raises:
         StoreUnavailable: the server cannot be reached, or it lacks pgvector.
     """
-    kind = cls or psycopg.Connection
     deadline = time.monotonic() + FULL_WAIT_S
     while True:
         try:
-            conn = kind.connect(conninfo, autocommit=autocommit, connect_timeout=timeout)
+            conn = psycopg.connect(conninfo, autocommit=autocommit, connect_timeout=timeout)
             break
         except psycopg.Error as exc:
             if _server_full(exc) and time.monotonic() < deadline:
@@ -109,14 +108,15 @@ def server_versions(conn: psycopg.Connection[Any]) -> dict[str, str]:
 
 class ConnectionPool:
     """Connections kept open for reuse (``psycopg_pool``), and capped, so that a process never opens more than
-    its share of the server's connections.
+    its share of the server's connections. A connection the server refused (full, restarting) is tried again
+    in the background while borrowers wait.
 
-    ``connection()`` lends one to one thread at a time; it comes back rolled back to idle, and one that raised,
-    closed or broke while lent is closed instead. An idle connection is checked with one round trip before it
-    is lent, so that one the server dropped (a restart) is replaced rather than failing its next query. When
-    all ``size`` are lent, a borrower waits up to ``wait_s`` for one to come back, then gets ``StoreBusy``;
-    when none can be opened, ``StoreUnavailable`` with the server's reason. The pool opens on first use;
-    ``clear`` closes it (the next use opens it again), ``resize`` changes the cap.
+    ``connection()`` lends one to one thread at a time; it comes back rolled back to idle, and one that
+    raised, closed or broke while lent is closed instead. An idle connection is checked with one round trip
+    before it is lent, so that one the server dropped (a restart) is replaced rather than failing its next
+    query. When all ``size`` are lent, a borrower waits up to ``wait_s`` for one to come back, then gets
+    ``StoreBusy``; when none can be opened, ``StoreUnavailable`` with the server's reason. The pool opens on
+    first use; ``clear`` closes it (the next use opens it again), ``resize`` changes the cap.
     """
 
     def __init__(self, conninfo: Callable[[], str], size: int = 4, wait_s: float = WAIT_S) -> None:
@@ -131,7 +131,7 @@ class ConnectionPool:
             if self._pool is None:
                 self._pool = psycopg_pool.ConnectionPool(
                     self._conninfo,
-                    connection_class=_PooledConnection,
+                    configure=_configure,
                     kwargs={"connect_timeout": CONNECT_TIMEOUT_S},
                     min_size=0,
                     max_size=self.size,
@@ -195,12 +195,10 @@ class ConnectionPool:
             pool.close(timeout=CLOSE_WAIT_S)
 
 
-class _PooledConnection(psycopg.Connection[Any]):
-    """A pooled connection is opened like any other (``connect``: waits out a full server, pgvector)."""
-
-    @classmethod
-    def connect(cls, conninfo: str = "", **kwargs: Any) -> Any:  # type: ignore[override]
-        return connect(conninfo, timeout=int(kwargs.get("connect_timeout", CONNECT_TIMEOUT_S)), cls=cls)
+def _configure(conn: psycopg.Connection[Any]) -> None:
+    """A new pooled connection knows the vector type and is left idle."""
+    register_vector(conn)
+    conn.rollback()
 
 
 def capacity(conn: psycopg.Connection[Any], reserve: int) -> int:

@@ -1,8 +1,8 @@
 """Who uses the embedded server of a data folder: one lease per user, so that the last one out stops it.
 
-Every process that uses the server (the window, ``serve``, each command) holds a lease while it does: a file in
-``users/`` under the data folder, named after its pid, that it keeps open with a lock on it. The kernel drops
-the lock when the process ends, however it ends (``kill -9`` too), so a lease is live exactly while its
+Every process that uses the server (the window, ``serve``, each command) holds a lease while it does: a file
+in ``users/`` under the data folder, named after its pid, that it keeps open with a lock on it. The kernel
+drops the lock when the process ends, however it ends (``kill -9`` too), so a lease is live exactly while its
 process holds it: a dead user's file is stale at once, and a pid used again by another process changes
 nothing. Taking or giving back a lease, and starting or stopping the server, happen under one more lock,
 ``server.lock``: the user that gives back the last live lease stops the server before anyone can take a new

@@ -1,8 +1,8 @@
 """The embedded PostgreSQL server that lives in the data folder.
 
 The server listens on a Unix socket in a private folder (127.0.0.1 on Windows), never on a network interface,
-and requires a password that is generated at initdb and kept in a 0600 file. Every process that uses it holds a
-lease (``lease.py``): the first starts the server, the last one out stops it, and a user that died (even by
+and requires a password that is generated at initdb and kept in a 0600 file. Every process that uses it holds
+a lease (``lease.py``): the first starts the server, the last one out stops it, and a user that died (even by
 ``kill -9``) holds none, so the next one to leave stops a server nobody uses any more. One window at a time
 *owns* a data folder (an inter-process lock); commands and ``serve`` are guests beside it and each other. A
 crash leaves a stale ``postmaster.pid``; the next start clears it.
@@ -15,12 +15,14 @@ logged and kept in ``EmbeddedServer.system_changes``. Without the variable it re
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import logging
 import os
 import secrets
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -135,8 +137,7 @@ class EmbeddedServer:
                     if others:
                         log.info("the server stays up for %d other user(s)", others)
                     elif self.is_running():
-                        self._pg_ctl(["stop", "-m", "fast", "-w", "-t", "30"], check=False)
-                        log.info("PostgreSQL stopped (no other user)")
+                        self._stop_postmaster()
         finally:
             self._release()
 
@@ -148,6 +149,23 @@ class EmbeddedServer:
             if not self.is_running():
                 self._start_here(timeout)
         return self.conninfo()
+
+    def _stop_postmaster(self, timeout: float = 30.0) -> None:
+        self._pg_ctl(["stop", "-m", "fast", "-w", "-t", str(int(timeout))], check=False)
+        pid = self.postmaster_pid()
+        if pid is not None and sys.platform != "win32":
+            # pg_ctl could not stop it (its account lost access to a parent folder): a fast shutdown is the
+            # same signal sent directly.
+            log.warning("stopping PostgreSQL (pid %s) by signal", pid)
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGINT)
+            deadline = time.monotonic() + timeout
+            while self.postmaster_pid() is not None and time.monotonic() < deadline:
+                time.sleep(0.1)
+        if self.postmaster_pid() is None:
+            log.info("PostgreSQL stopped (no other user)")
+        else:
+            log.warning("PostgreSQL did not stop within %.0f s", timeout)
 
     def _start_here(self, timeout: float) -> None:
         if self._run_as and not _root_allowed():
@@ -343,9 +361,11 @@ class EmbeddedServer:
             )
             out.seek(0)
             output = out.read()
-        if check and proc.returncode != 0:
+        if proc.returncode != 0:
             tail = output.strip().splitlines()[-1:] or ["no output"]
-            raise StoreUnavailable(f"{Path(cmd[0]).name} failed: {tail[0]} (see {self.log_file})")
+            if check:
+                raise StoreUnavailable(f"{Path(cmd[0]).name} failed: {tail[0]} (see {self.log_file})")
+            log.warning("%s %s failed: %s", Path(cmd[0]).name, " ".join(cmd[3:4]), tail[0])
         log.debug("%s: %s", Path(cmd[0]).name, output.strip())
 
     def _prepare_for_service_user(self, path: Path) -> None:
