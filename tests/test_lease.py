@@ -13,6 +13,7 @@ import subprocess
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import psutil
@@ -172,3 +173,32 @@ def test_a_stale_lease_does_not_stop_a_live_user(shared_home):
     assert not stale.exists()
     with pytest.raises(psycopg.OperationalError):
         psycopg.connect(conninfo, connect_timeout=3)
+
+
+def test_serve_keeps_its_server_while_commands_come_and_go(shared_home, tmp_path):
+    """`local-rag serve` started alone on the folder, three commands run beside it and leave: the same
+    postmaster serves the API throughout, and it stops when `serve` stops."""
+    from api_server import ApiServer
+
+    api = ApiServer(shared_home, tmp_path, LOCALRAG_HOME=str(shared_home))
+    try:
+        server = _server(shared_home)
+        postmaster = server.postmaster_pid()
+        assert postmaster is not None
+        body = {"query": "glacier melt rates", "mode": "keyword"}
+        assert api.client.post("/v1/search", json=body).status_code == 200
+        with ThreadPoolExecutor(3) as pool:
+            runs = list(
+                pool.map(
+                    lambda _: _command(shared_home, "search", "spring tides", "--mode", "keyword", "--json"),
+                    range(3),
+                )
+            )
+        assert [r.returncode for r in runs] == [0, 0, 0]
+        assert server.postmaster_pid() == postmaster  # not stopped (nor restarted) by the commands leaving
+        after = api.client.post("/v1/search", json=body)
+        assert after.status_code == 200 and after.json()["results"]
+    finally:
+        assert api.stop() == 0
+    assert not _server(shared_home).is_running()
+    assert _postgres_of(shared_home) == []
