@@ -138,6 +138,8 @@ class EmbeddedServer:
                         log.info("the server stays up for %d other user(s)", others)
                     elif self.is_running():
                         self._stop_postmaster()
+        except StoreUnavailable as exc:  # another user is stuck starting or stopping it: it decides
+            log.warning("left the server as it is: %s", exc.message)
         finally:
             self._release()
 
