@@ -432,13 +432,14 @@ def test_a_pooled_connection_the_server_dropped_is_replaced(corpus, library):
     """Retrievals reuse idle connections; one the server has closed since (a restart) must not fail a
     query."""
     assert retrieve(library, "install on Linux").results
-    idle = [c.info.backend_pid for c in library.pool._idle]
-    assert idle  # the hybrid query's two connections were kept
+    with library.pool.connection() as a, library.pool.connection() as b:
+        kept = [a.info.backend_pid, b.info.backend_pid]  # the hybrid query's two, kept idle
     with library.connect(autocommit=True) as admin:
-        admin.execute("SELECT pg_terminate_backend(pid) FROM unnest(%s::int[]) pid", (idle,))
+        admin.execute("SELECT pg_terminate_backend(pid) FROM unnest(%s::int[]) pid", (kept,))
     resp = retrieve(library, "install on Linux")
     assert resp.reason is None and resp.results
-    assert not set(idle) & {c.info.backend_pid for c in library.pool._idle}
+    with library.pool.connection() as a, library.pool.connection() as b:
+        assert not set(kept) & {a.info.backend_pid, b.info.backend_pid}
 
 
 def test_ef_search_grows_with_the_store(library):

@@ -31,12 +31,14 @@ from localrag.api.guard import Guard
 from localrag.api.indexing import Indexing
 from localrag.api.sse import sse_response
 from localrag.core.answer.answer_json import AnswerJson
-from localrag.core.errors import KnownError, describe
+from localrag.core.errors import KnownError, StoreBusy, describe
 from localrag.core.retrieve import ERROR, MODES, retrieve
 
 log = logging.getLogger("localrag.api")
 
 MAX_TOKENS = 32_768
+# Sent with a 503 when every pooled connection stayed in use (``StoreBusy``): when to try again, in seconds.
+RETRY = {"Retry-After": "1"}
 
 
 @dataclass
@@ -99,6 +101,8 @@ async def search(request: Request) -> JSONResponse:
     resp = await run_in_threadpool(
         retrieve, ctx.library, query, k=k, mode=mode, doc_types=types, path_glob=path_glob
     )
+    if resp.busy:
+        return JSONResponse(resp.to_dict(), status_code=503, headers=RETRY)
     return JSONResponse(resp.to_dict(), status_code=503 if resp.reason == ERROR else 200)
 
 
@@ -147,7 +151,10 @@ async def _http_error(request: Request, exc: Exception) -> Response:
 
 async def _known_error(request: Request, exc: Exception) -> Response:
     message, _known = describe(exc, request.url.path, log)
-    return error_response(503, message)
+    response = error_response(503, message)
+    if isinstance(exc, StoreBusy):  # every connection of the pool stayed in use: worth trying again soon
+        response.headers.update(RETRY)
+    return response
 
 
 async def _bug(request: Request, exc: Exception) -> Response:

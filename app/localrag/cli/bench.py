@@ -9,7 +9,7 @@ import functools
 import importlib
 
 # Modules under localrag.eval named bench_<name>, one per subcommand.
-BENCHES = ["retrieval", "ingest", "chat", "api"]
+BENCHES = ["retrieval", "ingest", "chat", "api", "load"]
 # Modules under localrag.devtools named bench_<name>, with what each measures; they parse their own arguments.
 TOOL_BENCHES = {"window": "drop a folder on the real window and measure its event loop while it indexes"}
 

@@ -7,7 +7,8 @@ import json
 import sys
 import textwrap
 
-from localrag.core.retrieve import MODES, RetrievalResponse, retrieve
+from localrag.core.errors import KnownError
+from localrag.core.retrieve import ERROR, MODES, RetrievalResponse, retrieve
 
 SNIPPET_CHARS = 300
 
@@ -39,19 +40,23 @@ def run(args: argparse.Namespace) -> int:
     from localrag.core.library import Library
 
     library = Library(owner=False)
-    library.open()
     try:
-        resp = retrieve(
-            library,
-            args.query,
-            k=args.k,
-            mode=args.mode,
-            doc_types=args.doc_types,
-            path_glob=args.path_glob,
-            route=args.route,
-        )
-    finally:
-        library.close()
+        library.open()
+    except KnownError as exc:  # said in the JSON too, with the exit status
+        resp = RetrievalResponse(mode=args.mode or "", query=args.query, reason=ERROR, error=exc.message)
+    else:
+        try:
+            resp = retrieve(
+                library,
+                args.query,
+                k=args.k,
+                mode=args.mode,
+                doc_types=args.doc_types,
+                path_glob=args.path_glob,
+                route=args.route,
+            )
+        finally:
+            library.close()
     if args.json:
         print(json.dumps(resp.to_dict(), ensure_ascii=False, indent=2))
     else:

@@ -10,6 +10,9 @@ from pathlib import Path
 from localrag.api import DEFAULT_PORT
 from localrag.core.errors import KnownError
 
+# Pooled connections the API's handlers share (capped by the server: ``Library``).
+API_CONNECTIONS = 24
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -52,7 +55,8 @@ def run(args: argparse.Namespace) -> int:
         sock = server.bind(args.port)
     except OSError as exc:
         raise KnownError(f"Cannot listen on {server.HOST}:{args.port}: {exc.strerror or exc}.") from exc
-    library = Library(owner=False)
+    # Its handlers share one pool, as large as the server allows beside the window and other commands.
+    library = Library(owner=False, connections=API_CONNECTIONS)
     try:
         library.open()
         provider = LLMProvider(library.settings)

@@ -31,6 +31,12 @@ class StoreUnavailable(KnownError):
     code = "store_unavailable"
 
 
+class StoreBusy(StoreUnavailable):
+    """Every connection the process may use stayed in use too long: the request may be tried again soon."""
+
+    code = "store_busy"
+
+
 class ModelMissing(KnownError):
     """A model file is missing or cannot be loaded."""
 

@@ -21,7 +21,7 @@ from localrag.core import paths
 from localrag.core.config import Settings
 from localrag.core.embed.onnx_embedder import OnnxEmbedder, load_embedder
 from localrag.core.embed.sizing import fit_to_input
-from localrag.core.errors import KnownError, StoreUnavailable
+from localrag.core.errors import KnownError, StoreUnavailable, as_known
 from localrag.core.progress import Cancelled, CancelToken
 from localrag.core.store import db, models
 from localrag.core.store.migrate import Migrator
@@ -35,6 +35,10 @@ log = logging.getLogger("localrag.library")
 QUERY_CACHE_SIZE = 4096
 # How long a question waits for the embedding service before giving up with a clear message.
 EMBED_WAIT_S = 60.0
+# Pooled connections of a process (a window, a command): a hybrid search borrows two.
+POOL_SIZE = 6
+# Connections of the server a process leaves to the others (the window, commands) when it sizes its pool.
+RESERVED_CONNECTIONS = 16
 # How often retrieval asks whether another model's vectors must stand in for missing ones (``stand_in``).
 STAND_IN_CHECK_S = 30.0
 
@@ -44,13 +48,18 @@ class Library:
 
     Args:
         settings: defaults to ``Settings.load()``.
-        owner: whether this process owns the embedded server (the GUI and CLI ingest do); a guest attaches to
-            a server another process runs and never stops it.
+        owner: whether this process owns the data folder (the window does: one window per folder); a guest (a
+            command, ``serve``) shares the embedded server with the owner and with other guests.
+        connections: how many pooled connections this process may hold at once (``serve`` asks for many);
+            never more than the server's ``max_connections`` less ``RESERVED_CONNECTIONS`` for other users.
     """
 
-    def __init__(self, settings: Settings | None = None, *, owner: bool = True) -> None:
+    def __init__(
+        self, settings: Settings | None = None, *, owner: bool = True, connections: int = POOL_SIZE
+    ) -> None:
         self.settings = settings or Settings.load()
         self.owner = owner
+        self.connections = connections
         self.server: EmbeddedServer | None = None
         self.conninfo = ""
         self._open_error = ""  # why the last open failed, for what later uses of the store say
@@ -67,8 +76,8 @@ class Library:
         self._stand_in: tuple[float, str, str, OnnxEmbedder | None] = (-1e9, "", "", None)
         # Set by a front end that runs an EmbeddingService (the GUI): embeddings then go through its queue.
         self.embedding_service: EmbeddingService | None = None
-        # Connections that retrievals borrow (two at a time for a hybrid query: one per leg).
-        self.pool = db.ConnectionPool(self.connect)
+        # Connections that retrievals and the API borrow (two at a time for a hybrid query: one per leg).
+        self.pool = db.ConnectionPool(self._pool_conninfo, size=connections)
 
     # -- store ---------------------------------------------------------------------------------------------
 
@@ -95,14 +104,25 @@ class Library:
                 self.conninfo = self.server.start()
             else:
                 self.conninfo = self.settings.database_url
-            if migrate:
-                with self.connect() as conn:
+            with self.connect() as conn:
+                if migrate:
                     Migrator(conn).migrate()
-        except KnownError as exc:  # what a later use of the store says, instead of "not open yet"
-            self._open_error = exc.message
-            raise
+                self.pool.resize(min(self.connections, db.capacity(conn, RESERVED_CONNECTIONS)))
+        except Exception as exc:  # what a later use of the store says, instead of "not open yet"
+            known = as_known(exc)
+            if known is None:
+                raise
+            self._open_error = known.message
+            if known is exc:
+                raise
+            raise known from exc
         self._open_error = ""
         log.info("store open at %s", db.mask_password(self.conninfo))
+
+    def _pool_conninfo(self) -> str:
+        if not self.conninfo:
+            raise StoreUnavailable(self._open_error or "The database is not open yet.")
+        return self.conninfo
 
     def connect(self, *, autocommit: bool = False) -> psycopg.Connection[Any]:
         """A new connection (one per thread; psycopg connections are not shared between threads)."""

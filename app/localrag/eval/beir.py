@@ -295,7 +295,7 @@ class StoreHandle:
         self.embedder = embedder
         self.settings = settings
         self._vectors: dict[str, np.ndarray] = {}
-        self.pool = db.ConnectionPool(self.connect)
+        self.pool = db.ConnectionPool(lambda: self.conninfo)
 
     def connect(self, *, autocommit: bool = False) -> psycopg.Connection[Any]:
         return db.connect(self.conninfo, autocommit=autocommit)

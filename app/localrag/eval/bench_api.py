@@ -105,7 +105,7 @@ def bench(
                 say(f"loading {len(built.chunks)} chunks")
                 load_chunks(conn, built.docs, built.chunks, built.vectors, embedder, progress)
             say("starting local-rag serve on the store")
-            server = _Server(folder)
+            server = ServeProcess(folder)
             library = Library(dataclasses.replace(settings, database_url=conninfo), owner=False)
             try:
                 library.open(migrate=False)
@@ -153,7 +153,7 @@ def _measure(library: Any, search: Any, texts: list[str], k: int) -> dict[str, A
     }
 
 
-class _Server:
+class ServeProcess:
     """``python -m localrag serve --port 0`` on the data folder ``home``, until ``stop``."""
 
     def __init__(self, home: Path) -> None:

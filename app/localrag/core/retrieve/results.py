@@ -83,6 +83,7 @@ class RetrievalResponse:
         routing: which documents were searched first and why (``routing.Route.to_dict``).
         stand_in: the previous embedding model, when its vectors answered for chunks that have none from the
             active model yet (a re-embedding after a switch of models is under way); else "".
+        busy: the error is that every connection stayed in use (``StoreBusy``): worth trying again soon.
     """
 
     results: list[Result] = field(default_factory=list)
@@ -94,6 +95,7 @@ class RetrievalResponse:
     query: str = ""
     routing: dict[str, Any] = field(default_factory=dict)
     stand_in: str = ""
+    busy: bool = False
 
     @property
     def chunk_ids(self) -> list[int]:

@@ -15,7 +15,7 @@ import numpy as np
 import psycopg
 
 from localrag.core.embed.sizing import fit_to_input
-from localrag.core.errors import KnownError, as_known
+from localrag.core.errors import KnownError, StoreBusy, as_known
 from localrag.core.progress import CancelToken
 from localrag.core.retrieve import bm25, fuse, postprocess, rescore, routing, statements, vector
 from localrag.core.retrieve.filters import DateLike, Filters
@@ -50,6 +50,8 @@ MODES = ("hybrid", "vector", "keyword")
 DEFAULT_DEPTH = 50
 # A query shorter than this many letters or digits returns nothing at once.
 MIN_QUERY_CHARS = 2
+# How long a hybrid query's BM25 leg waits for a second connection before running on the first one.
+LEG_WAIT_S = 0.05
 # A retrieval that waits on a stuck store gives up rather than hang the chat.
 STATEMENT_TIMEOUT_MS = 15_000
 
@@ -171,6 +173,7 @@ def retrieve(
         log.warning("retrieval failed, answering without sources: %s", known.message)
         resp.results, resp.candidates = [], []
         resp.reason, resp.error = ERROR, _one_line(exc)
+        resp.busy = isinstance(known, StoreBusy)
     resp.timings["total"] = _ms(started)
     return resp
 
@@ -248,10 +251,10 @@ def _run(
                         return
                 if cancel is not None:
                     cancel.raise_if_cancelled()
-                bm25_hits: list[tuple[int, float]] = []
+                bm25_hits: list[tuple[int, float]] | None = []
                 if lexical is not None:
                     bm25_hits, lexical = lexical.result(), None
-                elif mode == "keyword":
+                if bm25_hits is None or mode == "keyword":
                     t = time.perf_counter()
                     bm25_hits = bm25.search(
                         c, text, n=depth, filters=filters, k1=tuning.bm25_k1, b=tuning.bm25_b
@@ -260,7 +263,7 @@ def _run(
                 t = time.perf_counter()
                 fused = fuse.rrf(
                     vector_hits,
-                    bm25_hits,
+                    bm25_hits or [],
                     rrf_k=tuning.rrf_k,
                     vector_weight=tuning.vector_weight if mode != "keyword" else 0.0,
                     bm25_weight=tuning.bm25_weight if mode != "vector" else 0.0,
@@ -429,11 +432,17 @@ def _statements_first(
 
 def _bm25_leg(
     library: Searchable, text: str, depth: int, filters: Filters, tuning: Tuning, timings: dict[str, float]
-) -> list[tuple[int, float]]:
+) -> list[tuple[int, float]] | None:
+    """The BM25 hits on a second connection, or None when none is free at once: the vector leg's connection
+    then runs BM25 after it (a search that held one connection while waiting for another could wait for
+    ever under load, each holding what another waits for)."""
     t = time.perf_counter()
-    with library.pool.connection() as c, c.transaction():
-        _limit_statement_time(c)
-        hits = bm25.search(c, text, n=depth, filters=filters, k1=tuning.bm25_k1, b=tuning.bm25_b)
+    try:
+        with library.pool.connection(wait_s=LEG_WAIT_S) as c, c.transaction():
+            _limit_statement_time(c)
+            hits = bm25.search(c, text, n=depth, filters=filters, k1=tuning.bm25_k1, b=tuning.bm25_b)
+    except StoreBusy:
+        return None
     timings["bm25"] = _ms(t)
     return hits
 
@@ -446,9 +455,9 @@ class _Leg:
     """The BM25 leg of one hybrid query, on a thread that this call starts and always joins before it returns
     (the leg's statements are bounded by ``STATEMENT_TIMEOUT_MS``): nothing outlives a retrieval."""
 
-    def __init__(self, fn: Callable[[], list[tuple[int, float]]]) -> None:
+    def __init__(self, fn: Callable[[], list[tuple[int, float]] | None]) -> None:
         self._fn = fn
-        self._value: list[tuple[int, float]] = []
+        self._value: list[tuple[int, float]] | None = []
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name="bm25-leg", daemon=True)
         self._thread.start()
@@ -459,7 +468,7 @@ class _Leg:
         except BaseException as exc:  # handed to the caller by ``result``
             self._error = exc
 
-    def result(self) -> list[tuple[int, float]]:
+    def result(self) -> list[tuple[int, float]] | None:
         self._thread.join()
         if self._error is not None:
             raise self._error

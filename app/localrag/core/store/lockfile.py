@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from pathlib import Path
 
 
@@ -36,6 +37,15 @@ class FileLock:
         os.ftruncate(fd, 0)
         os.write(fd, str(os.getpid()).encode())
         self._fd = fd
+        return True
+
+    def acquire_within(self, seconds: float) -> bool:
+        """Take the lock, waiting up to ``seconds`` for its holder to let it go; return whether it is held."""
+        deadline = time.monotonic() + seconds
+        while not self.acquire():
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.02)
         return True
 
     def release(self) -> None:

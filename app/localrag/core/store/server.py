@@ -1,10 +1,11 @@
 """The embedded PostgreSQL server that lives in the data folder.
 
 The server listens on a Unix socket in a private folder (127.0.0.1 on Windows), never on a network interface,
-and requires a password that is generated at initdb and kept in a 0600 file. One process at a time *owns* a
-data folder (an inter-process lock): the owner starts the server if needed and stops it on exit; any other
-process attaches as a guest and never stops it. A crash leaves a stale ``postmaster.pid``; the next start
-clears it.
+and requires a password that is generated at initdb and kept in a 0600 file. Every process that uses it holds
+a lease (``lease.py``): the first starts the server, the last one out stops it, and a user that died (even by
+``kill -9``) holds none, so the next one to leave stops a server nobody uses any more. One window at a time
+*owns* a data folder (an inter-process lock); commands and ``serve`` are guests beside it and each other. A
+crash leaves a stale ``postmaster.pid``; the next start clears it.
 
 PostgreSQL refuses to run as root. Run as root, the store starts only when ``LOCALRAG_ALLOW_ROOT=1`` asks it
 to (meant for containers and CI): it then runs the server as a system account, ``localrag-pg``, which it
@@ -21,6 +22,7 @@ import logging
 import os
 import secrets
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -31,6 +33,7 @@ from typing import IO
 import psutil
 
 from localrag.core.errors import AlreadyRunning, StoreUnavailable
+from localrag.core.store.lease import Leases
 from localrag.core.store.lockfile import FileLock
 
 log = logging.getLogger("localrag.store.server")
@@ -98,9 +101,9 @@ class EmbeddedServer:
 
     Args:
         pgdata: the cluster folder (created by initdb on first start).
-        owner: take the data folder's owner lock. An owner starts and stops the server; a second owner is
-            refused with ``AlreadyRunning``. A guest (``owner=False``) attaches to a running server or starts
-            one if nobody owns the folder, and never stops a server it did not start.
+        owner: take the data folder's owner lock (the window): a second owner is refused with
+            ``AlreadyRunning``. Owner or guest, each ``start`` takes a lease and each ``stop`` gives it back;
+            whoever gives back the last live lease stops the server.
     """
 
     def __init__(self, pgdata: Path, *, owner: bool = True) -> None:
@@ -110,8 +113,7 @@ class EmbeddedServer:
         self.log_file = self.home / "logs" / "postgres.log"
         self.owner = owner
         self._lock = FileLock(self.home / "instance.lock")
-        self._locked = False
-        self._started_here = False
+        self.leases = Leases(self.home)
         self._bin = postgres_bin_dir()
         self._run_as = SERVICE_USER if _running_as_root() else None
         self.system_changes: list[str] = []  # what this process changed outside the data folder, as root
@@ -119,32 +121,18 @@ class EmbeddedServer:
     # -- lifecycle -------------------------------------------------------------------------------------------
 
     def start(self, timeout: float = 60.0) -> str:
-        """Make sure the server runs and return a libpq connection string for the app database."""
-        if self.owner:
-            if not self._lock.acquire():
-                raise AlreadyRunning(
-                    f"Local RAG is already running on the data folder {self.home}. "
-                    "Close the other window first (or set LOCALRAG_HOME to use another folder)."
-                )
-            self._locked = True
-        elif self._lock.acquire():
-            # Nobody owns the folder: act as a temporary owner for this process.
-            self._locked = True
+        """Make sure the server runs, hold a lease on it, and return a libpq connection string for the app
+        database."""
+        if self.owner and not self._lock.acquire():
+            raise AlreadyRunning(
+                f"Local RAG is already running on the data folder {self.home}. "
+                "Close the other window first (or set LOCALRAG_HOME to use another folder)."
+            )
         try:
-            if not self._locked:
-                self._wait_until_running(timeout)
-            else:
-                if self._run_as and not _root_allowed():
-                    raise StoreUnavailable(
-                        f"Local RAG does not run as root: PostgreSQL would run as a system account that it "
-                        f"creates, with changed folder permissions; set {ALLOW_ROOT_ENV}=1 to allow that "
-                        f"(containers, CI), or run as a normal user."
-                    )
-                self._init_if_needed()
+            with self.leases.control():
                 if not self.is_running():
-                    self._clear_stale_files()
-                    self._start_postmaster(timeout)
-                    self._started_here = True
+                    self._start_here(timeout)
+                self.leases.take()
             self._ensure_database()
         except Exception:
             self._release()
@@ -152,26 +140,62 @@ class EmbeddedServer:
         return self.conninfo()
 
     def stop(self) -> None:
-        """Stop the server if this process holds the owner lock, then release the lock."""
+        """Give back this user's lease, and stop the server when no other user holds one."""
         try:
-            if self._locked and self.is_running():
-                self._pg_ctl(["stop", "-m", "fast", "-w", "-t", "30"], check=False)
+            if self.leases.held:
+                with self.leases.control():
+                    self.leases.give_back()
+                    others = self.leases.others()
+                    if others:
+                        log.info("the server stays up for %d other user(s)", others)
+                    elif self.is_running():
+                        self._stop_postmaster()
+        except StoreUnavailable as exc:  # another user is stuck starting or stopping it: it decides
+            log.warning("left the server as it is: %s", exc.message)
         finally:
             self._release()
 
     def restart(self, timeout: float = 60.0) -> str:
-        """Start the server again after it died under us (only the owner does this)."""
-        if not self._locked:
+        """Start the server again after it died under us."""
+        if not self.leases.held:
             return self.start(timeout)
-        if not self.is_running():
-            self._clear_stale_files()
-            self._start_postmaster(timeout)
+        with self.leases.control():
+            if not self.is_running():
+                self._start_here(timeout)
         return self.conninfo()
 
+    def _stop_postmaster(self, timeout: float = 30.0) -> None:
+        self._pg_ctl(["stop", "-m", "fast", "-w", "-t", str(int(timeout))], check=False)
+        pid = self.postmaster_pid()
+        if pid is not None and sys.platform != "win32":
+            # pg_ctl could not stop it (its account lost access to a parent folder): a fast shutdown is the
+            # same signal sent directly.
+            log.warning("stopping PostgreSQL (pid %s) by signal", pid)
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGINT)
+            deadline = time.monotonic() + timeout
+            while self.postmaster_pid() is not None and time.monotonic() < deadline:
+                time.sleep(0.1)
+        if self.postmaster_pid() is None:
+            log.info("PostgreSQL stopped (no other user)")
+        else:
+            log.warning("PostgreSQL did not stop within %.0f s", timeout)
+
+    def _start_here(self, timeout: float) -> None:
+        if self._run_as and not _root_allowed():
+            raise StoreUnavailable(
+                f"Local RAG does not run as root: PostgreSQL would run as a system account that it "
+                f"creates, with changed folder permissions; set {ALLOW_ROOT_ENV}=1 to allow that "
+                f"(containers, CI), or run as a normal user."
+            )
+        self._init_if_needed()
+        self._clear_stale_files()
+        self._start_postmaster(timeout)
+
     def _release(self) -> None:
-        if self._locked:
-            self._lock.release()
-            self._locked = False
+        """Let go of the lease and the owner lock without stopping anything (what a crash does)."""
+        self.leases.give_back()
+        self._lock.release()
 
     # -- state -----------------------------------------------------------------------------------------------
 
@@ -306,13 +330,6 @@ class EmbeddedServer:
             raise StoreUnavailable(f"PostgreSQL did not start; see {self.log_file}.")
         log.info("PostgreSQL started (pid %s)", self.postmaster_pid())
 
-    def _wait_until_running(self, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while not self.is_running():
-            if time.monotonic() > deadline:
-                raise StoreUnavailable(f"Timed out waiting for the PostgreSQL server of {self.home}.")
-            time.sleep(0.2)
-
     def _ensure_database(self) -> None:
         import psycopg
 
@@ -366,9 +383,11 @@ class EmbeddedServer:
             )
             out.seek(max(0, out.seek(0, os.SEEK_END) - 4000) if output is not None else 0)
             text = out.read()
-        if check and proc.returncode != 0:
+        if proc.returncode != 0:
             tail = text.strip().splitlines()[-1:] or ["no output"]
-            raise StoreUnavailable(f"{Path(cmd[0]).name} failed: {tail[0]} (see {self.log_file})")
+            if check:
+                raise StoreUnavailable(f"{Path(cmd[0]).name} failed: {tail[0]} (see {self.log_file})")
+            log.warning("%s %s failed: %s", Path(cmd[0]).name, " ".join(cmd[3:4]), tail[0])
         if output is None:
             log.debug("%s: %s", Path(cmd[0]).name, text.strip())
 
