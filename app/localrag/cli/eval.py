@@ -5,6 +5,9 @@ hit@1/5/10 pooled and scoped to the question's document, in this data folder's l
 ``local-rag eval answers DATASET_DIR [--answer-mode M] [--limit N] [--kind K] [--json]``: answer quality — the
 real ``ask`` path over questions with gold answers and pages (see ``eval/answers.py``), in this data
 folder's library (``LOCALRAG_HOME``; its documents are ingested once and kept).
+
+``local-rag eval sentences DATASET_DIR [--json] [--misses]``: the share of the sentences a person reads on PDF
+pages that the loader and the sentence splitter give back whole, per producer (see ``eval/sentences.py``).
 """
 
 from __future__ import annotations
@@ -30,8 +33,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         nargs="+",
         metavar="DATASET_DIR",
         help="a BEIR folder (corpus.jsonl, queries*.jsonl, qrels/<split>.tsv), a page-hit folder "
-        "(docs/ or pdfs/ and questions with file and pages), or `answers DIR`: a "
-        "folder of PDFs and questions with gold answers (datasets/debian-manuals)",
+        "(docs/ or pdfs/ and questions with file and pages), `answers DIR`: a "
+        "folder of PDFs and questions with gold answers (datasets/debian-manuals), or `sentences DIR`: "
+        "PDFs and the sentences read on their pages (datasets/pdf-sentences)",
     )
     p.add_argument(
         "--answer-mode",
@@ -70,14 +74,17 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="page datasets: ingest nothing; ask only the questions whose document is in the library",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--misses", action="store_true", help="sentences: list the sentences not found whole")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     if args.dataset[0] == "answers" and len(args.dataset) == 2:
         return run_answers(args, Path(args.dataset[1]))
+    if args.dataset[0] == "sentences" and len(args.dataset) == 2:
+        return run_sentences(args, Path(args.dataset[1]))
     if len(args.dataset) != 1:
-        print("local-rag: eval takes one DATASET_DIR, or `answers DATASET_DIR`", file=sys.stderr)
+        print("local-rag: eval takes one DATASET_DIR, `answers DATASET_DIR` or `sentences DATASET_DIR`", file=sys.stderr)
         return 2
     args.dataset = Path(args.dataset[0])
     from localrag.eval import pagehit
@@ -184,4 +191,23 @@ def run_answers(args: argparse.Namespace, folder: Path) -> int:
             f"{s['evidence_s']['p50'] or 0:7.3f} {s['ttft_s']['p50'] or 0:7.3f} "
             f"{s['total_s']['p50'] or 0:8.3f}"
         )
+    return 0
+
+
+def run_sentences(args: argparse.Namespace, folder: Path) -> int:
+    from localrag.eval.sentences import evaluate
+
+    report = _run_report(args, lambda say: evaluate(folder, say=say))
+    if report is None:
+        return 1
+    if args.json:
+        return 0
+    print(f"{report['dataset']}: {report['sentences']} sentences from {report['files']} PDFs")
+    print(f"{'producer':12} {'sentences':>9} {'whole':>6} {'share':>6}")
+    for name, m in report["producers"].items():
+        print(f"{name:12} {m['sentences']:9d} {m['whole']:6d} {m['share']:6.3f}")
+    print(f"{'all':12} {report['sentences']:9d} {report['whole']:6d} {report['share']:6.3f}")
+    if args.misses:
+        for miss in report["misses"]:
+            print(f"  {miss['file']} p.{miss['page']}: {miss['sentence']}")
     return 0
