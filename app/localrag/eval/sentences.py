@@ -56,21 +56,17 @@ def candidates(texts: dict[int, str], number: int) -> set[str]:
     """The sentences of page ``number`` as the answers quote them, white space normalised: the page's spans,
     and its first and last joined to the sentence they continue on the page before or finish on the page
     after."""
-    mine = [sp.flat(s.text) for s in sp.split_spans(texts.get(number, ""))]
-    out = set(mine)
+    mine = sp.split_spans(texts.get(number, ""))
+    out = {sp.flat(s.text) for s in mine}
     if not mine:
         return out
-    before = [sp.flat(s.text) for s in sp.split_spans(texts.get(number - 1, ""))]
-    after = [sp.flat(s.text) for s in sp.split_spans(texts.get(number + 1, ""))]
-    if before:
-        out.add(_join(before[-1], mine[0]))
-    if after:
-        out.add(_join(mine[-1], after[0]))
+    for first, second in ((texts.get(number - 1, ""), mine), (mine, texts.get(number + 1, ""))):
+        first_spans = sp.split_spans(first) if isinstance(first, str) else first
+        second_spans = sp.split_spans(second) if isinstance(second, str) else second
+        end = sp.open_end(first_spans)
+        if end is not None and second_spans:
+            out.add(sp.flat(sp.join_across(end.text, second_spans[0].text)))
     return out
-
-
-def _join(first: str, second: str) -> str:
-    return f"{first} {second}"
 
 
 def evaluate(folder: Path, *, say: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
