@@ -19,6 +19,8 @@ import statistics
 from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass
 
+from localrag.core.text.cells import FIGURES_ROW
+
 # A line this much narrower than the page's usual line ends where it ends (unless the next goes on in lower case).
 SHORT_LINE = 0.85
 # Font sizes this far apart (as a share of the larger) belong to different blocks: a heading, a footnote.
@@ -36,6 +38,7 @@ _JUNK = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\uffff]")
 _BREAK = re.compile(r"\r\n|\r|\n|\ufffe")
 _LIST_ITEM = re.compile(r"(?:[-*•◦▪–]|\(?\d{1,2}[.)]|\(?[a-z][.)]|\(?[ivx]{1,4}[.)])\s")
 _NUMBERED_HEADING = re.compile(r"(?:\d{1,3}|[A-Z])(?:\.\d{1,3})*\.?\s+\S")
+_SECTION_NUMBER = re.compile(r"(?:\d{1,3}|[A-Z])(?:\.\d{1,3})*\.?(?:\s+\S.*)?$")
 _PAGE_NUMBER = re.compile(
     r"(?:page\s+)?(?:\d{1,4}|[ivxlc]{1,7})(?:\s*(?:/|of)\s*\d{1,4})?", re.IGNORECASE
 )
@@ -112,8 +115,11 @@ def running_lines(
     near: set[str] = set()
     for other_text, other_lines in neighbours:
         near.update(shape(other_text[o.start : o.end]) for o in _edges(other_text, other_lines))
-    out = set()
-    for i in edge_lines(text, lines):
+    out: set[int] = set()
+    edges = edge_lines(text, lines)
+    if sum(1 for line in lines if text[line.start : line.end].strip()) <= len(edges):
+        return out  # a page of a few lines has no body to tell its head from
+    for i in edges:
         line = text[lines[i].start : lines[i].end].strip()
         if _PAGE_NUMBER.fullmatch(line) or (re.search(r"[^\W\d_]", line) and shape(line) in near):
             out.add(i)
@@ -198,8 +204,8 @@ class _Reference:
             return False
         if a.size and b.size and abs(a.size - b.size) > SIZE_STEP * max(a.size, b.size):
             return True
-        if _LIST_ITEM.match(second) or _is_code(first) or _is_code(second):
-            return True
+        if _LIST_ITEM.match(second) or _is_code(first) or _is_code(second) or FIGURES_ROW.search(first):
+            return True  # a list item, a line of code, a row of figures
         gap = a.top - b.top if a.top is not None and b.top is not None else 0.0
         if self.pitch and gap > PARAGRAPH_GAP * self.pitch and not second[:1].islower():
             return True  # more space than between the lines of a paragraph: a new paragraph or table row
@@ -213,6 +219,8 @@ class _Reference:
             and not second[:1].islower()
         ):
             return True
+        if ends and _SECTION_NUMBER.match(second) and self.short(b, second) and second[-1] not in ".,;:":
+            return True  # a sentence ends and a numbered heading ("3.2", "4.1 Usage") follows
         if not self.short(a, first):
             return False
         if ends:

@@ -336,8 +336,9 @@ def _find_heading(text: str, title: str, start: int, after_heading: bool) -> int
     if lowest <= line_start < at and _NUMBERING.fullmatch(text[line_start:at].strip()):
         at = line_start
     if at == line_start and line_start > 0:
-        above = text.rfind("\n", 0, line_start - 1) + 1
-        if above >= lowest and _NUMBERING.fullmatch(text[above : line_start - 1].strip()):
+        above_end = len(text[:line_start].rstrip())  # the line above, past the blank line between
+        above = text.rfind("\n", 0, above_end) + 1
+        if above >= lowest and _NUMBERING.fullmatch(text[above:above_end].strip()):
             at = above
     return at
 
@@ -482,6 +483,8 @@ def _pages(
         return Page(number=page.index + 1, text=text, headings=headings, needs_ocr=page.needs_ocr)
 
     def done(index: int) -> Iterator[Page]:
+        if cancel is not None:
+            cancel.raise_if_cancelled()
         yield hand_on(index)
         read_pages.pop(index - NEIGHBOURS, None)
         if on_page is not None:
