@@ -84,7 +84,10 @@ def run(args: argparse.Namespace) -> int:
     if args.dataset[0] == "sentences" and len(args.dataset) == 2:
         return run_sentences(args, Path(args.dataset[1]))
     if len(args.dataset) != 1:
-        print("local-rag: eval takes one DATASET_DIR, `answers DATASET_DIR` or `sentences DATASET_DIR`", file=sys.stderr)
+        print(
+            "local-rag: eval takes one DATASET_DIR, `answers DATASET_DIR` or `sentences DATASET_DIR`",
+            file=sys.stderr,
+        )
         return 2
     args.dataset = Path(args.dataset[0])
     from localrag.eval import pagehit

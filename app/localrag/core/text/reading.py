@@ -14,6 +14,7 @@ What is known of each line (its font size, its place on the page) comes with it 
 
 from __future__ import annotations
 
+import itertools
 import re
 import statistics
 from collections.abc import Container, Iterable, Sequence
@@ -21,7 +22,8 @@ from dataclasses import dataclass
 
 from localrag.core.text.cells import FIGURES_ROW
 
-# A line this much narrower than the page's usual line ends where it ends (unless the next goes on in lower case).
+# A line this much narrower than the page's usual line ends where it ends (unless the next goes on in lower
+# case).
 SHORT_LINE = 0.85
 # Font sizes this far apart (as a share of the larger) belong to different blocks: a heading, a footnote.
 SIZE_STEP = 0.12
@@ -39,9 +41,7 @@ _BREAK = re.compile(r"\r\n|\r|\n|\ufffe")
 _LIST_ITEM = re.compile(r"(?:[-*•◦▪–]|\(?\d{1,2}[.)]|\(?[a-z][.)]|\(?[ivx]{1,4}[.)])\s")
 _NUMBERED_HEADING = re.compile(r"(?:\d{1,3}|[A-Z])(?:\.\d{1,3})*\.?\s+\S")
 _SECTION_NUMBER = re.compile(r"(?:\d{1,3}|[A-Z])(?:\.\d{1,3})*\.?(?:\s+\S.*)?$")
-_PAGE_NUMBER = re.compile(
-    r"(?:page\s+)?(?:\d{1,4}|[ivxlc]{1,7})(?:\s*(?:/|of)\s*\d{1,4})?", re.IGNORECASE
-)
+_PAGE_NUMBER = re.compile(r"(?:page\s+)?(?:\d{1,4}|[ivxlc]{1,7})(?:\s*(?:/|of)\s*\d{1,4})?", re.IGNORECASE)
 _MARKER = "0123456789*†‡§¶"
 # A footnote number written after a sentence's end, when font sizes are unknown: "implemented.39 Other".
 _MARKER_AFTER_END = re.compile(r"(?<=[a-z]{2}[.,;:])\d{1,2}(?=\s+[A-Z])")
@@ -116,14 +116,20 @@ def running_lines(
     for other_text, other_lines in neighbours:
         near.update(shape(other_text[o.start : o.end]) for o in _edges(other_text, other_lines))
     out: set[int] = set()
-    edges = edge_lines(text, lines)
-    if sum(1 for line in lines if text[line.start : line.end].strip()) <= len(edges):
-        return out  # a page of a few lines has no body to tell its head from
-    for i in edges:
+    for i in edge_lines(text, lines):
         line = text[lines[i].start : lines[i].end].strip()
-        if _PAGE_NUMBER.fullmatch(line) or (re.search(r"[^\W\d_]", line) and shape(line) in near):
+        if _PAGE_NUMBER.fullmatch(line):
             out.add(i)
+        elif re.search(r"[^\W\d_]", line) and shape(line) in near and not _is_sentence(line):
+            out.add(i)
+    if len(out) == sum(1 for line in lines if text[line.start : line.end].strip()):
+        return set()  # every line repeats: the page is all body (a form, a list of pages alike)
     return out
+
+
+def _is_sentence(line: str) -> bool:
+    """A line of prose (eight words or more and a full stop): body text, even when pages repeat it."""
+    return len(line.split()) >= 8 and line.rstrip("\"'”’)").endswith((".", "!", "?"))
 
 
 def _edges(text: str, lines: Sequence[Line]) -> list[Line]:
@@ -158,9 +164,9 @@ def reading_text(
     ref = _Reference(text, lines, drop)
     for i in range(len(lines) - 1):
         a, b = lines[i], lines[i + 1]
-        if text[a.end : a.stop] == _SOFT_HYPHEN or _hyphen_at_end(text, a, b):
-            if i not in drop and i + 1 not in drop and _mend_word(out, text, a, b, words):
-                continue
+        hyphen = text[a.end : a.stop] == _SOFT_HYPHEN or _hyphen_at_end(text, a, b)
+        if hyphen and i not in drop and i + 1 not in drop and _mend_word(out, text, a, b, words):
+            continue
         hard = i in drop or i + 1 in drop or ref.hard_break(a, b)
         _set_break(out, a, hard)
     return "".join(out)
@@ -182,8 +188,11 @@ class _Reference:
         self.chars = _upper_quartile([len(text[ln.start : ln.end].strip()) for ln in body])
         steps = [
             a.top - b.top
-            for a, b in zip(lines, lines[1:])
-            if a.top is not None and b.top is not None and a.size and a.size == b.size
+            for a, b in itertools.pairwise(lines)
+            if a.top is not None
+            and b.top is not None
+            and a.size
+            and a.size == b.size
             and 0.8 * a.size < a.top - b.top < 3 * a.size
         ]
         self.pitch = statistics.median(steps) if steps else 0.0  # the usual distance from line to line
@@ -225,9 +234,8 @@ class _Reference:
             return False
         if ends:
             return True
-        if second[:1].islower() or last in _DANGLING or first.endswith((",", "-", "(")):
-            return False
-        return True
+        goes_on = second[:1].islower() or last in _DANGLING or first.endswith((",", "-", "("))
+        return not goes_on
 
 
 def _same_row(a: Line, b: Line) -> bool:
@@ -248,8 +256,8 @@ def _is_code(line: str) -> bool:
 
 
 def _set_break(out: list[str], line: Line, hard: bool) -> None:
-    """The line break after ``line``: spaces (the sentence wraps on) or a blank line (two line breaks where the
-    break took two characters, one where it took one)."""
+    """The line break after ``line``: spaces (the sentence wraps on) or a blank line (two line breaks where
+    the break took two characters, one where it took one)."""
     n = line.stop - line.end
     if n <= 0:
         return

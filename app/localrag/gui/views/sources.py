@@ -38,7 +38,6 @@ CELL_EDGE = QtGui.QColor(200, 70, 0)
 # pdfium is not thread-safe: no two pdfium calls may run at once, even on different documents.
 
 
-
 @dataclass
 class PageImage:
     """A rendered page (RGB pixels) and the highlight rectangles on it, in pixels ``(x, y, w, h)``."""
