@@ -183,3 +183,29 @@ def test_the_hyphen_rule_reads_the_documents_own_words():
     # Without font sizes (OCR, the fallback reader), a number right after a sentence's end is a marker.
     text = "It is set where implemented.39 Other settings are read once.\r\nA second line follows it here."
     assert "implemented.   Other" in reading.reading_text(text)
+
+
+def test_a_pdf_indexed_by_an_older_loader_is_indexed_again_with_the_new_one(library, tmp_path: Path):
+    from fixtures_chat import index
+    from localrag.core.ingest import metadata
+    from localrag.core.ingest.documents import reembed_needed
+    from localrag.core.ingest.loaders import pdf as pdf_loader
+    from localrag.core.ingest.pipeline import Ingestor
+
+    pdf = write_content_pdf(tmp_path / "older.pdf", [[_body(FILLER)]])
+    index(library, [pdf])
+    with library.connect() as conn:
+        (doc_id,) = conn.execute("SELECT id FROM documents").fetchone()
+        # As a library indexed before the reading text: no extraction version in its metadata.
+        conn.execute("UPDATE documents SET meta = meta - 'extraction' WHERE id = %s", (doc_id,))
+        conn.commit()
+        assert metadata.outdated_extractions(conn) == [doc_id]
+        assert reembed_needed(conn, library.embedder.name) == 1
+    with Ingestor(library) as ingestor:
+        ingestor.reembed()
+    with library.connect() as conn:
+        rows = conn.execute("SELECT id, status, (meta->>'extraction')::int FROM documents").fetchall()
+        assert [r[1:] for r in rows] == [("ready", pdf_loader.EXTRACTION_VERSION)] and rows[0][0] != doc_id
+        assert metadata.outdated_extractions(conn) == []
+        text = " ".join(r[0] for r in conn.execute("SELECT text FROM document_chunks ORDER BY chunk_index"))
+    assert FILLER[1] in sp.flat(text)

@@ -213,6 +213,7 @@ class DocumentSteps:
             metadata.pdf_metadata(path),
             self.edited_metadata(doc_id),
         )
+        meta["extraction"] = loaders.extraction_version(doc_type)
         heads = identity.page_heads(tops)
         chunk_contexts = metadata.contexts(title, meta, [(r[3], r[2]) for r in rows], heads)
         with_context = [(*r, ctx) for r, ctx in zip(rows, chunk_contexts, strict=True)]
