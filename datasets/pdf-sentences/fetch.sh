@@ -16,7 +16,7 @@ wanted=(
     "libmpfr-doc        usr/share/doc/libmpfr-doc/mpfr.pdf.gz                                  mpfr.pdf"
     "fonts-sil-dai-banna usr/share/doc/fonts-sil-dai-banna/doc/DaiBannaSIL.pdf.gz              DaiBannaSIL.pdf"
     "fonts-sil-shimenkan usr/share/doc/fonts-sil-shimenkan/documentation/UsingTheFonts.pdf.gz  UsingTheFonts.pdf"
-    "glpk-doc           usr/share/doc/glpk-doc/glpk.pdf                                        glpk.pdf"
+    "fonts-sil-abyssinica usr/share/doc/fonts-sil-abyssinica/documentation/AbyssinicaSILFontFeatures.pdf.gz AbyssinicaSILFontFeatures.pdf"
 )
 for line in "${wanted[@]}"; do
     read -r package inside saved <<< "$line"
@@ -35,17 +35,20 @@ for line in "${wanted[@]}"; do
     rm -rf x
     echo "pdfs/$saved"
 done
-# The scanned document: pages 5-8 of the MPFR manual as 200 dpi images, with tesseract's text layer on them.
-if [ ! -s ../pdfs/mpfr-scanned.pdf ]; then
+# The scanned documents: pages of a manual as 200 dpi images, with tesseract's text layer on them.
+scanned() {  # SOURCE FIRST LAST SAVED_AS
+    [ -s "../pdfs/$4" ] && return
     if ! command -v tesseract > /dev/null; then
-        echo "fetch.sh: tesseract is needed for mpfr-scanned.pdf (apt-get install tesseract-ocr-eng)" >&2
+        echo "fetch.sh: tesseract is needed for $4 (apt-get install tesseract-ocr-eng)" >&2
         exit 1
     fi
     rm -rf scan && mkdir scan
-    pdftoppm -r 200 -f 5 -l 8 -gray -png ../pdfs/mpfr.pdf scan/page
+    pdftoppm -r 200 -f "$2" -l "$3" -gray -png "../pdfs/$1" scan/page
     ls scan/page-*.png > scan/list.txt
     tesseract scan/list.txt scan/scanned -l eng --dpi 200 pdf > /dev/null 2>&1
-    mv scan/scanned.pdf ../pdfs/mpfr-scanned.pdf
+    mv scan/scanned.pdf "../pdfs/$4"
     rm -rf scan
-    echo "pdfs/mpfr-scanned.pdf"
-fi
+    echo "pdfs/$4"
+}
+scanned mpfr.pdf 5 8 mpfr-scanned.pdf
+scanned bashref.pdf 40 41 bashref-scanned.pdf

@@ -206,11 +206,12 @@ def run_sentences(args: argparse.Namespace, folder: Path) -> int:
     if args.json:
         return 0
     print(f"{report['dataset']}: {report['sentences']} sentences from {report['files']} PDFs")
-    print(f"{'producer':12} {'sentences':>9} {'whole':>6} {'share':>6}")
-    for name, m in report["producers"].items():
-        print(f"{name:12} {m['sentences']:9d} {m['whole']:6d} {m['share']:6.3f}")
-    print(f"{'all':12} {report['sentences']:9d} {report['whole']:6d} {report['share']:6.3f}")
+    print(f"{'split':6} {'producer':12} {'sentences':>9} {'whole':>6} {'share':>6}")
+    for split, part in report["splits"].items():
+        for name, m in part["producers"].items():
+            print(f"{split:6} {name:12} {m['sentences']:9d} {m['whole']:6d} {m['share']:6.3f}")
+        print(f"{split:6} {'all':12} {part['sentences']:9d} {part['whole']:6d} {part['share']:6.3f}")
     if args.misses:
         for miss in report["misses"]:
-            print(f"  {miss['file']} p.{miss['page']}: {miss['sentence']}")
+            print(f"  [{miss['split']}] {miss['file']} p.{miss['page']}: {miss['sentence']}")
     return 0

@@ -1,8 +1,9 @@
 """Whole sentences: do the sentences a person reads on a PDF page come out of extraction whole?
 
 A sentence dataset is a folder with ``pdfs/`` and ``sentences.jsonl``; each line has ``file`` (a PDF in
-``pdfs/``), ``producer`` (what made the PDF: ``latex``, ``texinfo``, ``word``…), ``page`` (1-based) and
-``sentence``, written as a person reads it on the rendered page. Each page is read with the app's PDF loader
+``pdfs/``), ``producer`` (what made the PDF: ``latex``, ``texinfo``, ``word``…), ``page`` (1-based), ``sentence``,
+written as a person reads it on the rendered page, and ``split``: ``tune`` for the sentences looked at while
+the reading rules were written, ``test`` for those written after, from pages nobody had looked at. Each page is read with the app's PDF loader
 (no OCR of its own: a scanned PDF is read through its text layer) and split into sentences with the splitter
 the answers quote from; a sentence that runs over a page break is joined to the page before or after as the
 answers join it. A gold sentence comes out **whole** when one candidate equals it after white space is
@@ -28,6 +29,7 @@ class GoldSentence:
     producer: str
     page: int
     sentence: str
+    split: str = "tune"
 
 
 def load_gold(folder: Path) -> list[GoldSentence]:
@@ -38,7 +40,9 @@ def load_gold(folder: Path) -> list[GoldSentence]:
     for line in path.read_text(encoding="utf-8").splitlines():
         if line.strip():
             d = json.loads(line)
-            out.append(GoldSentence(d["file"], d["producer"], int(d["page"]), d["sentence"]))
+            out.append(
+                GoldSentence(d["file"], d["producer"], int(d["page"]), d["sentence"], d.get("split", "tune"))
+            )
     return out
 
 
@@ -82,30 +86,47 @@ def evaluate(folder: Path, *, say: Callable[[str], None] = lambda _: None) -> di
             raise FileNotFoundError(f"{pdf} is missing (run {folder / 'fetch.sh'})")
         say(f"reading {name}")
         texts[name] = page_texts(pdf, numbers)
-    total: Counter[str] = Counter()
-    whole: Counter[str] = Counter()
+    total: Counter[tuple[str, str]] = Counter()
+    whole: Counter[tuple[str, str]] = Counter()
     misses = []
     cache: dict[tuple[str, int], set[str]] = {}
     for g in gold:
         key = (g.file, g.page)
         if key not in cache:
             cache[key] = candidates(texts[g.file], g.page)
-        total[g.producer] += 1
+        total[g.split, g.producer] += 1
         if sp.flat(g.sentence) in cache[key]:
-            whole[g.producer] += 1
+            whole[g.split, g.producer] += 1
         else:
-            misses.append({"file": g.file, "page": g.page, "sentence": g.sentence})
-    producers = {
-        p: {"sentences": total[p], "whole": whole[p], "share": round(whole[p] / total[p], 3)}
-        for p in sorted(total)
-    }
-    n = sum(total.values())
+            misses.append({"file": g.file, "page": g.page, "sentence": g.sentence, "split": g.split})
+    splits: dict[str, Any] = {}
+    for split in sorted({s for s, _ in total}, key=lambda s: (s != "tune", s)):
+        keys = sorted(k for k in total if k[0] == split)
+        n, w = sum(total[k] for k in keys), sum(whole[k] for k in keys)
+        splits[split] = {
+            "sentences": n,
+            "whole": w,
+            "share": round(w / n, 3),
+            "producers": {
+                p: {
+                    "sentences": total[split, p],
+                    "whole": whole[split, p],
+                    "share": _share(whole, total, (split, p)),
+                }
+                for _, p in keys
+            },
+        }
+    n, w = sum(total.values()), sum(whole.values())
     return {
         "dataset": str(folder),
         "sentences": n,
         "files": len(by_file),
-        "whole": sum(whole.values()),
-        "share": round(sum(whole.values()) / n, 3) if n else 0.0,
-        "producers": producers,
+        "whole": w,
+        "share": round(w / n, 3) if n else 0.0,
+        "splits": splits,
         "misses": misses,
     }
+
+
+def _share(whole: Counter[tuple[str, str]], total: Counter[tuple[str, str]], key: tuple[str, str]) -> float:
+    return round(whole[key] / total[key], 3)
