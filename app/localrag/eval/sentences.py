@@ -1,13 +1,13 @@
 """Whole sentences: do the sentences a person reads on a PDF page come out of extraction whole?
 
 A sentence dataset is a folder with ``pdfs/`` and ``sentences.jsonl``; each line has ``file`` (a PDF in
-``pdfs/``), ``producer`` (what made the PDF: ``latex``, ``texinfo``, ``word``…), ``page`` (1-based), ``sentence``,
-written as a person reads it on the rendered page, and ``split``: ``tune`` for the sentences looked at while
-the reading rules were written, ``test`` for those written after, from pages nobody had looked at. Each page is read with the app's PDF loader
-(no OCR of its own: a scanned PDF is read through its text layer) and split into sentences with the splitter
-the answers quote from; a sentence that runs over a page break is joined to the page before or after as the
-answers join it. A gold sentence comes out **whole** when one candidate equals it after white space is
-normalised.
+``pdfs/``), ``producer`` (what made the PDF: ``latex``, ``texinfo``, ``word``…), ``page`` (1-based),
+``sentence``, written as a person reads it on the rendered page, and ``split``: ``tune`` for the sentences
+looked at while the reading rules were written, ``test`` for those written after, from pages nobody had looked
+at. Each page is read with the app's PDF loader (no OCR of its own: a scanned PDF is read through its text
+layer) and split into sentences with the splitter the answers quote from; a sentence that runs over a page
+break is joined to the page before or after as the answers join it. A gold sentence comes out **whole** when
+one candidate equals it after white space is normalised.
 """
 
 from __future__ import annotations
