@@ -183,6 +183,9 @@ def test_the_hyphen_rule_reads_the_documents_own_words():
     # Without font sizes (OCR, the fallback reader), a number right after a sentence's end is a marker.
     text = "It is set where implemented.39 Other settings are read once.\r\nA second line follows it here."
     assert "implemented.   Other" in reading.reading_text(text)
+    # pdfium's mark of a word hyphenated at the page's last line stays a hyphen, for the next page to mend.
+    end = reading.reading_text("The loader rebuilds every struc\ufffe")
+    assert sp.join_across(end, "tures of the page.") == "The loader rebuilds every structures of the page."
 
 
 def test_a_pdf_indexed_by_an_older_loader_is_indexed_again_with_the_new_one(library, tmp_path: Path):

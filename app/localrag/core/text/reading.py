@@ -164,8 +164,12 @@ def reading_text(
     ref = _Reference(text, lines, drop)
     for i in range(len(lines) - 1):
         a, b = lines[i], lines[i + 1]
-        hyphen = text[a.end : a.stop] == _SOFT_HYPHEN or _hyphen_at_end(text, a, b)
+        soft = text[a.end : a.stop] == _SOFT_HYPHEN
+        hyphen = soft or _hyphen_at_end(text, a, b)
         if hyphen and i not in drop and i + 1 not in drop and _mend_word(out, text, a, b, words):
+            continue
+        if soft:  # a hyphen with nothing to join on this page (its end): kept for the next page's join
+            out[a.end] = "-"
             continue
         hard = i in drop or i + 1 in drop or ref.hard_break(a, b)
         _set_break(out, a, hard)
