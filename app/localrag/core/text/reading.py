@@ -42,7 +42,11 @@ _LIST_ITEM = re.compile(r"(?:[-*•◦▪–]|\(?\d{1,2}[.)]|\(?[a-z][.)]|\(?[iv
 _NUMBERED_HEADING = re.compile(r"(?:\d{1,3}|[A-Z])(?:\.\d{1,3})*\.?\s+\S")
 _SECTION_NUMBER = re.compile(r"(?:\d{1,3}|[A-Z])(?:\.\d{1,3})*\.?(?:\s+\S.*)?$")
 _PAGE_NUMBER = re.compile(r"(?:page\s+)?(?:\d{1,4}|[ivxlc]{1,7})(?:\s*(?:/|of)\s*\d{1,4})?", re.IGNORECASE)
-_MARKER = "0123456789*†‡§¶"
+_MARKER_RUN = re.compile("[0-9*†‡§¶]+")
+_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
+_INK = re.compile(r"\S")
+# Characters of a line whose font size is read: its size is their median.
+SIZE_SAMPLES = 7
 # A footnote number written after a sentence's end, when font sizes are unknown: "implemented.39 Other".
 _MARKER_AFTER_END = re.compile(r"(?<=[a-z]{2}[.,;:])\d{1,2}(?=\s+[A-Z])")
 # Words a sentence cannot end with: a short line that ends with one goes on in the next.
@@ -73,11 +77,38 @@ class Line:
 def utf16_index(text: str) -> list[int]:
     """For each character of ``text``, its index in pdfium's count (which gives characters outside the Basic
     Multilingual Plane two)."""
+    if not _ASTRAL.search(text):
+        return list(range(len(text)))
     index, at = [], 0
     for ch in text:
         index.append(at)
         at += 2 if ord(ch) > 0xFFFF else 1
     return index
+
+
+def marker_positions(text: str) -> list[int]:
+    """Where the footnote rule reads font sizes: each run of marker characters (digits, asterisks, daggers)
+    with the character before it and the first one after it that is not a space."""
+    wanted: set[int] = set()
+    for m in _MARKER_RUN.finditer(text):
+        wanted.update(range(max(0, m.start() - 1), m.end()))
+        after = _INK.search(text, m.end())
+        if after is not None:
+            wanted.add(after.start())
+    return sorted(wanted)
+
+
+def samples(text: str, line: Line) -> list[int]:
+    """Up to ``SIZE_SAMPLES`` characters of ``line`` spread along it from its first to its last that is not a
+    space (its size is theirs, its place from the first to the last)."""
+    piece = text[line.start : line.end]
+    first = line.start + len(piece) - len(piece.lstrip())
+    last = line.start + len(piece.rstrip()) - 1
+    if last < first:
+        return []
+    step = max(1, (last - first) // max(1, SIZE_SAMPLES - 1))
+    picks = [*list(range(first, last + 1, step))[: SIZE_SAMPLES - 1], last]
+    return sorted({k for k in picks if not text[k].isspace()})
 
 
 def plain(text: str) -> str:
@@ -343,22 +374,10 @@ def _blank_markers(out: list[str], text: str, lines: Sequence[Line], sizes: Sequ
         for m in _MARKER_AFTER_END.finditer(text):
             out[m.start() : m.end()] = " " * (m.end() - m.start())
         return
-    i, n = 0, len(text)
-    while i < n:
-        if text[i] not in _MARKER or not sizes[i]:
-            i += 1
-            continue
-        j = i
-        while j < n and text[j] in _MARKER and j - i < 3:
-            j += 1
-        if j < n and text[j] in _MARKER:  # a longer number is not a marker
-            while j < n and text[j] in _MARKER:
-                j += 1
-            i = j
-            continue
-        if _is_marker(text, sizes, i, j):
+    for m in _MARKER_RUN.finditer(text):
+        i, j = m.start(), m.end()
+        if j - i <= 3 and sizes[i] and _is_marker(text, sizes, i, j):
             out[i:j] = " " * (j - i)
-        i = j
 
 
 def _is_marker(text: str, sizes: Sequence[float], i: int, j: int) -> bool:
@@ -383,6 +402,6 @@ def _is_marker(text: str, sizes: Sequence[float], i: int, j: int) -> bool:
 
 
 def line_size(sizes: Sequence[float], line: Line, text: str) -> float:
-    """The median font size of a line's non-blank characters (0 when unknown)."""
-    values = [sizes[k] for k in range(line.start, line.end) if not text[k].isspace() and sizes[k] > 0]
+    """The median font size of a line's sampled characters (``samples``; 0 when unknown)."""
+    values = [sizes[k] for k in samples(text, line) if sizes[k] > 0]
     return statistics.median(values) if values else 0.0

@@ -83,20 +83,25 @@ class _Read:
 
 def _layout(textpage: Any, text: str) -> _Layout | None:
     """Font sizes and line places from pdfium (under the pdfium lock), or None when its characters do not
-    match the text one for one."""
+    match the text one for one. Sizes are read where the reading rules look at them (a few characters of
+    each line, possible footnote markers and the characters around them); the others stay 0."""
     from pypdfium2 import raw
 
     index = reading.utf16_index(text)
     if text and index[-1] + (2 if ord(text[-1]) > 0xFFFF else 1) != textpage.count_chars():
         return None
-    sizes = [raw.FPDFText_GetFontSize(textpage, i) for i in index]
+    sizes = [0.0] * len(text)
+    for k in reading.marker_positions(text):
+        sizes[k] = raw.FPDFText_GetFontSize(textpage, index[k])
     lines = reading.lines_of(text)
     for line in lines:
-        inked = [k for k in range(line.start, line.end) if not text[k].isspace()]
-        if not inked:
+        sampled = reading.samples(text, line)
+        if not sampled:
             continue
-        left, _, _, top = textpage.get_charbox(index[inked[0]])
-        _, _, right, _ = textpage.get_charbox(index[inked[-1]])
+        for k in sampled:
+            sizes[k] = sizes[k] or raw.FPDFText_GetFontSize(textpage, index[k])
+        left, _, _, top = textpage.get_charbox(index[sampled[0]])
+        _, _, right, _ = textpage.get_charbox(index[sampled[-1]])
         line.left, line.right, line.top = left, right, top
         line.size = reading.line_size(sizes, line, text)
     return _Layout(sizes, lines)
