@@ -9,10 +9,8 @@ mkdir -p pdfs debs
 cd debs
 # package            path inside the package                                               saved as
 wanted=(
-    "r-cran-zoo         usr/lib/R/site-library/zoo/doc/zoo.pdf                                 zoo.pdf"
-    "r-cran-sandwich    usr/lib/R/site-library/sandwich/doc/sandwich.pdf                       sandwich.pdf"
-    "bash-doc           usr/share/doc/bash/bashref.pdf                                         bashref.pdf"
-    "bash-doc           usr/share/doc/bash/bash.pdf                                            bash.pdf"
+    "r-cran-lmtest      usr/lib/R/site-library/lmtest/doc/lmtest-intro.pdf                     lmtest-intro.pdf"
+    "ddd-doc            usr/share/doc/ddd/ddd.pdf.gz                                           ddd.pdf"
     "libmpfr-doc        usr/share/doc/libmpfr-doc/mpfr.pdf.gz                                  mpfr.pdf"
     "fonts-sil-dai-banna usr/share/doc/fonts-sil-dai-banna/doc/DaiBannaSIL.pdf.gz              DaiBannaSIL.pdf"
     "fonts-sil-shimenkan usr/share/doc/fonts-sil-shimenkan/documentation/UsingTheFonts.pdf.gz  UsingTheFonts.pdf"
@@ -43,7 +41,7 @@ scanned() {  # SOURCE FIRST LAST SAVED_AS
         exit 1
     fi
     rm -rf scan && mkdir scan
-    pdftoppm -r 200 -f "$2" -l "$3" -gray -png "../pdfs/$1" scan/page
+    pdftoppm -r 200 -f "$2" -l "$3" -png "../pdfs/$1" scan/page
     ls scan/page-*.png > scan/list.txt
     tesseract scan/list.txt scan/scanned -l eng --dpi 200 pdf > /dev/null 2>&1
     mv scan/scanned.pdf "../pdfs/$4"
@@ -51,4 +49,4 @@ scanned() {  # SOURCE FIRST LAST SAVED_AS
     echo "pdfs/$4"
 }
 scanned mpfr.pdf 5 8 mpfr-scanned.pdf
-scanned bashref.pdf 40 41 bashref-scanned.pdf
+scanned ddd.pdf 30 31 ddd-scanned.pdf
