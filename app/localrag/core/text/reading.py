@@ -141,19 +141,32 @@ def edge_lines(text: str, lines: Sequence[Line]) -> list[int]:
 def running_lines(
     text: str, lines: Sequence[Line], neighbours: Iterable[tuple[str, Sequence[Line]]]
 ) -> set[int]:
-    """The lines of a page that are running heads, footers or page numbers: at its top or bottom, a bare page
-    number, or the same words (numbers aside) at the top or bottom of a page near it."""
+    """The lines of a page that are running heads, footers or page numbers: from its top or bottom edge
+    inwards, each a bare page number or the same words (numbers aside) as a line at the top or bottom of a
+    page near it — never a sentence or a row of figures, which pages may repeat as body text."""
     near: set[str] = set()
     for other_text, other_lines in neighbours:
         near.update(shape(other_text[o.start : o.end]) for o in _edges(other_text, other_lines))
-    out: set[int] = set()
-    for i in edge_lines(text, lines):
+
+    def running(i: int) -> bool:
         line = text[lines[i].start : lines[i].end].strip()
         if _PAGE_NUMBER.fullmatch(line):
+            return True
+        return (
+            bool(re.search(r"[^\W\d_]", line))
+            and shape(line) in near
+            and not _is_sentence(line)
+            and not FIGURES_ROW.search(line)
+        )
+
+    full = [i for i, line in enumerate(lines) if text[line.start : line.end].strip()]
+    out: set[int] = set()
+    for edge in (full[:HEAD_LINES], full[::-1][:FOOT_LINES]):
+        for i in edge:  # from the edge inwards, while each line is a running one
+            if not running(i):
+                break
             out.add(i)
-        elif re.search(r"[^\W\d_]", line) and shape(line) in near and not _is_sentence(line):
-            out.add(i)
-    if len(out) == sum(1 for line in lines if text[line.start : line.end].strip()):
+    if len(out) == len(full):
         return set()  # every line repeats: the page is all body (a form, a list of pages alike)
     return out
 
@@ -219,8 +232,8 @@ class _Reference:
         ]
         geometry = [ln for ln in body if ln.left is not None and ln.right is not None]
         self.geometry = bool(body) and len(geometry) == len(body)
-        self.width = _upper_quartile([(ln.right or 0) - (ln.left or 0) for ln in geometry])
-        self.chars = _upper_quartile([len(text[ln.start : ln.end].strip()) for ln in body])
+        self.width = _full_width([(ln.right or 0) - (ln.left or 0) for ln in geometry])
+        self.chars = _full_width([len(text[ln.start : ln.end].strip()) for ln in body])
         steps = [
             a.top - b.top
             for a, b in itertools.pairwise(lines)
@@ -248,8 +261,10 @@ class _Reference:
             return False
         if a.size and b.size and abs(a.size - b.size) > SIZE_STEP * max(a.size, b.size):
             return True
-        if _LIST_ITEM.match(second) or _is_code(first) or _is_code(second) or FIGURES_ROW.search(first):
-            return True  # a list item, a line of code, a row of figures
+        if _LIST_ITEM.match(second) or _is_code(first) or _is_code(second):
+            return True  # a list item, a line of code
+        if FIGURES_ROW.search(first) or FIGURES_ROW.search(second):
+            return True  # a row of figures is a line of its own
         gap = a.top - b.top if a.top is not None and b.top is not None else 0.0
         if self.pitch and gap > PARAGRAPH_GAP * self.pitch and not second[:1].islower():
             return True  # more space than between the lines of a paragraph: a new paragraph or table row
@@ -265,6 +280,8 @@ class _Reference:
             return True
         if ends and _SECTION_NUMBER.match(second) and self.short(b, second) and second[-1] not in ".,;:":
             return True  # a sentence ends and a numbered heading ("3.2", "4.1 Usage") follows
+        if re.search(r"\d$", first) and second[:1].isupper() and last not in _DANGLING:
+            return True  # a row that ends in a number (a table of contents, a one-column table)
         if not self.short(a, first):
             return False
         if ends:
@@ -279,11 +296,13 @@ def _same_row(a: Line, b: Line) -> bool:
     return abs(a.top - b.top) < 0.5 * max(a.size, b.size, 1.0) and b.left >= a.right - 1.0
 
 
-def _upper_quartile(values: list[float]) -> float:
+def _full_width(values: list[float]) -> float:
+    """What a full line measures: the 90th percentile (a page's full lines outnumber its short ones in prose;
+    on a page of table rows, the longest rows)."""
     if not values:
         return 0.0
     values = sorted(values)
-    return values[min(len(values) - 1, (3 * len(values)) // 4)]
+    return values[min(len(values) - 1, (9 * len(values)) // 10)]
 
 
 def _is_code(line: str) -> bool:
