@@ -157,7 +157,7 @@ def test_question_kinds():
     assert question_kind("What environment variable holds the CRAN mirror?") == "identifier"
     assert question_kind("How many samples does gnuplot use by default?") == "number"
     assert question_kind("What is the default resolution of print?") == "number"
-    assert question_kind("Why does R think these numbers are different?") == ""
+    assert question_kind("Why does R think these numbers are different?") == "why"
 
 
 def test_evidence_survives_a_round_trip_through_json(embed):

@@ -5,7 +5,13 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from localrag.eval.answers import load_questions, score_answer, token_f1
+from localrag.eval.answers import (
+    dataset_documents,
+    half_questions,
+    load_questions,
+    score_answer,
+    token_f1,
+)
 
 DATASET = Path(__file__).resolve().parents[1] / "datasets" / "debian-manuals"
 
@@ -50,3 +56,78 @@ def test_correct_and_cited_needs_the_words_and_the_page():
     assert not score_answer(q, wrong_page, "evidence")["correct_and_cited"]
     wrong_words = {**right, "answer": "Something else entirely [1]"}
     assert not score_answer(q, wrong_words, "evidence")["correct_and_cited"]
+
+
+EVERYDAY = Path(__file__).resolve().parents[1] / "datasets" / "everyday"
+
+
+def test_the_everyday_dataset_is_split_by_document_and_covers_every_kind():
+    import json
+
+    questions = load_questions(EVERYDAY)
+    assert len(questions) >= 320
+    kinds = Counter(q.kind for q in questions)
+    assert set(kinds) >= {"factual", "setting", "procedural", "list", "numeric", "yesno", "multi", "compare"}
+    assert {"document", "none"} <= set(kinds)
+    assert kinds["none"] >= 0.08 * len(questions)
+    assert len({q.id for q in questions}) == len(questions)
+    split = json.loads((EVERYDAY / "split.json").read_text(encoding="utf-8"))
+    assert not set(split["tune"]) & set(split["test"])
+    tune, test = (half_questions(EVERYDAY, questions, h) for h in ("tune", "test"))
+    assert len(tune) + len(test) == len(questions)  # every question, compare ones too, lies in one half
+    for half in (tune, test):
+        assert len(half) >= 0.4 * len(questions)
+        assert {q.file.rsplit(".", 1)[1] for q in half} >= {"pdf", "html", "md", "docx"}
+    for q in questions:
+        if q.kind == "none":
+            assert q.answer == "" and q.page == 0
+        else:
+            assert q.answer and q.evidence and q.page >= 1
+        if q.kind == "compare":
+            assert len(q.files) == len(q.pages) >= 2
+
+
+def _found(q, answer="", spans=(), generated=()):
+    status = "answered" if spans else "not_found"
+    return {
+        "answer": answer,
+        "sources": [dict(s, cited=True) for s in spans],
+        "parts": {"evidence": {"status": status, "spans": list(spans)}, "generated": list(generated)},
+        "timings": {},
+    }
+
+
+def test_a_question_the_documents_do_not_answer_is_right_only_when_declined():
+    q = next(q for q in load_questions(EVERYDAY) if q.kind == "none")
+    not_found = _found(q, "Your documents do not seem to answer this. The closest passages are listed below.")
+    assert score_answer(q, not_found, "evidence")["correct_and_cited"]
+    span = {"path": "/d/bashref.pdf", "page_number": 91, "text": "A value of ignoreboth ..."}
+    quoted = _found(q, "A value of ignoreboth ... [1]", spans=[span])
+    assert not score_answer(q, quoted, "evidence")["correct_and_cited"]
+    said = {"text": "Use the -x flag.", "supported": True, "shown": True}
+    confident = _found(q, "Use the -x flag. [2]", generated=[said])
+    assert not score_answer(q, confident, "default")["correct_and_cited"]
+    model_declines = _found(q, "I could not find this in your documents.", generated=[])
+    assert score_answer(q, model_declines, "generated")["correct_and_cited"]
+    assert not score_answer(q, {"error": "no model"}, "default")["correct_and_cited"]
+
+
+def test_a_compare_question_counts_a_citation_of_any_of_its_pages():
+    q = next(q for q in load_questions(EVERYDAY) if q.kind == "compare")
+    second = {"path": f"/docs/{q.files[1]}", "page_number": q.pages[1], "cited": True}
+    result = _found(q, q.evidence + " [1]", spans=[second])
+    row = score_answer(q, result, "evidence")
+    assert row["gold_page_cited"] and row["correct_and_cited"]
+    elsewhere = _found(q, q.evidence + " [1]", spans=[{**second, "page_number": q.pages[1] + 7}])
+    assert not score_answer(q, elsewhere, "evidence")["gold_page_cited"]
+
+
+def test_a_dataset_of_several_document_types_is_read_from_docs(tmp_path):
+    (tmp_path / "docs").mkdir()
+    for name in ("a.pdf", "b.docx", "c.md", "d.html", "notes.xyz"):
+        (tmp_path / "docs" / name).write_bytes(b"x")
+    assert [p.name for p in dataset_documents(tmp_path)] == ["a.pdf", "b.docx", "c.md", "d.html"]
+    (tmp_path / "pdfs").mkdir()
+    (tmp_path / "pdfs" / "old.pdf").write_bytes(b"x")
+    assert [p.name for p in dataset_documents(tmp_path)] == ["a.pdf", "b.docx", "c.md", "d.html"]
+    assert [p.name for p in dataset_documents(DATASET)] == sorted(p.name for p in dataset_documents(DATASET))

@@ -2,9 +2,11 @@
 folder; on a page-hit folder (documents and questions with ``file`` and ``pages``, as financebench-dev), page
 hit@1/5/10 pooled and scoped to the question's document, in this data folder's library (``--route``, ``--k``).
 
-``local-rag eval answers DATASET_DIR [--answer-mode M] [--limit N] [--kind K] [--json]``: answer quality — the
-real ``ask`` path over questions with gold answers and pages (see ``eval/answers.py``), in this data
-folder's library (``LOCALRAG_HOME``; its documents are ingested once and kept).
+``local-rag eval answers DATASET_DIR [--answer-mode M] [--limit N] [--kind K] [--split tune|test] [--json]``:
+answer quality — the real ``ask`` path over questions with gold answers and pages (see ``eval/answers.py``),
+in this data folder's library (``LOCALRAG_HOME``; its documents are ingested once and kept). ``--split`` (or
+``--half``) asks only the questions of that half of the dataset's ``split.json``; all its documents are
+indexed.
 
 ``local-rag eval sentences DATASET_DIR [--json] [--misses]``: the share of the sentences a person reads on PDF
 pages that the loader and the sentence splitter give back whole, per producer (see ``eval/sentences.py``).
@@ -46,7 +48,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--limit", type=int, default=None, help="answers: only the first N questions")
     p.add_argument("--kind", action="append", dest="kinds", help="answers: only questions of this kind")
-    p.add_argument("--split", default="test", help="which qrels to use (test or train; default test)")
+    p.add_argument(
+        "--split",
+        default=None,
+        help="BEIR: which qrels to use (test or train; default test); answers: the half of split.json "
+        "whose questions are asked (tune or test; default all)",
+    )
     p.add_argument(
         "--mode",
         choices=MODES,
@@ -73,12 +80,21 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="page datasets: ingest nothing; ask only the questions whose document is in the library",
     )
+    p.add_argument("--dump", type=Path, help="reader: write the candidates of every question to this file")
+    p.add_argument("--half", choices=("tune", "test"), help="reader/answers: only this half (split.json)")
+    p.add_argument(
+        "--fit", type=Path, action="append", help="reader: fit on these candidate files (repeatable)"
+    )
+    p.add_argument("--out", type=Path, help="reader: where the fitted weights go")
+    p.add_argument("--c", type=float, action="append", help="reader: regularisation strengths to compare")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--misses", action="store_true", help="sentences: list the sentences not found whole")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.dataset[0] == "reader":
+        return run_reader(args, [Path(d) for d in args.dataset[1:]])
     if args.dataset[0] == "answers" and len(args.dataset) == 2:
         return run_answers(args, Path(args.dataset[1]))
     if args.dataset[0] == "sentences" and len(args.dataset) == 2:
@@ -100,7 +116,11 @@ def run(args: argparse.Namespace) -> int:
         Path(os.environ["LOCALRAG_EVAL_CACHE"]) if os.environ.get("LOCALRAG_EVAL_CACHE") else None
     )
     report = evaluate(
-        args.dataset, split=args.split, modes=args.modes or MODES, cache_dir=cache, progress=print_progress
+        args.dataset,
+        split=args.split or "test",
+        modes=args.modes or MODES,
+        cache_dir=cache,
+        progress=print_progress,
     )
     if args.json:
         print(json.dumps(report, indent=2))
@@ -169,19 +189,29 @@ def run_pages(args: argparse.Namespace) -> int:
 
 
 def run_answers(args: argparse.Namespace, folder: Path) -> int:
-    from localrag.eval.answers import MODES, evaluate
+    from localrag.eval.answers import HALVES, MODES, evaluate
 
+    half = args.half or args.split
+    if half is not None and half not in HALVES:
+        print(f"local-rag: eval answers --split is tune or test, not {half!r}", file=sys.stderr)
+        return 2
     report = _run_report(
         args,
         lambda say: evaluate(
-            folder, modes=args.answer_modes or MODES, limit=args.limit, kinds=args.kinds, say=say
+            folder,
+            modes=args.answer_modes or MODES,
+            limit=args.limit,
+            kinds=args.kinds,
+            half=half,
+            say=say,
         ),
     )
     if report is None:
         return 1
     if args.json:
         return 0
-    print(f"{report['dataset']}: {report['questions']} questions, model {report.get('model')}")
+    which = f" ({half} half; {report['documents_indexed']} documents indexed)" if half else ""
+    print(f"{report['dataset']}{which}: {report['questions']} questions, model {report.get('model')}")
     print(
         f"{'mode':10} {'correct+cited':>13} {'page':>6} {'F1 ans':>7} {'F1 evid':>8} {'unsupp.':>8} "
         f"{'unmarked':>8} {'evid s':>7} {'ttft s':>7} {'total s':>8}"
@@ -194,6 +224,37 @@ def run_answers(args: argparse.Namespace, folder: Path) -> int:
             f"{s['evidence_s']['p50'] or 0:7.3f} {s['ttft_s']['p50'] or 0:7.3f} "
             f"{s['total_s']['p50'] or 0:8.3f}"
         )
+        if "none_declined" in s:
+            print(
+                f"{'':10} unanswerable questions declined {s['none_declined']:.3f}, answerable ones declined "
+                f"{s['answerable_declined']:.3f}"
+            )
+    return 0
+
+
+def run_reader(args: argparse.Namespace, folders: list[Path]) -> int:
+    """``eval reader DIR... --dump FILE`` (the candidates) or ``eval reader --fit FILE... --out F`` (the
+    weights); see ``eval/reader_fit.py``."""
+    from localrag.eval import reader_fit
+
+    if args.dump:
+        n = reader_fit.dump(folders, args.dump, half=args.half, say=lambda s: print(s, file=sys.stderr))
+        print(f"{n} questions written to {args.dump}")
+        return 0
+    if not args.fit:
+        print("local-rag: eval reader needs --dump FILE or --fit FILE", file=sys.stderr)
+        return 2
+    rows = reader_fit.load_dump(args.fit)
+    report = {}
+    for c in args.c or [1.0]:
+        report[str(c)] = round(reader_fit.cross_validate(rows, c=c), 4)
+        print(f"C={c}: cross-validated correct-and-cited {report[str(c)]}", file=sys.stderr)
+    best_c = max(args.c or [1.0], key=lambda c: report[str(c)])
+    model = reader_fit.fit(rows, c=best_c)
+    fitted = reader_fit.simulate(rows, model)
+    print(json.dumps({"cross_validated": report, "c": best_c, "fitted": fitted, "model": model.to_json()}))
+    if args.out:
+        args.out.write_text(json.dumps(model.to_json(), indent=1) + "\n", encoding="utf-8")
     return 0
 
 

@@ -1,10 +1,17 @@
 """The answer benchmark: the real ``ask`` path over questions with gold answers, per answer mode.
 
-A dataset folder holds ``pdfs/`` (the documents; ``fetch.sh`` gets them) and ``questions/*.jsonl``, one
-question a line: ``id``, ``file``, ``page`` (1-based), ``question``, ``answer`` (the gold answer),
-``evidence`` (the sentence of that page that answers it, verbatim), ``kind`` (``factual``, ``numeric``,
-``procedural``, ``setting``, ``yesno`` or ``document``); a ``document`` question also lists the document's
-top-level ``sections`` and their ``section_pages``.
+A dataset folder holds ``docs/`` (the documents, of any type the app reads) or ``pdfs/`` (PDFs only), which
+its ``fetch.sh`` gets, and ``questions/*.jsonl``, one question a line: ``id``, ``file``, ``page`` (1-based; a
+file the app reads as one page — HTML, Markdown, Word — has only page 1), ``question``, ``answer`` (the gold
+answer), ``evidence`` (the sentence(s) of that page that answer it, verbatim), ``kind`` (``factual``,
+``setting``, ``numeric``, ``procedural``, ``yesno``, ``multi``, ``list``, ``compare``, ``document`` or
+``none``). A ``document`` question also lists the document's top-level ``sections`` and their
+``section_pages``; a ``compare`` question (or any other) may list ``files`` and ``pages``, and citing any of
+those pages counts; a ``none`` question has ``answer`` "" and ``page`` 0: the documents do not answer it, and
+the right answer says so (nothing quoted, or the engine's "not found" wording) — quoting an answer is wrong.
+An optional ``split.json`` (``{"tune": [files], "test": [files]}``) divides the questions by document;
+``evaluate(half=...)`` asks only one half's questions, while every document of the folder is indexed, so
+retrieval searches the whole pool.
 
 Modes: ``evidence`` (the sources lead, no model), ``generated`` (the model leads; what is scored is its
 checked text) and ``default`` (the settings as shipped). For each: token F1 over content words (SQuAD-style)
@@ -29,6 +36,8 @@ from pathlib import Path
 from typing import Any
 
 from localrag.core.answer.citations import strip_citations
+from localrag.core.answer.prompts import NO_ANSWER, NO_ANSWER_SOURCES, NOT_FOUND
+from localrag.core.answer.quotes import ANSWERED, NOT_FOUND_TEXT
 from localrag.core.answer.support import NOT_FOUND_MARK
 from localrag.core.text import spans as sp
 
@@ -36,6 +45,22 @@ MODES = ("evidence", "generated", "default")
 CORRECT_F1 = 0.4
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _LABELS = ("In other words:", "From your documents:")
+NONE_KIND = "none"
+HALVES = ("tune", "test")
+# What an answer that declines says: the engine's own wordings, and a model's usual ones.
+_DECLINES = re.compile(
+    "|".join(
+        [re.escape(t) for t in (NOT_FOUND, NOT_FOUND_TEXT, NO_ANSWER, NO_ANSWER_SOURCES)]
+        + [
+            r"\b(?:could not|couldn't|cannot|can't|did not|didn't|do not|don't) (?:find|see)\b",
+            r"\b(?:do|does) not (?:seem to )?(?:answer|contain|mention|say|cover|include|describe)\b",
+            r"\bnot (?:found|mentioned|covered|answered) in (?:the|your) (?:documents|sources)\b",
+            r"\bno (?:information|mention) (?:about|of|on)\b",
+            r"\bnothing the model wrote could be found\b",
+        ]
+    ),
+    re.IGNORECASE,
+)
 
 
 @dataclass
@@ -49,6 +74,17 @@ class Question:
     kind: str
     sections: list[str] = field(default_factory=list)
     section_pages: list[int] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+    pages: list[int] = field(default_factory=list)
+
+    def gold_pages(self) -> set[tuple[str, int]]:
+        """Where the answer is, as (file, page): ``files``/``pages`` when given, else ``file``/``page``."""
+        if self.files and len(self.files) == len(self.pages):
+            return set(zip(self.files, self.pages, strict=True))
+        return {(self.file, self.page)}
+
+    def documents(self) -> set[str]:
+        return {self.file, *self.files}
 
 
 def load_questions(folder: Path) -> list[Question]:
@@ -61,6 +97,28 @@ def load_questions(folder: Path) -> list[Question]:
     if not out:
         raise FileNotFoundError(f"no questions in {folder / 'questions'}")
     return out
+
+
+def half_questions(folder: Path, questions: list[Question], half: str) -> list[Question]:
+    """The questions whose documents are all in ``half`` (``tune`` or ``test``) of ``folder/split.json``."""
+    if half not in HALVES:
+        raise ValueError(f"half is one of {', '.join(HALVES)}, not {half!r}")
+    path = folder / "split.json"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} not found: this dataset has no tune/test split")
+    files = set(json.loads(path.read_text(encoding="utf-8"))[half])
+    return [q for q in questions if q.documents() <= files]
+
+
+def dataset_documents(folder: Path) -> list[Path]:
+    """A dataset folder's documents: each file the app reads in ``docs/``, else the PDFs in ``pdfs/``."""
+    from localrag.core.ingest.loaders import SUPPORTED_SUFFIXES
+
+    if (folder / "docs").is_dir():
+        return sorted(
+            p for p in (folder / "docs").iterdir() if p.is_file() and p.suffix.lower() in SUPPORTED_SUFFIXES
+        )
+    return sorted((folder / "pdfs").glob("*.pdf"))
 
 
 # -- measures ------------------------------------------------------------------------------------------------
@@ -109,6 +167,21 @@ def _section_names(answer: str, sections: list[str]) -> float:
     return named / len(sections)
 
 
+def declined(result: dict[str, Any]) -> bool:
+    """Whether the answer says the documents do not answer: it quotes no sentence as the answer, and it
+    either shows no sentence of the model's or says in words that it found nothing."""
+    if result.get("error"):  # the question failed: it said nothing
+        return False
+    parts = result.get("parts") or {}
+    evidence = parts.get("evidence") or {}
+    status = evidence.get("status") or result.get("evidence_status")
+    if status == ANSWERED and evidence.get("spans"):
+        return False
+    shown = [g for g in parts.get("generated") or [] if g.get("shown", g.get("supported"))]
+    answer = result.get("answer", "")
+    return not shown or not answer.strip() or bool(_DECLINES.search(answer))
+
+
 def score_answer(q: Question, result: dict[str, Any], mode: str) -> dict[str, Any]:
     """One question's measures from the ``ask --json`` object ``result``."""
     parts = result.get("parts") or {}
@@ -123,8 +196,9 @@ def score_answer(q: Question, result: dict[str, Any], mode: str) -> dict[str, An
         pages |= {(_name(s["path"]), s["page_number"]) for s in result.get("sources", []) if s.get("cited")}
     f1_answer = token_f1(text, q.answer)
     f1_evidence = token_f1(text, q.evidence)
-    on_page = (q.file, q.page) in pages
+    on_page = bool(q.gold_pages() & pages)
     shown = result.get("shown_sentences", 0)
+    said_none = declined(result)
     out: dict[str, Any] = {
         "id": q.id,
         "kind": q.kind,
@@ -132,6 +206,7 @@ def score_answer(q: Question, result: dict[str, Any], mode: str) -> dict[str, An
         "f1_evidence": round(f1_evidence, 4),
         "gold_page_cited": on_page,
         "correct_and_cited": on_page and max(f1_answer, f1_evidence) >= CORRECT_F1,
+        "declined": said_none,
         "shown_sentences": shown,
         "unsupported_shown": result.get("unsupported_shown", 0),
         "unsupported_unmarked": result.get("unsupported_unmarked", 0),
@@ -149,6 +224,8 @@ def score_answer(q: Question, result: dict[str, Any], mode: str) -> dict[str, An
             sum(1 for p in q.section_pages if p in cited_pages) / max(1, len(q.section_pages)), 4
         )
         out["correct_and_cited"] = out["sections_named"] >= 0.5 and out["section_pages_cited"] >= 0.5
+    if q.kind == NONE_KIND:  # nothing to quote: right when it says so, wrong when it answers anyway
+        out.update(f1_answer=0.0, f1_evidence=0.0, gold_page_cited=False, correct_and_cited=said_none)
     return out
 
 
@@ -207,8 +284,9 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
             return None
         return round(values[min(len(values) - 1, int(q * len(values)))], 3)
 
-    facts = [r for r in rows if r["kind"] != "document"]
+    facts = [r for r in rows if r["kind"] not in ("document", NONE_KIND)]
     docs = [r for r in rows if r["kind"] == "document"]
+    nones = [r for r in rows if r["kind"] == NONE_KIND]
     shown = sum(r["shown_sentences"] for r in rows)
     out: dict[str, Any] = {
         "questions": len(rows),
@@ -247,6 +325,9 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
             for k in sorted({r["kind"] for r in rows})
         },
     }
+    if nones:  # the share of unanswerable questions declined, and of answerable ones declined wrongly
+        out["none_declined"] = share("declined", nones)
+        out["answerable_declined"] = share("declined", [r for r in rows if r["kind"] != NONE_KIND])
     if docs:
         out["document_sections_named"] = round(statistics.fmean(r["sections_named"] for r in docs), 4)
         out["document_section_pages_cited"] = round(
@@ -261,28 +342,38 @@ def evaluate(
     modes: Iterable[str] = MODES,
     limit: int | None = None,
     kinds: Iterable[str] | None = None,
+    half: str | None = None,
     say: Callable[[str], None] = lambda _s: None,
 ) -> dict[str, Any]:
-    """Ingest ``folder/pdfs`` into the library of this data folder (documents already indexed are skipped),
-    then ask every question in each mode. Returns the report (``modes``: per-mode summary and rows)."""
+    """Ingest the folder's documents (``docs/`` or ``pdfs/``) into the library of this data folder (documents
+    already indexed are skipped), then ask every question — only those of ``half`` (``tune``/``test``, from
+    ``split.json``) when given; all documents are indexed either way — in each mode. Returns the report
+    (``modes``: per-mode summary and rows)."""
     from localrag.core.answer.engine import ChatEngine
     from localrag.core.ingest.pipeline import index_paths
     from localrag.core.library import Library
     from localrag.core.llm.llm import LLMProvider
 
     questions = load_questions(folder)
+    if half:
+        questions = half_questions(folder, questions, half)
     if kinds:
         questions = [q for q in questions if q.kind in set(kinds)]
     questions = questions[:limit] if limit else questions
-    pdfs = sorted((folder / "pdfs").glob("*.pdf"))
-    missing = sorted({q.file for q in questions} - {p.name for p in pdfs})
+    pdfs = dataset_documents(folder)
+    missing = sorted(set().union(*(q.documents() for q in questions)) - {p.name for p in pdfs})
     if missing:
-        raise FileNotFoundError(
-            f"{', '.join(missing)} not in {folder / 'pdfs'}: run {folder / 'fetch.sh'} first"
-        )
+        where = folder / "docs" if (folder / "docs").is_dir() else folder / "pdfs"
+        raise FileNotFoundError(f"{', '.join(missing)} not in {where}: run {folder / 'fetch.sh'} first")
     library = Library(owner=True)
     library.open()
-    report: dict[str, Any] = {"dataset": str(folder), "questions": len(questions), "modes": {}}
+    report: dict[str, Any] = {
+        "dataset": str(folder),
+        "half": half,
+        "questions": len(questions),
+        "documents_indexed": len(pdfs),
+        "modes": {},
+    }
     try:
         t = time.monotonic()
         summary = index_paths(library, pdfs)

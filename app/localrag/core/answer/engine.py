@@ -242,6 +242,9 @@ class ChatEngine:
             provider.load()
             llm = provider
         self.provider: LLMProvider | None = llm
+        # How many of the reader's best candidates each answer keeps (the developer pane; the reader's
+        # fitting keeps them all).
+        self.evidence_keep = 8
 
     # -- warm-up -------------------------------------------------------------------------------------------
 
@@ -683,10 +686,14 @@ class _Run:
         full = [whole.get(tuple(s.chunk_ids), s) for s in sources]
         self.evidence_sources, pages = self._whole_sentences(full)
         try:
-            self.evidence = find_evidence(query, self.evidence_sources, self._embed, pages=pages)
+            self.evidence = find_evidence(
+                query, self.evidence_sources, self._embed, pages=pages, keep=self.engine.evidence_keep
+            )
         except KnownError as exc:  # the embedding worker failed: words alone still pick a sentence
             log.warning("evidence scored without the embedding model: %s", exc.message)
-            self.evidence = find_evidence(query, self.evidence_sources, None, pages=pages)
+            self.evidence = find_evidence(
+                query, self.evidence_sources, None, pages=pages, keep=self.engine.evidence_keep
+            )
         self.timings["evidence_s"] = time.monotonic() - t
         self.timings["evidence_at_s"] = time.monotonic() - self.started
 

@@ -1,22 +1,13 @@
 """The answer taken from the sources: the sentences of the retrieved passages that best answer the question.
 
 A small language model cannot be trusted to restate a passage; the passage itself can be. For each grounded
-question the sentences of the best passages are scored and the best one to three are shown as the answer, each
-with its source number, page and character offsets (so the viewer highlights exactly that sentence).
+question the sentences of the best passages (and runs of two or three of them, so a lead-in comes with the
+line that finishes it) are candidates; the reader (``reader``) gives each the probability that it is the
+answer, from learned weights, and the best one or two are shown as the answer, each with its source number,
+page and character offsets (so the viewer highlights exactly that span).
 
-A sentence's score combines, with weights chosen on the answer benchmark (docs/benchmarks.md, "Answers"):
-
-- ``semantic``: the embedding model's cosine similarity of the sentence and the question;
-- ``lexical``: the share of the question's content words the sentence holds, each weighted by how rare it is
-  among the candidate sentences (a word every candidate shares says little);
-- ``passage``: how highly retrieval ranked its passage;
-- ``kind``: what the question asks for — a "which variable / option / command" question wants an identifier,
-  a "how many / how big / what is the default" question a number;
-- ``context``: a sentence right after a heading or a question (an FAQ's entry) that matches the question
-  inherits part of that match, and headings, questions and fragments themselves are marked down.
-
-When even the best sentence scores under ``MIN_SCORE`` the documents do not seem to answer the question:
-nothing is quoted as an answer, and the closest passages are listed instead.
+When even the best span's probability is under the reader's threshold the documents do not seem to answer the
+question: nothing is quoted as an answer, and the closest passages are listed instead.
 """
 
 from __future__ import annotations
@@ -27,15 +18,16 @@ import re
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from localrag.core.answer import reader
+from localrag.core.answer.quotes import ANSWERED, NOT_FOUND, Evidence, EvidenceSpan
 from localrag.core.retrieve import statements
 from localrag.core.text import spans as sp
 from localrag.core.text.cells import (
-    Cells,
     cells_of,
     is_column_headings,
     is_figures_row,
@@ -44,175 +36,26 @@ from localrag.core.text.cells import (
 
 # How many of the best passages are read for sentences.
 PASSAGES = 5
-# At most this many sentences are scored by the embedding model (the best by the cheap features first).
-EMBED_CANDIDATES = 16
-# Score weights (tuned on the answer benchmark's questions).
-W_SEMANTIC = 0.40
-W_LEXICAL = 0.25
-W_PASSAGE = 0.15
-# The lexical match counts the sentence's own words, and in part those of its heading and the sentence before
-# ("The default is 79 by 24." answers a question about the dumb terminal its heading names).
+# At most this many sentences are read by the embedding model (the best by words and rank first), and the
+# sentence after each of the first ``FOLLOWERS`` of them (what a lead-in announces).
+EMBED_CANDIDATES = 24
+FOLLOWERS = 8
+# Runs of up to this many consecutive sentences are candidates too.
+MAX_RUN = 3
+# The lexical match counts the sentence's own words, and in part those of its heading and the sentence before.
 CONTEXT_WORDS = 0.4
-KIND_BONUS = 0.08
-# A row of figures holding a line a measure the question names is computed from: the answer's figures, though
-# it shares no word with the question ("capital expenditure" → "Purchases of property, plant and equipment
-# (1,577)"). Not when the question asks why (what drove a change is said in words).
-MEASURE_BONUS = 0.16
-_EXPLAINS = re.compile(r"\b(?:why|drove|drives|driven|drivers?|explain\w*|reasons?|caus\w+)\b", re.IGNORECASE)
-HEADING_PENALTY = 0.20
-QUESTION_PENALTY = 0.15
-FRAGMENT_PENALTY = 0.10
-CONTEXT_SHARE = 0.25
-# The best sentence must reach this score to be quoted as the answer.
-MIN_SCORE = 0.30
-# A further sentence is quoted when it scores at least this share of the best one.
-SECOND_SHARE = 0.90
 MAX_SPANS = 2
-# A best sentence holding this share of the question's words (weighted) is quoted alone.
-WHOLE_ANSWER = 1.0
 # A sentence longer than this (characters) is cut at a clause boundary for display; its offsets shrink with
 # it.
 MAX_SPAN_CHARS = 420
-
-ANSWERED, NOT_FOUND = "answered", "not_found"
-NOT_FOUND_TEXT = "Your documents do not seem to answer this. The closest passages are listed below."
-
-_IDENTIFIER_Q = re.compile(
-    r"\b(which|what)\b.{0,40}\b(variable|option|setting|command|function|flag|file|directory|folder|path|"
-    r"argument|parameter|key|field|package|module|library|keyword|macro|name|program|tool|environment)s?\b"
-    r"|\bwhat (?:do|should) i (?:type|run|call|use|set)\b|\bhow do i (?:call|invoke|run)\b",
-    re.IGNORECASE,
-)
-_NUMBER_Q = re.compile(
-    r"\bhow (?:many|much|big|large|long|old|often|far|wide|high|small)\b|\bwhat (?:is|are) the "
-    r"(?:default|maximum|minimum|max|min|limit|size|number|version|value|year|range|length|width)\b|"
-    r"\b(?:default|maximum|minimum|limit)\b.{0,30}\?$|\bwhat (?:year|version|percentage|number)\b",
-    re.IGNORECASE,
-)
-
-
-@dataclass
-class EvidenceSpan:
-    """One quoted sentence: its text, the source ``[number]`` it is from, where it is, and why it was chosen.
-
-    ``char_start``/``char_end`` are offsets in the page text (like a chunk's), ``-1`` when the passage it came
-    from was not an exact slice of the page (a join of chunks that did not overlap exactly)."""
-
-    text: str
-    number: int
-    doc_id: int
-    title: str
-    path: str
-    page_number: int
-    char_start: int
-    char_end: int
-    score: float
-    features: dict[str, float] = field(default_factory=dict)
-    # Quoted rows of figures read as cells under their columns' headings (``cells.Cells.to_dict``, a row
-    # each), else empty.
-    cells: list[dict[str, Any]] = field(default_factory=list)
-
-    @property
-    def rows(self) -> list[Cells]:
-        return [row for row in map(Cells.from_dict, self.cells) if row is not None]
-
-    @property
-    def shown(self) -> str:
-        """The sentence as a person reads it; rows of figures as their labels and each value in its column."""
-        rows = self.rows
-        return "; ".join(row.text() for row in rows) if rows else display(self.text)
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["score"] = round(self.score, 4)
-        d["features"] = {k: round(v, 4) for k, v in self.features.items()}
-        return d
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> EvidenceSpan:
-        known = {f: data[f] for f in cls.__dataclass_fields__ if f in data}
-        known.setdefault("features", {})
-        known.setdefault("cells", [])
-        for name, default in (
-            ("text", ""),
-            ("number", 0),
-            ("doc_id", 0),
-            ("title", ""),
-            ("path", ""),
-            ("page_number", 1),
-            ("char_start", -1),
-            ("char_end", -1),
-            ("score", 0.0),
-        ):
-            known.setdefault(name, default)
-        return cls(**known)
-
-
-@dataclass
-class Evidence:
-    """What the sources answer: ``status`` is ``answered`` (``spans`` hold the answer) or ``not_found``
-    (``closest`` are the numbers of the passages to read instead). ``kind`` is the question's kind
-    (``identifier``, ``number`` or ``""``); ``candidates`` are the best-scored sentences, for the developer
-    pane."""
-
-    status: str
-    spans: list[EvidenceSpan] = field(default_factory=list)
-    closest: list[int] = field(default_factory=list)
-    kind: str = ""
-    candidates: list[EvidenceSpan] = field(default_factory=list)
-    seconds: float = 0.0
-
-    @property
-    def answered(self) -> bool:
-        return self.status == ANSWERED
-
-    def text(self) -> str:
-        """The answer as a person reads it: each sentence on one line with its ``[n]``."""
-        if not self.answered:
-            return NOT_FOUND_TEXT
-        return "\n".join(f"{s.shown} [{s.number}]" for s in self.spans)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "status": self.status,
-            "kind": self.kind,
-            "spans": [s.to_dict() for s in self.spans],
-            "closest": list(self.closest),
-            "candidates": [s.to_dict() for s in self.candidates],
-            "seconds": round(self.seconds, 4),
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any] | None) -> Evidence | None:
-        if not data:
-            return None
-        return cls(
-            status=str(data.get("status") or NOT_FOUND),
-            spans=[EvidenceSpan.from_dict(s) for s in data.get("spans") or []],
-            closest=[int(n) for n in data.get("closest") or []],
-            kind=str(data.get("kind") or ""),
-            candidates=[EvidenceSpan.from_dict(s) for s in data.get("candidates") or []],
-            seconds=float(data.get("seconds") or 0.0),
-        )
-
-
-def display(text: str) -> str:
-    """A sentence as shown: on one line, unless it is several lines of code or a table."""
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    if len(lines) > 1 and all(sp.is_code_line(ln) or len(ln) < 40 for ln in lines):
-        return (
-            "`" + "` `".join(lines) + "`" if all(sp.is_code_line(ln) for ln in lines) else " · ".join(lines)
-        )
-    flat = sp.flat(text)
-    return f"`{flat}`" if sp.is_code_line(flat) else flat
+# BM25 among the candidate sentences.
+BM25_K1, BM25_B = 1.2, 0.75
 
 
 def question_kind(question: str) -> str:
-    if _IDENTIFIER_Q.search(question):
-        return "identifier"
-    if _NUMBER_Q.search(question.strip()):
-        return "number"
-    return ""
+    """What the question asks for, in one word (``identifier``, ``number``, ``list``, ``yesno``, ``why``,
+    ``how`` or ``""``)."""
+    return reader.Asks.of(question).kind
 
 
 @dataclass
@@ -227,6 +70,11 @@ class _Candidate:
     context_terms: set[str] = field(default_factory=set)  # its heading's and the previous sentence's
     features: dict[str, float] = field(default_factory=dict)
     score: float = 0.0
+    members: tuple[_Candidate, ...] = ()  # the sentences of a run of several; empty for one sentence
+
+    @property
+    def last(self) -> int:
+        return self.members[-1].index if self.members else self.index
 
 
 def find_evidence(
@@ -238,56 +86,60 @@ def find_evidence(
     keep: int = 8,
     pages: dict[tuple[int, int], str] | None = None,
 ) -> Evidence:
-    """The sentences of ``sources`` (numbered from 1, best first) that best answer ``question``.
+    """The spans of ``sources`` (numbered from 1, best first) that best answer ``question``.
 
-    A question in two parts ("why …, and how should I …?") gets the best sentence for each part as well.
+    A question in two parts ("why …, and how should I …?") gets the best span for each part as well.
 
     Args:
-        embed: the embedding model (a list of texts → unit vectors); ``None`` scores by words alone.
+        embed: the embedding model (a list of texts → unit vectors); ``None`` reads by words alone.
         question_vector: the question's vector when already at hand (retrieval computed it).
-        keep: how many of the best-scored sentences ``Evidence.candidates`` keeps (the developer pane).
+        keep: how many of the best candidates ``Evidence.candidates`` keeps (the developer pane).
         pages: the text of the sources' pages by ``(doc_id, page_number)``: a quoted row of figures is read as
             cells under the column headings above it (``cells``).
     """
     started = time.monotonic()
-    kind = question_kind(question)
+    asks = reader.Asks.of(question)
+    kind = asks.kind
     candidates = _candidates(sources[:PASSAGES])
     parts = question_parts(question)
     if not candidates or (not _terms(question) and embed is None):
         return Evidence(NOT_FOUND, closest=_closest(sources), kind=kind, seconds=time.monotonic() - started)
+    weights = _term_weights(_terms(question), candidates)
     for c in candidates:
-        c.features["passage"] = 1.0 / (1.0 + 0.5 * c.rank)
-    _lexical(question, candidates)
+        c.features["lexical"], c.features["lexical_context"] = _lexical(weights, c)
     # The lines a measure the question names is computed from, though they share no word with it.
     lines = "|".join(s.rows for s in statements.asked(question) if s.rows)
-    figures = not _EXPLAINS.search(question)
     needed = {id(c) for c in candidates if lines and _row_named(c.span.text, frozenset(), lines)}
-    # The embedding model reads the most promising sentences only (its cost grows with their number).
-    candidates.sort(
-        key=lambda c: (id(c) in needed, c.features["lexical"], c.features["passage"]), reverse=True
-    )
-    scored = candidates[:EMBED_CANDIDATES]
-    part_sims: list[np.ndarray] = []
-    if embed is not None:
-        asks = ([] if question_vector is not None else [question]) + (parts if len(parts) > 1 else [])
-        vectors = embed(asks + [sp.flat(c.span.text) for c in scored])
-        qv = question_vector if question_vector is not None else vectors[0]
-        sentences = vectors[len(asks) :]
-        for c, sim in zip(scored, sentences @ np.asarray(qv, dtype=np.float32), strict=True):
-            c.features["semantic"] = float(sim)
-        part_sims = (
-            [sentences @ v for v in vectors[len(asks) - len(parts) : len(asks)]] if len(parts) > 1 else []
-        )
+    scored = _to_read(candidates, needed)
+    sims, part_sims = _similarities(question, parts, scored, embed, question_vector)
+    runs = _runs(scored, sims)
+    bm25 = _bm25(weights, runs)
+    best = {
+        "semantic": max((r.features["semantic"] for r in runs), default=0.0),
+        "lexical": max((r.features["lexical"] for r in runs), default=0.0),
+        "bm25": max(bm25.values(), default=0.0),
+    }
     asked = asked_for(question)
     named = frozenset(sp.content_terms(question))
-    for c in scored:
-        _score(c, kind, asked, named, measure_row=id(c) in needed, figures=figures)
-    _carry_context(scored)
-    chosen = _choose(scored)
-    for i, part in enumerate(parts if len(parts) > 1 else []):
-        chosen = _choose_for_part(part, i, scored, part_sims, kind, chosen)
-    scored.sort(key=lambda c: c.score, reverse=True)
-    top = [_span(c) for c in scored[:keep]]
+    by_place = {(c.number, c.index): c for c in candidates}
+    model = reader.model()
+    for r in runs:
+        facts = _facts(
+            r,
+            by_place,
+            bm25[id(r)],
+            asked,
+            named,
+            part_sims,
+            measure=any(id(m) in needed for m in (r.members or (r,))),
+        )
+        r.features = {**reader.features(asks, facts, best), "lexical_covered": r.features.get("covered", 0.0)}
+        r.score = model.probability(r.features)
+    chosen = _choose(runs, model)
+    for i, part in enumerate(parts if len(parts) > 1 and part_sims else []):
+        chosen = _choose_for_part(part, i, runs, part_sims[i], by_place, asks, best, model, chosen)
+    runs.sort(key=lambda c: c.score, reverse=True)
+    top = [_span(c) for c in runs[:keep]]
     if not chosen:
         return Evidence(
             NOT_FOUND,
@@ -309,6 +161,139 @@ def find_evidence(
     )
 
 
+def _to_read(candidates: list[_Candidate], needed: set[int]) -> list[_Candidate]:
+    """The sentences the embedding model reads: the most promising by words and rank, and the sentence after
+    each of the first of them (its cost grows with their number)."""
+    ranked = sorted(
+        candidates,
+        key=lambda c: (id(c) in needed, c.features["lexical"] + 0.3 / (1.0 + 0.5 * c.rank)),
+        reverse=True,
+    )
+    chosen = ranked[:EMBED_CANDIDATES]
+    taken = {id(c) for c in chosen}
+    by_place = {(c.number, c.index): c for c in candidates}
+    for c in ranked[:FOLLOWERS]:
+        nxt = by_place.get((c.number, c.index + 1))
+        if nxt is not None and id(nxt) not in taken:
+            chosen.append(nxt)
+            taken.add(id(nxt))
+    return chosen
+
+
+def _similarities(
+    question: str,
+    parts: list[str],
+    scored: list[_Candidate],
+    embed: Callable[[list[str]], np.ndarray] | None,
+    question_vector: np.ndarray | None,
+) -> tuple[dict[int, float], list[dict[int, float]]]:
+    """Each read sentence's cosine similarity to the question, and to each part of a two-part question."""
+    if embed is None:
+        return {}, []
+    asks = ([] if question_vector is not None else [question]) + (parts if len(parts) > 1 else [])
+    vectors = embed(asks + [sp.flat(c.span.text) for c in scored])
+    qv = question_vector if question_vector is not None else vectors[0]
+    sentences = vectors[len(asks) :]
+    sims = {
+        id(c): float(s) for c, s in zip(scored, sentences @ np.asarray(qv, dtype=np.float32), strict=True)
+    }
+    part_sims = []
+    if len(parts) > 1:
+        for v in vectors[len(asks) - len(parts) : len(asks)]:
+            part_sims.append({id(c): float(s) for c, s in zip(scored, sentences @ v, strict=True)})
+    return sims, part_sims
+
+
+def _runs(scored: list[_Candidate], sims: dict[int, float]) -> list[_Candidate]:
+    """The read sentences, and runs of two or three consecutive ones of a passage (both or all read)."""
+    for c in scored:
+        c.features["semantic"] = sims.get(id(c), 0.0)
+    by_place = {(c.number, c.index): c for c in scored}
+    runs = list(scored)
+    for c in scored:
+        if c.heading or _has_figures(c):  # a row of figures is a candidate of its own
+            continue
+        members = [c]
+        for step in range(1, MAX_RUN):
+            nxt = by_place.get((c.number, c.index + step))
+            if nxt is None or nxt.heading or _has_figures(nxt):
+                break
+            members.append(nxt)
+            text = str(getattr(c.source, "text", "") or "")
+            span = sp.Span(c.span.start, nxt.span.end, text[c.span.start : nxt.span.end])
+            terms = set().union(*(m.terms for m in members))
+            run = _Candidate(span, c.source, c.number, c.rank, c.index, terms, False, c.context_terms)
+            run.members = tuple(members)
+            run.features = {
+                "semantic": max(m.features["semantic"] for m in members),
+                "lexical": max(m.features["lexical"] for m in members),
+                "lexical_context": c.features["lexical_context"],
+                "covered": 0.0,
+            }
+            runs.append(run)
+    return runs
+
+
+def _has_figures(c: _Candidate) -> bool:
+    return any(is_figures_row(line) for line in c.span.text.split("\n"))
+
+
+def _facts(
+    c: _Candidate,
+    by_place: dict[tuple[int, int], _Candidate],
+    bm25: float,
+    asked: frozenset[str],
+    named: frozenset[str],
+    part_sims: list[dict[int, float]],
+    *,
+    measure: bool,
+) -> reader.SpanFacts:
+    members = c.members or (c,)
+    prev = by_place.get((c.number, c.index - 1))
+    text = c.span.text
+    after = 0.0
+    if prev is not None and (prev.heading or prev.span.ends_with_question):
+        after = prev.features.get("lexical", 0.0)
+    return reader.SpanFacts(
+        text=text,
+        sentences=len(members),
+        semantic=c.features["semantic"],
+        semantic_first=members[0].features.get("semantic", 0.0),
+        semantic_part=max(
+            (s.get(id(m), 0.0) for s in part_sims for m in members), default=c.features["semantic"]
+        ),
+        lexical=c.features["lexical"],
+        lexical_context=c.features["lexical_context"],
+        bm25=bm25,
+        passage_rank=c.rank,
+        passage_similarity=float(getattr(c.source, "similarity", 0.0) or 0.0),
+        position=c.index,
+        heading=c.heading,
+        question_sentence=c.span.ends_with_question,
+        after_heading_match=after,
+        after_lead_in=prev is not None and prev.span.text.rstrip().endswith(":"),
+        new_identifier=_new(sp.identifiers(text), asked) or _defined_term(text),
+        new_number=_new(sp.numbers(text), asked),
+        figures_row=_has_figures(c),
+        row_named=bool(named) and _row_named(text, named),
+        domain=1.0 if measure else 0.0,
+    )
+
+
+def _bm25(weights: dict[str, float], runs: list[_Candidate]) -> dict[int, float]:
+    """BM25 of each candidate for the question's words, with the words' rarity among the candidates."""
+    lengths = {id(r): max(1, len(sp.content_terms(r.span.text))) for r in runs}
+    avg = sum(lengths.values()) / max(1, len(lengths))
+    out = {}
+    for r in runs:
+        counts = Counter(sp.content_terms(r.span.text))
+        norm = BM25_K1 * (1 - BM25_B + BM25_B * lengths[id(r)] / avg)
+        out[id(r)] = sum(
+            w * counts[t] * (BM25_K1 + 1) / (counts[t] + norm) for t, w in weights.items() if counts[t]
+        )
+    return out
+
+
 _PARTS = re.compile(
     r",?\s+(?:and|but)\s+(?=(?:how|what|which|why|when|where|who|is|are|do|does|can|should|could|would|will)\b)",
     re.IGNORECASE,
@@ -325,61 +310,68 @@ def _terms(text: str) -> list[str]:
     return [t for t in sp.content_terms(text) if t not in sp.QUESTION_WORDS]
 
 
-def _lexical(question: str, candidates: list[_Candidate], key: str = "lexical") -> None:
-    weights = _term_weights(_terms(question), candidates)
+def _lexical(weights: dict[str, float], c: _Candidate) -> tuple[float, float]:
+    """The share of the question's words (weighted) the sentence holds; and that share counting its heading's
+    and the previous sentence's words in part (``CONTEXT_WORDS``)."""
     total = sum(weights.values()) or 1.0
-    for c in candidates:
-        own = sum(w for t, w in weights.items() if t in c.terms) / total
-        around = sum(w for t, w in weights.items() if t in c.context_terms) / total
-        c.features[key] = (1 - CONTEXT_WORDS) * own + CONTEXT_WORDS * around
-        if key == "lexical":
-            c.features["covered"] = own
+    own = sum(w for t, w in weights.items() if t in c.terms) / total
+    around = sum(w for t, w in weights.items() if t in c.context_terms) / total
+    c.features["covered"] = own
+    return own, (1 - CONTEXT_WORDS) * own + CONTEXT_WORDS * around
 
 
-def _choose(scored: list[_Candidate]) -> list[_Candidate]:
-    """The best sentence if it is good enough, the ones nearly as good, and the line a colon announces."""
-    ranked = sorted(scored, key=lambda c: c.score, reverse=True)
-    if not ranked or ranked[0].score < MIN_SCORE:
+def _choose(runs: list[_Candidate], model: reader.ReaderModel) -> list[_Candidate]:
+    """The best span if the reader finds it likely enough, one nearly as likely beside it, and the line a
+    colon announces."""
+    ranked = sorted(runs, key=lambda c: c.score, reverse=True)
+    if not ranked or ranked[0].score < model.threshold:
         return []
     best = ranked[0]
     chosen = [best]
     for c in ranked[1:]:
-        if best.features.get("covered", 0.0) >= WHOLE_ANSWER:  # it holds every word asked about
-            break
-        if len(chosen) >= MAX_SPANS or c.score < SECOND_SHARE * best.score:
+        if len(chosen) >= MAX_SPANS or c.score < model.second * best.score:
             break
         if c.heading or any(_overlaps(c, o) for o in chosen):
             continue
-        if best.features.get("kind") == MEASURE_BONUS and c.features.get("kind") != MEASURE_BONUS:
+        if best.features.get("domain") and not c.features.get("domain"):
             continue  # the figures a measure is computed from answer it; a sentence beside them does not
         chosen.append(c)
-    return chosen + _continuation(best, scored, chosen)
+    return chosen + _continuation(best, runs, chosen)
 
 
 def _choose_for_part(
-    part: str, i: int, scored: list[_Candidate], sims: list[np.ndarray], kind: str, chosen: list[_Candidate]
+    part: str,
+    i: int,
+    runs: list[_Candidate],
+    sims: dict[int, float],
+    by_place: dict[tuple[int, int], _Candidate],
+    asks: reader.Asks,
+    best: dict[str, float],
+    model: reader.ReaderModel,
+    chosen: list[_Candidate],
 ) -> list[_Candidate]:
-    """Adds the best sentence for one part of a two-part question when the answer lacks one."""
-    key = f"lexical_{i}"
-    _lexical(part, scored, key)
-    part_kind = question_kind(part) or kind
+    """Adds the best span for one part of a two-part question when the answer lacks one."""
+    weights = _term_weights(_terms(part), runs)
+    part_asks = reader.Asks.of(part)
 
-    def part_score(j: int, c: _Candidate) -> float:
-        semantic = float(sims[i][j]) if sims else 0.0
-        bonus = c.features.get("kind", 0.0) if part_kind == kind else 0.0
-        return (
-            _weighted(semantic, c.features[key], c.features["passage"])
-            + bonus
-            + c.features.get("penalty", 0.0)
-            + c.features.get("context", 0.0)
-        )
+    def part_score(c: _Candidate) -> float:
+        members = c.members or (c,)
+        own, around = _lexical(weights, c)
+        f = dict(c.features)
+        f["semantic"] = max(sims.get(id(m), 0.0) for m in members)
+        f["lexical"], f["lexical_context"] = own, around
+        if part_asks != asks:
+            for name in ("number_asked", "identifier_asked", "list_asked", "yesno_asked", "reason_asked"):
+                f[name] = 0.0
+        return model.probability(f)
 
-    j, best = max(enumerate(scored), key=lambda jc: part_score(*jc))
-    if best in chosen or part_score(j, best) < MIN_SCORE or len(chosen) >= MAX_SPANS + 1:
+    scores = {id(c): part_score(c) for c in runs}
+    top = max(runs, key=lambda c: scores[id(c)])
+    if top in chosen or scores[id(top)] < model.threshold or len(chosen) >= MAX_SPANS + 1:
         return chosen
-    if any(_overlaps(best, o) for o in chosen):
+    if any(_overlaps(top, o) for o in chosen):
         return chosen
-    return [*chosen, best]
+    return [*chosen, top]
 
 
 def _candidates(sources: Sequence[Any]) -> list[_Candidate]:
@@ -465,45 +457,6 @@ def _term_weights(q_terms: list[str], candidates: list[_Candidate]) -> dict[str,
     return {t: math.log(1.0 + (n + 1) / (df[t] + 0.5)) for t in set(q_terms)}
 
 
-def _score(
-    c: _Candidate,
-    kind: str,
-    asked: frozenset[str] = frozenset(),
-    named: frozenset[str] = frozenset(),
-    *,
-    measure_row: bool = False,
-    figures: bool = False,
-) -> None:
-    """``asked``: the identifiers and numbers of the question (lower case); the kind bonus is for a sentence
-    that holds one the question did not name — the answer, not the question's own words. ``named``: the
-    question's content words; a row of figures whose label they name ("net sales" → "Net sales 14,544
-    14,694") gets the kind bonus too: its figures are what was asked; so does a ``measure_row``, a row of a
-    statement line a measure the question names is computed from (``statements``: capital expenditure →
-    "Purchases of property, plant and equipment"), and ``MEASURE_BONUS`` when the question asks for the
-    ``figures`` (not why they changed)."""
-    f = c.features
-    f.setdefault("semantic", 0.0)
-    f["kind"] = 0.0
-    text = c.span.text
-    if kind == "identifier" and (_new(sp.identifiers(text), asked) or _defined_term(text)):
-        f["kind"] = KIND_BONUS
-    elif kind == "number" and _new(sp.numbers(text), asked):
-        f["kind"] = KIND_BONUS
-    elif measure_row:
-        f["kind"] = MEASURE_BONUS if figures else KIND_BONUS
-    elif named and _row_named(text, named):
-        f["kind"] = KIND_BONUS
-    penalty = 0.0
-    if c.heading:
-        penalty += HEADING_PENALTY
-    if c.span.ends_with_question:
-        penalty += QUESTION_PENALTY
-    if len(c.terms) < 3:
-        penalty += FRAGMENT_PENALTY
-    f["penalty"] = -penalty
-    c.score = _weighted(f["semantic"], f["lexical"], f["passage"]) + f["kind"] - penalty
-
-
 def _row_named(text: str, named: frozenset[str], lines: str = "") -> bool:
     """Whether ``text`` holds a row of figures whose label's words the question all names, or whose label
     matches ``lines`` (a regular expression)."""
@@ -515,11 +468,6 @@ def _row_named(text: str, named: frozenset[str], lines: str = "") -> bool:
         if (label and label <= named) or (lines and re.search(lines, row[0], re.IGNORECASE)):
             return True
     return False
-
-
-def _weighted(semantic: float, lexical: float, passage: float) -> float:
-    """A sentence's score before its bonuses and penalties: meaning, shared words, and its passage's rank."""
-    return W_SEMANTIC * semantic + W_LEXICAL * lexical + W_PASSAGE * passage
 
 
 def _new(found: list[str], asked: frozenset[str]) -> bool:
@@ -534,22 +482,6 @@ def _defined_term(text: str) -> bool:
 
 def asked_for(question: str) -> frozenset[str]:
     return frozenset(x.lower() for x in sp.identifiers(question) + sp.numbers(question))
-
-
-def _carry_context(scored: list[_Candidate]) -> None:
-    """A sentence right after a matching heading or question inherits part of its match (an FAQ's answer)."""
-    by_place = {(c.number, c.index): c for c in scored}
-    for c in scored:
-        prev = by_place.get((c.number, c.index - 1))
-        if prev is not None and (prev.heading or prev.span.ends_with_question):
-            lift = CONTEXT_SHARE * max(0.0, _raw(prev) - _raw(c))
-            c.features["context"] = lift
-            c.score += lift
-
-
-def _raw(c: _Candidate) -> float:
-    f = c.features
-    return W_SEMANTIC * f.get("semantic", 0.0) + W_LEXICAL * f.get("lexical", 0.0)
 
 
 def _continuation(

@@ -11,25 +11,25 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
-from localrag.core.answer import evidence as ev
+from localrag.core.answer import reader
 from localrag.core.answer import support
 from localrag.core.text.spans import flat
 from localrag.gui.qt import QtCore, QtGui, QtWidgets
 
-FEATURES = ("semantic", "lexical", "passage", "kind", "penalty", "context")
+FEATURES = ("semantic", "lexical", "bm25", "passage", "heading", "after_lead_in")
 EVIDENCE_COLUMNS = (
     "#",
     "Quoted",
     "[n]",
     "Page",
-    "Score",
+    "Probability",
     "Semantic",
     "Lexical",
+    "BM25",
     "Passage",
-    "Kind",
-    "Penalty",
-    "Context",
-    "Sentence",
+    "Heading",
+    "After a lead-in",
+    "Span",
 )
 CHECKED_COLUMNS = (
     "#",
@@ -46,9 +46,8 @@ CHECKED_COLUMNS = (
     "Matched in the source",
 )
 EVIDENCE_HELP = (
-    f"Quoted: the answer quotes this sentence. Score = {ev.W_SEMANTIC:.2f} semantic + "
-    f"{ev.W_LEXICAL:.2f} lexical + {ev.W_PASSAGE:.2f} passage + kind + penalty + context; "
-    f"a sentence is quoted from {ev.MIN_SCORE:.2f}"
+    "Quoted: the answer quotes this span. Probability: the reader's, from its learned weights over every "
+    f"feature (select a row to see what each added); a span is quoted from {reader.model().threshold:.2f}"
 )
 CHECKED_HELP = (
     f"Supported: coverage ≥ {support.MIN_COVERAGE}, support ≥ {support.MIN_SUPPORT}, and every "
@@ -266,8 +265,9 @@ class EvidencePage(_Page):
             f"{field_of(span, 'page_number')} · chars "
             f"{field_of(span, 'char_start')}–{field_of(span, 'char_end')}"
         )
-        parts = " · ".join(f"{k} {fmt(v)}" for k, v in features.items())
-        scores = f"score {fmt(field_of(span, 'score'))}: {parts}"
+        added = reader.model().contributions(features)
+        parts = " · ".join(f"{k} {fmt(features.get(k, 0.0), 3)} ({w:+.2f})" for k, w in added)
+        scores = f"probability {fmt(field_of(span, 'score'))} — each feature, and what it added: {parts}"
         return f"{where}\n{scores}\n\n{field_of(span, 'text') or ''}"
 
 

@@ -27,7 +27,7 @@ from html import escape
 from pathlib import PurePath
 from typing import Any
 
-from localrag.core.answer.evidence import Evidence, EvidenceSpan, display
+from localrag.core.answer.quotes import Evidence, EvidenceSpan, display
 from localrag.core.answer.history import Message
 from localrag.core.answer.support import CheckedSentence
 from localrag.core.text.cells import Cells

@@ -1,0 +1,130 @@
+"""What an answer quotes: each span with its source, page and offsets (``EvidenceSpan``), and the whole
+finding (``Evidence``: answered, or the closest passages to read instead). Made by ``evidence.find_evidence``;
+kept with the chat and shown by the window, ``ask`` and the API."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from localrag.core.text import spans as sp
+from localrag.core.text.cells import Cells
+
+ANSWERED, NOT_FOUND = "answered", "not_found"
+NOT_FOUND_TEXT = "Your documents do not seem to answer this. The closest passages are listed below."
+
+
+@dataclass
+class EvidenceSpan:
+    """One quoted sentence: its text, the source ``[number]`` it is from, where it is, and why it was chosen.
+
+    ``char_start``/``char_end`` are offsets in the page text (like a chunk's), ``-1`` when the passage it came
+    from was not an exact slice of the page (a join of chunks that did not overlap exactly)."""
+
+    text: str
+    number: int
+    doc_id: int
+    title: str
+    path: str
+    page_number: int
+    char_start: int
+    char_end: int
+    score: float
+    features: dict[str, float] = field(default_factory=dict)
+    # Quoted rows of figures read as cells under their columns' headings (``cells.Cells.to_dict``, a row
+    # each), else empty.
+    cells: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def rows(self) -> list[Cells]:
+        return [row for row in map(Cells.from_dict, self.cells) if row is not None]
+
+    @property
+    def shown(self) -> str:
+        """The sentence as a person reads it; rows of figures as their labels and each value in its column."""
+        rows = self.rows
+        return "; ".join(row.text() for row in rows) if rows else display(self.text)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["score"] = round(self.score, 4)
+        d["features"] = {k: round(v, 4) for k, v in self.features.items()}
+        return d
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> EvidenceSpan:
+        known = {f: data[f] for f in cls.__dataclass_fields__ if f in data}
+        known.setdefault("features", {})
+        known.setdefault("cells", [])
+        for name, default in (
+            ("text", ""),
+            ("number", 0),
+            ("doc_id", 0),
+            ("title", ""),
+            ("path", ""),
+            ("page_number", 1),
+            ("char_start", -1),
+            ("char_end", -1),
+            ("score", 0.0),
+        ):
+            known.setdefault(name, default)
+        return cls(**known)
+
+
+@dataclass
+class Evidence:
+    """What the sources answer: ``status`` is ``answered`` (``spans`` hold the answer) or ``not_found``
+    (``closest`` are the numbers of the passages to read instead). ``kind`` is the question's kind
+    (``identifier``, ``number`` or ``""``); ``candidates`` are the best-scored sentences, for the developer
+    pane."""
+
+    status: str
+    spans: list[EvidenceSpan] = field(default_factory=list)
+    closest: list[int] = field(default_factory=list)
+    kind: str = ""
+    candidates: list[EvidenceSpan] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def answered(self) -> bool:
+        return self.status == ANSWERED
+
+    def text(self) -> str:
+        """The answer as a person reads it: each sentence on one line with its ``[n]``."""
+        if not self.answered:
+            return NOT_FOUND_TEXT
+        return "\n".join(f"{s.shown} [{s.number}]" for s in self.spans)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "kind": self.kind,
+            "spans": [s.to_dict() for s in self.spans],
+            "closest": list(self.closest),
+            "candidates": [s.to_dict() for s in self.candidates],
+            "seconds": round(self.seconds, 4),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None) -> Evidence | None:
+        if not data:
+            return None
+        return cls(
+            status=str(data.get("status") or NOT_FOUND),
+            spans=[EvidenceSpan.from_dict(s) for s in data.get("spans") or []],
+            closest=[int(n) for n in data.get("closest") or []],
+            kind=str(data.get("kind") or ""),
+            candidates=[EvidenceSpan.from_dict(s) for s in data.get("candidates") or []],
+            seconds=float(data.get("seconds") or 0.0),
+        )
+
+
+def display(text: str) -> str:
+    """A sentence as shown: on one line, unless it is several lines of code or a table."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    if len(lines) > 1 and all(sp.is_code_line(ln) or len(ln) < 40 for ln in lines):
+        return (
+            "`" + "` `".join(lines) + "`" if all(sp.is_code_line(ln) for ln in lines) else " · ".join(lines)
+        )
+    flat = sp.flat(text)
+    return f"`{flat}`" if sp.is_code_line(flat) else flat

@@ -1,0 +1,108 @@
+"""The reader: features of candidate spans, the shipped logistic model, and the fitting's measure."""
+
+from __future__ import annotations
+
+import math
+
+from localrag.core.answer import reader
+from localrag.core.answer.reader import Asks, ReaderModel, SpanFacts
+from localrag.eval.reader_fit import simulate
+
+
+def _facts(text: str, **kw) -> SpanFacts:
+    base = {
+        "text": text,
+        "sentences": 1,
+        "semantic": 0.5,
+        "semantic_first": 0.5,
+        "semantic_part": 0.5,
+        "lexical": 0.5,
+        "lexical_context": 0.5,
+        "bm25": 1.0,
+        "passage_rank": 0,
+        "passage_similarity": 0.5,
+        "position": 0,
+        "heading": False,
+        "question_sentence": False,
+        "after_heading_match": 0.0,
+        "after_lead_in": False,
+        "new_identifier": False,
+        "new_number": False,
+        "figures_row": False,
+        "row_named": False,
+    }
+    base.update(kw)
+    return SpanFacts(**base)
+
+
+def test_what_a_question_asks_for():
+    assert Asks.of("Which environment variable sets my library?").kind == "identifier"
+    assert Asks.of("How much slower is the shared-library build?").number
+    assert Asks.of("Which libraries does it try, and in what order?").listing
+    assert Asks.of("Can I run two servers on one machine?").yesno
+    assert Asks.of("Why do my plots come out empty?").why
+    assert Asks.of("How do I stop it from printing colours?").how
+    assert Asks.of("Tell me about glaciers").kind == ""
+
+
+def test_features_say_what_a_span_carries():
+    best = {"semantic": 0.8, "lexical": 0.5, "bm25": 2.0}
+    lead = reader.features(Asks.of("How do I install it?"), _facts("Install it as follows:"), best)
+    assert lead["lead_in"] == 1.0 and math.isclose(lead["semantic_gap"], -0.3)
+    listed = reader.features(
+        Asks.of("Which formats are supported?"), _facts("- PDF\n- Markdown\n- Word files", sentences=3), best
+    )
+    assert listed["list_asked"] == 1.0 and listed["three_sentences"] == 1.0
+    number = reader.features(
+        Asks.of("How much slower is it?"), _facts("It is about 10% slower.", new_number=True), best
+    )
+    assert number["number_asked"] == 1.0 and number["number_unasked"] == 0.0
+    reason = reader.features(
+        Asks.of("Why is it slow?"), _facts("It is slow because it checks every page."), best
+    )
+    assert reason["reason_asked"] == 1.0
+
+
+def test_the_shipped_model_reads_the_features_the_app_makes():
+    m = reader.model()
+    feats = reader.features(Asks.of("How do I install it?"), _facts("Run make install."), {"bm25": 1.0})
+    assert set(m.names) <= set(feats)
+    assert 0.0 < m.probability(feats) < 1.0
+    assert 0.0 < m.threshold < 1.0
+    added = sum(w for _, w in m.contributions(feats))
+    assert math.isclose(m.probability(feats), 1 / (1 + math.exp(-(m.intercept + added))), rel_tol=1e-9)
+    assert ReaderModel.from_json(m.to_json()).probability(feats) == m.probability(feats)
+
+
+def _row(kind: str, labels: list[bool], semantics: list[float]) -> dict:
+    return {
+        "id": "doc-1",
+        "dataset": "d",
+        "kind": kind,
+        "answer": "forty two" if kind != "none" else "",
+        "evidence": "The answer is forty two.",
+        "file": "a.pdf",
+        "page": 3,
+        "candidates": [
+            {
+                "text": "The answer is forty two." if label else "Something else entirely here.",
+                "path": "a.pdf",
+                "page": 3 if label else 4,
+                "start": 10 * i,
+                "features": {"semantic": s},
+                "label": label,
+            }
+            for i, (label, s) in enumerate(zip(labels, semantics, strict=True))
+        ],
+    }
+
+
+def test_the_measure_counts_the_best_span_and_silence_on_questions_the_documents_do_not_answer():
+    m = ReaderModel(("semantic",), (10.0,), (0.0,), (1.0,), -5.0, threshold=0.5, second=1.01)
+    rows = [
+        _row("factual", [False, True], [0.2, 0.9]),  # the answer is the most likely span: right
+        _row("factual", [True, False], [0.2, 0.9]),  # another span is more likely: wrong
+        _row("none", [False], [0.1]),  # nothing likely enough, nothing quoted: right
+        _row("none", [False], [0.9]),  # something quoted where the documents do not answer: wrong
+    ]
+    assert simulate(rows, m)["correct_and_cited"] == 0.5
