@@ -96,6 +96,23 @@ def write_pdf(
     return path
 
 
+def write_content_pdf(path: Path, pages: Sequence[Sequence[str]]) -> Path:
+    """A PDF whose pages draw text in Helvetica (``/F1``) with these content-stream operators."""
+    writer = PdfWriter()
+    font = _font(writer)
+    for ops in pages:
+        page = writer.add_blank_page(612, 792)
+        page[NameObject("/Resources")] = DictionaryObject(
+            {NameObject("/Font"): DictionaryObject({NameObject("/F1"): font})}
+        )
+        stream = DecodedStreamObject()
+        stream.set_data("\n".join(ops).encode("cp1252"))
+        page[NameObject("/Contents")] = writer._add_object(stream)
+    with open(path, "wb") as f:
+        writer.write(f)
+    return path
+
+
 def write_blank_pdf(path: Path, pages: int = 2) -> Path:
     """Pages with nothing on them at all."""
     writer = PdfWriter()

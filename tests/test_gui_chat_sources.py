@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from fixtures_chat import index
+from fixtures_docs import write_content_pdf
 
 pytestmark = pytest.mark.gui
 
@@ -33,38 +34,9 @@ Diesel is sold at the fuel berth from eight until noon, cash only.
 """
 
 
-def _write(path: Path, pages: list[list[str]]) -> Path:
-    """A PDF whose pages draw text in Helvetica with these content-stream operators."""
-    from pypdf import PdfWriter
-    from pypdf.generic import DecodedStreamObject, DictionaryObject, NameObject
-
-    writer = PdfWriter()
-    font = writer._add_object(
-        DictionaryObject(
-            {
-                NameObject("/Type"): NameObject("/Font"),
-                NameObject("/Subtype"): NameObject("/Type1"),
-                NameObject("/BaseFont"): NameObject("/Helvetica"),
-                NameObject("/Encoding"): NameObject("/WinAnsiEncoding"),
-            }
-        )
-    )
-    for ops in pages:
-        page = writer.add_blank_page(612, 792)
-        page[NameObject("/Resources")] = DictionaryObject(
-            {NameObject("/Font"): DictionaryObject({NameObject("/F1"): font})}
-        )
-        stream = DecodedStreamObject()
-        stream.set_data("\n".join(ops).encode("cp1252"))
-        page[NameObject("/Contents")] = writer._add_object(stream)
-    with open(path, "wb") as f:
-        writer.write(f)
-    return path
-
-
 def write_pdf(path: Path, pages: list[list[str]]) -> Path:
     """A PDF whose pages hold these lines in Helvetica (a real text layer, as a word processor writes)."""
-    return _write(
+    return write_content_pdf(
         path,
         [["BT /F1 11 Tf 15 TL 72 720 Td", *(f"({line}) Tj T*" for line in lines), "ET"] for lines in pages],
     )
@@ -95,7 +67,7 @@ CASH_FLOWS = [
 
 def write_placed_pdf(path: Path, pieces: list[tuple[int, int, str]]) -> Path:
     """A one-page PDF with each text piece placed at its own position (as a table is typeset)."""
-    return _write(path, [[f"BT /F1 10 Tf {x} {y} Td ({text}) Tj ET" for x, y, text in pieces]])
+    return write_content_pdf(path, [[f"BT /F1 10 Tf {x} {y} Td ({text}) Tj ET" for x, y, text in pieces]])
 
 
 @pytest.fixture(scope="module")

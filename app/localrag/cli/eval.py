@@ -7,6 +7,9 @@ answer quality — the real ``ask`` path over questions with gold answers and pa
 in this data folder's library (``LOCALRAG_HOME``; its documents are ingested once and kept). ``--split`` (or
 ``--half``) asks only the questions of that half of the dataset's ``split.json``; all its documents are
 indexed.
+
+``local-rag eval sentences DATASET_DIR [--json] [--misses]``: the share of the sentences a person reads on PDF
+pages that the loader and the sentence splitter give back whole, per producer (see ``eval/sentences.py``).
 """
 
 from __future__ import annotations
@@ -32,8 +35,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         nargs="+",
         metavar="DATASET_DIR",
         help="a BEIR folder (corpus.jsonl, queries*.jsonl, qrels/<split>.tsv), a page-hit folder "
-        "(docs/ or pdfs/ and questions with file and pages), or `answers DIR`: a "
-        "folder of PDFs and questions with gold answers (datasets/debian-manuals)",
+        "(docs/ or pdfs/ and questions with file and pages), `answers DIR`: a "
+        "folder of PDFs and questions with gold answers (datasets/debian-manuals), or `sentences DIR`: "
+        "PDFs and the sentences read on their pages (datasets/pdf-sentences)",
     )
     p.add_argument(
         "--answer-mode",
@@ -84,6 +88,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", type=Path, help="reader: where the fitted weights go")
     p.add_argument("--c", type=float, action="append", help="reader: regularisation strengths to compare")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--misses", action="store_true", help="sentences: list the sentences not found whole")
     p.set_defaults(func=run)
 
 
@@ -92,8 +97,13 @@ def run(args: argparse.Namespace) -> int:
         return run_reader(args, [Path(d) for d in args.dataset[1:]])
     if args.dataset[0] == "answers" and len(args.dataset) == 2:
         return run_answers(args, Path(args.dataset[1]))
+    if args.dataset[0] == "sentences" and len(args.dataset) == 2:
+        return run_sentences(args, Path(args.dataset[1]))
     if len(args.dataset) != 1:
-        print("local-rag: eval takes one DATASET_DIR, or `answers DATASET_DIR`", file=sys.stderr)
+        print(
+            "local-rag: eval takes one DATASET_DIR, `answers DATASET_DIR` or `sentences DATASET_DIR`",
+            file=sys.stderr,
+        )
         return 2
     args.dataset = Path(args.dataset[0])
     from localrag.eval import pagehit
@@ -245,4 +255,24 @@ def run_reader(args: argparse.Namespace, folders: list[Path]) -> int:
     print(json.dumps({"cross_validated": report, "c": best_c, "fitted": fitted, "model": model.to_json()}))
     if args.out:
         args.out.write_text(json.dumps(model.to_json(), indent=1) + "\n", encoding="utf-8")
+    return 0
+
+
+def run_sentences(args: argparse.Namespace, folder: Path) -> int:
+    from localrag.eval.sentences import evaluate
+
+    report = _run_report(args, lambda say: evaluate(folder, say=say))
+    if report is None:
+        return 1
+    if args.json:
+        return 0
+    print(f"{report['dataset']}: {report['sentences']} sentences from {report['files']} PDFs")
+    print(f"{'split':6} {'producer':12} {'sentences':>9} {'whole':>6} {'share':>6}")
+    for split, part in report["splits"].items():
+        for name, m in part["producers"].items():
+            print(f"{split:6} {name:12} {m['sentences']:9d} {m['whole']:6d} {m['share']:6.3f}")
+        print(f"{split:6} {'all':12} {part['sentences']:9d} {part['whole']:6d} {part['share']:6.3f}")
+    if args.misses:
+        for miss in report["misses"]:
+            print(f"  [{miss['split']}] {miss['file']} p.{miss['page']}: {miss['sentence']}")
     return 0

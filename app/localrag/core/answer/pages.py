@@ -101,9 +101,9 @@ def widen(result: Any, pages: dict[PageKey, str]) -> Any:
     text = page[new_start:new_end]
     before = after = ""
     if not page[:new_start].strip() and _starts_mid_sentence(text):
-        before = _last_sentence(clean_page(pages, (key[0], key[1] - 1)))
+        before = _continued_from(clean_page(pages, (key[0], key[1] - 1)), text)
     if not page[new_end:].strip() and _ends_mid_sentence(text):
-        after = _first_sentence(clean_page(pages, (key[0], key[1] + 1)))
+        after = _finished_by(clean_page(pages, (key[0], key[1] + 1)), text)
     if (new_start, new_end) == (start, end) and not before and not after and text == result.text:
         return result
     return WholePassage(
@@ -195,12 +195,21 @@ def _ends_mid_sentence(text: str) -> bool:
     return bool(last) and (last.isalnum() or last in ",;-(")
 
 
-def _first_sentence(page: str) -> str:
+def _finished_by(page: str, text: str) -> str:
+    """What finishes ``text`` (the end of a page) at the top of the next ``page``, as a reader joins them."""
     spans = sp.split_spans(page[: MAX_WIDEN_CHARS * 2])
-    return " " + spans[0].text if spans else ""
+    if not spans:
+        return ""
+    joined = sp.join_across(text, spans[0].text)
+    # A word hyphenated across the break: the passage keeps its hyphen, the word goes on without a space.
+    return joined[len(text) :] if joined.startswith(text) else spans[0].text
 
 
-def _last_sentence(page: str) -> str:
-    tail = page[-MAX_WIDEN_CHARS * 2 :]
-    spans = sp.split_spans(tail)
-    return spans[-1].text + " " if spans else ""
+def _continued_from(page: str, text: str) -> str:
+    """The sentence ``text`` (the top of a page) continues from the previous ``page``: its last unfinished
+    one (footnotes may come after it), joined as a reader joins them."""
+    end = sp.open_end(sp.split_spans(page[-MAX_WIDEN_CHARS * 2 :]))
+    if end is None:
+        return ""
+    joined = sp.join_across(end.text, text)
+    return joined[: len(joined) - len(text)]

@@ -97,7 +97,8 @@ def remove_document(conn: psycopg.Connection[Any], doc_id: int) -> bool:
 
 def reembed_needed(conn: psycopg.Connection[Any], active_model: str) -> int:
     """How many ready documents have chunks without a vector from ``active_model`` for their current context,
-    or metadata from an older extraction (a library indexed before document identity)."""
+    or metadata from an older extraction (a library indexed before document identity), or text from an older
+    loader (indexed again first)."""
     from localrag.core.ingest import metadata
 
     row = conn.execute(
@@ -106,4 +107,8 @@ def reembed_needed(conn: psycopg.Connection[Any], active_model: str) -> int:
         f"WHERE e.chunk_id = c.id AND e.embedding_model = %s AND {metadata.CURRENT_VECTOR})",
         (active_model,),
     ).fetchone()
-    return (int(row[0]) if row else 0) or len(metadata.outdated_documents(conn))
+    return (
+        (int(row[0]) if row else 0)
+        or len(metadata.outdated_documents(conn))
+        or len(metadata.outdated_extractions(conn))
+    )

@@ -109,6 +109,8 @@ def refresh(conn: psycopg.Connection[Any], doc_id: int, *, edits: dict[str, Any]
     meta = build_meta(path, title, first, pdf_metadata(path_from_db(path, raw)), edited)
     if edited and "period" in edited:
         meta["period"] = edited["period"]
+    if "extraction" in (old or {}):
+        meta["extraction"] = old["extraction"]
     heads = identity.page_heads(page_texts)
     new = contexts(title, meta, [(c[1], int(c[2])) for c in chunks], heads)
     changed = [(c[0], ctx) for c, ctx in zip(chunks, new, strict=True) if c[4] != ctx]
@@ -141,6 +143,23 @@ def outdated_documents(conn: psycopg.Connection[Any]) -> list[int]:
             (status.READY, identity.VERSION),
         )
     ]
+
+
+def outdated_extractions(conn: psycopg.Connection[Any]) -> list[int]:
+    """Ready documents whose text was extracted by an older loader (``loaders.EXTRACTION_VERSIONS``)."""
+    from localrag.core.ingest.loaders import EXTRACTION_VERSIONS
+
+    found: list[int] = []
+    for doc_type, version in sorted(EXTRACTION_VERSIONS.items()):
+        found += [
+            int(r[0])
+            for r in conn.execute(
+                "SELECT id FROM documents WHERE status = %s AND doc_type = %s "
+                "AND coalesce((meta->>'extraction')::int, 1) < %s ORDER BY id",
+                (status.READY, doc_type, version),
+            )
+        ]
+    return sorted(found)
 
 
 def document_meta(conn: psycopg.Connection[Any], doc_id: int) -> dict[str, Any] | None:

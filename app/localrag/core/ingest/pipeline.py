@@ -30,7 +30,7 @@ from typing import Any
 import psycopg
 
 from localrag.core.errors import StoreUnavailable
-from localrag.core.ingest import loaders, status
+from localrag.core.ingest import loaders, metadata, status
 from localrag.core.ingest.connection import Connection
 from localrag.core.ingest.documents import remove_document
 from localrag.core.ingest.events import IngestEvent, IngestSummary
@@ -139,8 +139,19 @@ class Ingestor:
         return events[0] if events else None
 
     def reembed(self, cancel: CancelToken | None = None) -> IngestSummary:
-        """Give every ready document a vector from the active model for each chunk that lacks one
-        (``reembed``)."""
+        """Index again the documents whose text an older loader extracted (those whose file is still
+        there: the others keep their text), then give every ready document a vector from the active model
+        for each chunk that lacks one (``reembed``)."""
+        again = 0
+        for doc_id in metadata.outdated_extractions(self.conn):
+            row = self.conn.execute(
+                "SELECT path, path_bytes FROM documents WHERE id = %s", (doc_id,)
+            ).fetchone()
+            self.conn.commit()
+            if row is not None and Path(path_from_db(*row)).is_file() and self.reindex_document(doc_id):
+                again += 1
+        if again and not (cancel is not None and cancel.cancelled):
+            self.run(cancel)
         return reembed(self.queue, self.steps, cancel)
 
     # -- the work ------------------------------------------------------------------------------------------

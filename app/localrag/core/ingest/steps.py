@@ -219,6 +219,7 @@ class DocumentSteps:
             tc = time.monotonic()
             title = stream.title
             meta = writer.finish(title)
+            meta["extraction"] = loaders.extraction_version(doc_type)
             chunks = writer.count
             conn.execute(
                 "UPDATE documents SET status = %s, title = %s, doc_type = %s, mime = %s, pages = %s, "

@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from localrag.core.text.reading import keep_hyphen
+
 # The end of a sentence: . ! ? (and closing quotes or brackets) followed by white space and something that can
 # start a sentence; a paragraph break; a line break before a list item.
 _END = re.compile(
@@ -124,6 +126,25 @@ def _abbreviation(text: str, end: int) -> bool:
         return False
     word = re.search(r"[\w.]*$", text[: end - 1]).group(0)  # type: ignore[union-attr]
     return (len(word) == 1 and word.isupper()) or word.lower() in _ABBREVIATIONS
+
+
+def open_end(spans: list[Span], look: int = 4) -> Span | None:
+    """The sentence a page leaves unfinished for the next: the last of its last ``look`` spans (footnotes may
+    follow it) that does not end as a sentence ends."""
+    for s in reversed(spans[-look:]):
+        if not s.text.rstrip("\"'”’)]").endswith((".", "!", "?", ":")):
+            return s
+    return None
+
+
+def join_across(first: str, second: str) -> str:
+    """A sentence begun at the end of one page (``first``) and finished at the top of the next (``second``):
+    a word hyphenated across the break made whole where it is one word."""
+    head = re.search(r"([\w'’]+(?:-[\w'’]+)*)-$", first)
+    tail = re.match(r"[\w'’]+", second)
+    if head and tail:
+        return first[:-1] + second if not keep_hyphen(head.group(1), tail.group(0)) else first + second
+    return f"{first} {second}"
 
 
 def trimmed(text: str, start: int, end: int) -> list[Span]:

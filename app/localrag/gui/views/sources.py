@@ -22,6 +22,7 @@ from localrag.core.errors import StoreUnavailable, as_known
 from localrag.core.library import Library
 from localrag.core.pdfium_lock import PDFIUM_LOCK
 from localrag.core.store import files
+from localrag.core.text import reading
 from localrag.gui.qt import QtCore, QtGui, QtWidgets, Signal
 from localrag.gui.tasks import Op
 from localrag.gui.views.source_ref import SourceRef
@@ -35,8 +36,6 @@ HIGHLIGHT_EDGE = QtGui.QColor(214, 160, 0)
 CELL_EDGE = QtGui.QColor(200, 70, 0)
 
 # pdfium is not thread-safe: no two pdfium calls may run at once, even on different documents.
-
-_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1a\x1c-\x1f\x7f\ufffe\uffff]")
 
 
 @dataclass
@@ -73,40 +72,29 @@ class SourceView:
 
 
 def cleaned_with_map(raw: str) -> tuple[str, list[int]]:
-    """The page text as the PDF loader cleans it, and for each of its characters the raw character index.
+    """The page text with one character for each of the loader's, and for each of them pdfium's character
+    index (pdfium counts a character beyond the Basic Multilingual Plane twice).
 
-    The loader turns CR LF and lone CR into LF and drops control and non-characters; pdfium's character
-    indices refer to the raw text, the stored offsets to the cleaned one.
+    The loader's page text (``core/text/reading.py``) has one character for each of pdfium's: its offsets are
+    pdfium's. Only the characters of a word mended across a line end and blanked ones (footnote markers,
+    running heads) differ from pdfium's text, so the recorded span is checked by its letters.
     """
-    out: list[str] = []
-    index: list[int] = []
-    n = len(raw)
-    i = 0
-    while i < n:
-        ch = raw[i]
-        if ch == "\r":
-            if i + 1 < n and raw[i + 1] == "\n":
-                out.append("\n")
-                index.append(i)
-                i += 2
-                continue
-            out.append("\n")
-            index.append(i)
-        elif not _CONTROL.match(ch):
-            out.append(ch)
-            index.append(i)
-        i += 1
-    return "".join(out), index
+    return reading.plain(raw), reading.utf16_index(raw)
 
 
 def _squash(text: str) -> str:
     return " ".join(text.split())
 
 
+def _letters(text: str) -> str:
+    return "".join(ch for ch in text if ch.isalpha())
+
+
 def _locate(cleaned: str, start: int, end: int, passage: str) -> tuple[int, int, bool]:
     """The span of ``passage`` in ``cleaned``: at the recorded offsets when they hold it, else by search."""
     probe = _squash(passage)[:80]
-    if 0 <= start < end <= len(cleaned) and (not probe or _squash(cleaned[start:end]).startswith(probe[:40])):
+    letters = _letters(passage)[:30]
+    if 0 <= start < end <= len(cleaned) and _letters(cleaned[start:end]).startswith(letters):
         return start, end, True
     if probe:
         words = probe.split()[:10]

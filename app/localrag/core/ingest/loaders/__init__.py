@@ -72,6 +72,14 @@ _LEGACY_HINTS = {
 
 OnPage = Callable[[int, int], None]
 
+# What each loader's text is, where it changed since the first: a document indexed with an older one is
+# indexed again (``metadata.outdated_extractions``).
+EXTRACTION_VERSIONS: dict[str, int] = {"pdf": pdf.EXTRACTION_VERSION}
+
+
+def extraction_version(doc_type: str) -> int:
+    return EXTRACTION_VERSIONS.get(doc_type, 1)
+
 
 def detect_type(path: Path) -> str | None:
     """The loader for ``path`` (``'pdf'``, ``'markdown'``, ``'text'``, ``'html'``, ``'docx'``, ``'image'``).
@@ -243,10 +251,12 @@ def load(
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
+    "EXTRACTION_VERSIONS",
     "SUPPORTED_SUFFIXES",
     "DocumentStream",
     "check_file",
     "detect_type",
+    "extraction_version",
     "iter_pages",
     "load",
     "open_document",

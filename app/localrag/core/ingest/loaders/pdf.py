@@ -1,8 +1,11 @@
 """PDF: text page by page with pypdfium2 (pypdf as the fallback), heading paths from the outline.
 
 ``open_pdf`` streams pages so that memory stays bounded on a book of thousands of pages: each pdfium page and
-text page is closed as soon as its text is out. Pages without a text layer are read by OCR when ``rapidocr``
-is installed and are otherwise flagged ``needs_ocr``.
+text page is closed as soon as its text is out, and a page is handed on once the two after it are read (a
+running head is told from a line of the page by the pages around it). Each page's text is the one a person
+reads (``core/text/reading.py``): one character for each of pdfium's, so offsets into it are pdfium's
+character indices. Pages without a text layer are read by OCR when ``rapidocr`` is installed and are
+otherwise flagged ``needs_ocr``.
 """
 
 from __future__ import annotations
@@ -20,15 +23,20 @@ from localrag.core.ingest.loaders._common import clean_title, display_name, read
 from localrag.core.ingest.types import LoadedDocument, Page
 from localrag.core.pdfium_lock import PDFIUM_LOCK
 from localrag.core.progress import CancelToken
+from localrag.core.text import reading
 
 log = logging.getLogger("localrag.ingest.pdf")
 
 MIME = "application/pdf"
+# What a page's text is: 2 = the reading text, one character per pdfium character (1: pdfium's text with its
+# line breaks and hyphenation marks taken out). A library indexed with an older one is indexed again.
+EXTRACTION_VERSION = 2
+# Pages read either side of a page to find its running heads and footers (book layouts alternate two).
+NEIGHBOURS = 2
 MAX_OUTLINE_ENTRIES = 20_000
 OCR_DPI = 200  # enough for body text; 300 dpi costs twice the time for little gain
 OCR_MAX_SIDE = 3000  # pixels: a poster-sized page is rendered smaller
 _PDFIUM_PASSWORD_ERROR = 4
-_JUNK = re.compile("[\ufffe\uffff]")
 _NUMBERING = re.compile(
     r"(?:(?:chapter|section|part|appendix)\s+)?(?:\d{1,3}|[A-Z])(?:\.\d{1,3})*\.?", re.IGNORECASE
 )
@@ -53,6 +61,50 @@ class PdfStream:
     page_count: int
     pages: Iterator[Page]
     warnings: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Layout:
+    """What pdfium tells of a page's text besides its characters: each one's font size, each line's place."""
+
+    sizes: list[float]
+    lines: list[reading.Line]
+
+
+@dataclass
+class _Read:
+    """One page as read, before its reading text is made."""
+
+    index: int
+    text: str
+    layout: _Layout | None
+    needs_ocr: bool = False
+
+
+def _layout(textpage: Any, text: str) -> _Layout | None:
+    """Font sizes and line places from pdfium (under the pdfium lock), or None when its characters do not
+    match the text one for one. Sizes are read where the reading rules look at them (a few characters of
+    each line, possible footnote markers and the characters around them); the others stay 0."""
+    from pypdfium2 import raw
+
+    index = reading.utf16_index(text)
+    if text and index[-1] + (2 if ord(text[-1]) > 0xFFFF else 1) != textpage.count_chars():
+        return None
+    sizes = [0.0] * len(text)
+    for k in reading.marker_positions(text):
+        sizes[k] = raw.FPDFText_GetFontSize(textpage, index[k])
+    lines = reading.lines_of(text)
+    for line in lines:
+        sampled = reading.samples(text, line)
+        if not sampled:
+            continue
+        for k in sampled:
+            sizes[k] = sizes[k] or raw.FPDFText_GetFontSize(textpage, index[k])
+        left, _, _, top = textpage.get_charbox(index[sampled[0]])
+        _, _, right, _ = textpage.get_charbox(index[sampled[-1]])
+        line.left, line.right, line.top = left, right, top
+        line.size = reading.line_size(sizes, line, text)
+    return _Layout(sizes, lines)
 
 
 # -- backends ------------------------------------------------------------------------------------------------
@@ -100,12 +152,13 @@ class _Pdfium:
                 break
         return entries
 
-    def page(self, index: int, want_image: bool) -> tuple[str, bool, Any]:
-        """The page's text, whether it shows images, and (when asked and textless) a rendering for OCR."""
+    def page(self, index: int, want_image: bool) -> tuple[str, bool, Any, _Layout | None]:
+        """The page's text, whether it shows images, (when asked and textless) a rendering for OCR, and the
+        font size of each character and the place of each line."""
         with PDFIUM_LOCK:
             return self._page(index, want_image)
 
-    def _page(self, index: int, want_image: bool) -> tuple[str, bool, Any]:
+    def _page(self, index: int, want_image: bool) -> tuple[str, bool, Any, _Layout | None]:
         from pypdfium2 import raw
 
         page = self.pdf[index]
@@ -113,10 +166,11 @@ class _Pdfium:
             textpage = page.get_textpage()
             try:
                 text = textpage.get_text_range()
+                layout = _layout(textpage, text) if text.strip() else None
             finally:
                 textpage.close()
             if text.strip():
-                return text, False, None
+                return text, False, None, layout
             has_images = any(True for _ in page.get_objects(filter=[raw.FPDF_PAGEOBJ_IMAGE], max_depth=4))
             rendering = None
             if has_images and want_image:
@@ -126,7 +180,7 @@ class _Pdfium:
                     rendering = bitmap.to_numpy().copy()
                 finally:
                     bitmap.close()
-            return text, has_images, rendering
+            return text, has_images, rendering, None
         finally:
             page.close()
 
@@ -175,17 +229,17 @@ class _Pypdf:
             entries.append((level, str(item.get("/Title", "")), index))
         return entries
 
-    def page(self, index: int, want_image: bool) -> tuple[str, bool, Any]:
+    def page(self, index: int, want_image: bool) -> tuple[str, bool, Any, _Layout | None]:
         page: Any = self.reader.pages[index]
         text = page.extract_text() or ""
         if text.strip():
-            return text, False, None
+            return text, False, None, None
         try:
             xobjects = page["/Resources"].get_object().get("/XObject", {}).get_object()
             has_images = any(x.get_object().get("/Subtype") == "/Image" for x in xobjects.values())
         except Exception:
             has_images = False
-        return text, has_images, None
+        return text, has_images, None, None
 
     def close(self) -> None:
         self.file.close()
@@ -287,8 +341,9 @@ def _find_heading(text: str, title: str, start: int, after_heading: bool) -> int
     if lowest <= line_start < at and _NUMBERING.fullmatch(text[line_start:at].strip()):
         at = line_start
     if at == line_start and line_start > 0:
-        above = text.rfind("\n", 0, line_start - 1) + 1
-        if above >= lowest and _NUMBERING.fullmatch(text[above : line_start - 1].strip()):
+        above_end = len(text[:line_start].rstrip())  # the line above, past the blank line between
+        above = text.rfind("\n", 0, above_end) + 1
+        if above >= lowest and _NUMBERING.fullmatch(text[above:above_end].strip()):
             at = above
     return at
 
@@ -309,9 +364,14 @@ def _page_headings(text: str, carried: str, starting: list[_OutlineEntry]) -> li
     return headings
 
 
+def _lines(page: _Read) -> list[reading.Line]:
+    return page.layout.lines if page.layout else reading.lines_of(page.text)
+
+
 def _clean(text: str) -> str:
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
-    return _JUNK.sub("", strip_controls(text))
+    """Text that did not come from pdfium (OCR, the fallback reader) with its line breaks as pdfium writes
+    them."""
+    return strip_controls(text.replace("\r\n", "\n").replace("\r", "\n")).replace("\n", "\r\n")
 
 
 def _pages_phrase(numbers: list[int]) -> str:
@@ -378,44 +438,72 @@ def _pages(
     failed: list[int] = []
     with_text = 0
     fallback: _Pypdf | None = None
+    read_pages: dict[int, _Read] = {}  # pages not yet handed on, and up to NEIGHBOURS before them
+    words: set[str] = set()  # the document's words so far: which hyphenated words are whole words
+
+    def read(index: int) -> _Read:
+        nonlocal fallback
+        try:
+            text, has_images, rendering, layout = backend.page(index, use_ocr)
+        except Exception as exc:  # one bad page should not lose the book
+            log.info("page %d of %s unreadable with %s: %s", index + 1, display_name(path), backend.name, exc)
+            text, has_images, rendering, layout = "", False, None, None
+            try:
+                if fallback is None and backend.name == "pdfium":
+                    fallback = _Pypdf(path)
+                if fallback is not None:
+                    text, has_images, _, _ = fallback.page(index, False)
+            except Exception:
+                failed.append(index + 1)
+        if layout is None:
+            text = _clean(text)
+        page_needs_ocr = False
+        if not text.strip() and has_images:
+            if rendering is not None:
+                text = _clean(image_loader.ocr_array(rendering))
+            page_needs_ocr = not text.strip() and rendering is None
+            if page_needs_ocr:
+                needs_ocr.append(index + 1)
+        words.update(reading.word_set(text))
+        return _Read(index, text, layout, page_needs_ocr)
+
+    def hand_on(index: int) -> Page:
+        nonlocal carried, next_entry, with_text
+        page = read_pages[index]
+        near = [read_pages[j] for j in range(index - NEIGHBOURS, index + NEIGHBOURS + 1) if j in read_pages]
+        lines = _lines(page)
+        drop = reading.running_lines(page.text, lines, [(p.text, _lines(p)) for p in near if p is not page])
+        text = reading.reading_text(
+            page.text, lines, sizes=page.layout.sizes if page.layout else None, drop=drop, words=words
+        )
+        if text.strip():
+            with_text += 1
+        starting: list[_OutlineEntry] = []
+        while next_entry < len(entries) and entries[next_entry].page_index == page.index:
+            starting.append(entries[next_entry])
+            next_entry += 1
+        headings = _page_headings(text, carried, starting)
+        if headings:
+            carried = headings[-1][1]
+        return Page(number=page.index + 1, text=text, headings=headings, needs_ocr=page.needs_ocr)
+
+    def done(index: int) -> Iterator[Page]:
+        if cancel is not None:
+            cancel.raise_if_cancelled()
+        yield hand_on(index)
+        read_pages.pop(index - NEIGHBOURS, None)
+        if on_page is not None:
+            on_page(index + 1, total)
+
     try:
         for index in range(total):
             if cancel is not None:
                 cancel.raise_if_cancelled()
-            try:
-                text, has_images, rendering = backend.page(index, use_ocr)
-            except Exception as exc:  # one bad page should not lose the book
-                log.info(
-                    "page %d of %s unreadable with %s: %s", index + 1, display_name(path), backend.name, exc
-                )
-                text, has_images, rendering = "", False, None
-                try:
-                    if fallback is None and backend.name == "pdfium":
-                        fallback = _Pypdf(path)
-                    if fallback is not None:
-                        text, has_images, _ = fallback.page(index, False)
-                except Exception:
-                    failed.append(index + 1)
-            text = _clean(text)
-            page_needs_ocr = False
-            if not text.strip() and has_images:
-                if rendering is not None:
-                    text = _clean(image_loader.ocr_array(rendering))
-                page_needs_ocr = not text.strip() and rendering is None
-                if page_needs_ocr:
-                    needs_ocr.append(index + 1)
-            if text.strip():
-                with_text += 1
-            starting: list[_OutlineEntry] = []
-            while next_entry < len(entries) and entries[next_entry].page_index == index:
-                starting.append(entries[next_entry])
-                next_entry += 1
-            headings = _page_headings(text, carried, starting)
-            if headings:
-                carried = headings[-1][1]
-            yield Page(number=index + 1, text=text, headings=headings, needs_ocr=page_needs_ocr)
-            if on_page is not None:
-                on_page(index + 1, total)
+            read_pages[index] = read(index)
+            if index >= NEIGHBOURS:
+                yield from done(index - NEIGHBOURS)
+        for index in range(max(0, total - NEIGHBOURS), total):
+            yield from done(index)
     finally:
         backend.close()
         if fallback is not None:

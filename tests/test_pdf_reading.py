@@ -1,0 +1,214 @@
+"""PDF pages read as a person reads them: on PDFs written here, through the real loader (pdfium) and the
+sentence splitter the answers quote from — a hyphen at a line's end, a footnote marker, a heading, a running
+head and page number, a sentence over a page break — with offsets still pdfium's character indices."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pypdfium2 as pdfium
+
+from fixtures_docs import write_content_pdf
+from localrag.core.answer.pages import widen
+from localrag.core.ingest.loaders import load
+from localrag.core.retrieve.results import Result
+from localrag.core.text import reading
+from localrag.core.text import spans as sp
+
+
+def _body(lines: list[str], top: int = 700, size: int = 11) -> str:
+    """Lines of a paragraph in Helvetica, 14 points apart."""
+    shown = " T* ".join(f"({line}) Tj" for line in lines)
+    return f"BT /F1 {size} Tf 14 TL 72 {top} Td {shown} ET"
+
+
+def _head(text: str, page: int) -> list[str]:
+    """A running head at the top of the page and its number at the bottom."""
+    return [f"BT /F1 9 Tf 72 760 Td ({text}) Tj ET", f"BT /F1 9 Tf 300 40 Td ({page}) Tj ET"]
+
+
+def _sentences(text: str) -> list[str]:
+    return [sp.flat(s.text) for s in sp.split_spans(text)]
+
+
+FILLER = [
+    "Every page of this manual holds a few lines of plain text written in one font.",
+    "The lines are long enough to fill the width of the page from one side to the other.",
+    "A reader finds the same words at the top of every page, and a number at the foot.",
+    "None of those running lines belongs in a sentence that an answer quotes to the reader.",
+]
+
+
+def test_a_word_hyphenated_at_a_line_end_is_made_whole_and_a_compound_keeps_its_hyphen(tmp_path: Path):
+    pdf = write_content_pdf(
+        tmp_path / "hyphen.pdf",
+        [
+            [
+                _body(
+                    [
+                        "The loader reads the characters of every page and rebuilds each struc-",
+                        "ture that the page shows, so that answers can quote it with its built-",
+                        "in kernels for x86-64 processors, and every sentence comes out whole.",
+                    ]
+                )
+            ]
+        ],
+    )
+    text = load(pdf).pages[0].text
+    assert (
+        "The loader reads the characters of every page and rebuilds each structure that the page shows, so "
+        "that answers can quote it with its built-in kernels for x86-64 processors, and every sentence comes "
+        "out whole."
+    ) in _sentences(text)
+
+
+def test_a_footnote_marker_is_dropped_from_the_word_it_follows(tmp_path: Path):
+    superscript = "/F1 6 Tf 4 Ts (39) Tj /F1 11 Tf 0 Ts"
+    pdf = write_content_pdf(
+        tmp_path / "footnote.pdf",
+        [
+            [
+                "BT /F1 11 Tf 14 TL 72 700 Td",
+                "(The number of threads is set by an environment variable, where implemented.) Tj",
+                superscript,
+                "( Other settings) Tj T*",
+                "(are read from the configuration file when the program starts and never again.) Tj ET",
+            ]
+        ],
+    )
+    text = load(pdf).pages[0].text
+    found = _sentences(text)
+    assert "The number of threads is set by an environment variable, where implemented." in found
+    assert (
+        "Other settings are read from the configuration file when the program starts and never again."
+        in found
+    )
+    assert "39" not in text
+
+
+def test_a_heading_stays_its_own_line_and_is_not_glued_to_the_next_sentence(tmp_path: Path):
+    pdf = write_content_pdf(
+        tmp_path / "heading.pdf",
+        [
+            [
+                "BT /F1 14 Tf 72 720 Td (A.3.1 BLAS) Tj ET",
+                _body(
+                    [
+                        "An external BLAS library has to be explicitly requested at configure time, and",
+                        "the one that ships with the sources is used otherwise, for every build.",
+                    ],
+                    top=696,
+                ),
+                "BT /F1 11 Tf 72 650 Td (Notes) Tj ET",
+                _body(["Builds without one are slower, by a factor of two on most machines."], top=634),
+            ]
+        ],
+    )
+    found = _sentences(load(pdf).pages[0].text)
+    assert found[:2] == [
+        "A.3.1 BLAS",
+        "An external BLAS library has to be explicitly requested at configure time, and the one that ships "
+        "with the sources is used otherwise, for every build.",
+    ]
+    assert found[2:] == ["Notes", "Builds without one are slower, by a factor of two on most machines."]
+
+
+def test_running_heads_and_page_numbers_are_blanked_and_offsets_stay_pdfiums(tmp_path: Path):
+    pdf = write_content_pdf(
+        tmp_path / "heads.pdf",
+        [[*_head("Widget Manual, second edition", n), _body(FILLER)] for n in (1, 2, 3)],
+    )
+    pages = load(pdf).pages
+    document = pdfium.PdfDocument(pdf)
+    for page in pages:
+        assert "Widget" not in page.text and str(page.number) not in page.text
+        assert _sentences(page.text) == FILLER
+        raw = document[page.number - 1].get_textpage().get_text_range()
+        assert len(page.text) == len(raw)  # one character for each of pdfium's
+        at = page.text.index("The lines are long")
+        assert raw[at : at + 18] == "The lines are long"
+    document.close()
+
+
+def test_a_sentence_over_a_page_break_is_joined_whole(tmp_path: Path):
+    pdf = write_content_pdf(
+        tmp_path / "break.pdf",
+        [
+            [
+                *_head("Widget Manual", 1),
+                _body([*FILLER, "The filter must be replaced every twelve months or after"]),
+            ],
+            [
+                *_head("Widget Manual", 2),
+                _body(
+                    ["one thousand hours of use, whichever comes first. Other text follows here.", *FILLER]
+                ),
+            ],
+            [*_head("Widget Manual", 3), _body(FILLER)],
+        ],
+    )
+    pages = load(pdf).pages
+    first, second = sp.split_spans(pages[0].text), sp.split_spans(pages[1].text)
+    end = sp.open_end(first)
+    assert end is not None
+    whole = (
+        "The filter must be replaced every twelve months or after one thousand hours of use, whichever "
+        "comes first."
+    )
+    assert sp.flat(sp.join_across(end.text, second[0].text)) == whole
+    # An answer quoting the end of the first page finishes the sentence from the second.
+    start = pages[0].text.index("The filter")
+    result = Result(
+        chunk_ids=[1],
+        doc_id=1,
+        doc_type="pdf",
+        title="Widget manual",
+        path=str(pdf),
+        page_number=1,
+        heading_path="",
+        text=pages[0].text[start : end.end],
+        similarity=0.5,
+        char_start=start,
+        char_end=end.end,
+    )
+    assert sp.flat(widen(result, {(1, p.number): p.text for p in pages}).text) == whole
+
+
+def test_the_hyphen_rule_reads_the_documents_own_words():
+    assert reading.keep_hyphen("struc", "tures") is False
+    assert reading.keep_hyphen("built", "in") is True  # too short to be a hyphenated syllable
+    assert reading.keep_hyphen("Language", "specific", {"language-specific"}) is True
+    assert reading.keep_hyphen("Language", "specific", {"languagespecific"}) is False
+    assert reading.keep_hyphen("754", "2019") is True and reading.keep_hyphen("away-from", "zero") is True
+    # Without font sizes (OCR, the fallback reader), a number right after a sentence's end is a marker.
+    text = "It is set where implemented.39 Other settings are read once.\r\nA second line follows it here."
+    assert "implemented.   Other" in reading.reading_text(text)
+    # pdfium's mark of a word hyphenated at the page's last line stays a hyphen, for the next page to mend.
+    end = reading.reading_text("The loader rebuilds every struc\ufffe")
+    assert sp.join_across(end, "tures of the page.") == "The loader rebuilds every structures of the page."
+
+
+def test_a_pdf_indexed_by_an_older_loader_is_indexed_again_with_the_new_one(library, tmp_path: Path):
+    from fixtures_chat import index
+    from localrag.core.ingest import metadata
+    from localrag.core.ingest.documents import reembed_needed
+    from localrag.core.ingest.loaders import pdf as pdf_loader
+    from localrag.core.ingest.pipeline import Ingestor
+
+    pdf = write_content_pdf(tmp_path / "older.pdf", [[_body(FILLER)]])
+    index(library, [pdf])
+    with library.connect() as conn:
+        (doc_id,) = conn.execute("SELECT id FROM documents").fetchone()
+        # As a library indexed before the reading text: no extraction version in its metadata.
+        conn.execute("UPDATE documents SET meta = meta - 'extraction' WHERE id = %s", (doc_id,))
+        conn.commit()
+        assert metadata.outdated_extractions(conn) == [doc_id]
+        assert reembed_needed(conn, library.embedder.name) == 1
+    with Ingestor(library) as ingestor:
+        ingestor.reembed()
+    with library.connect() as conn:
+        rows = conn.execute("SELECT id, status, (meta->>'extraction')::int FROM documents").fetchall()
+        assert [r[1:] for r in rows] == [("ready", pdf_loader.EXTRACTION_VERSION)] and rows[0][0] != doc_id
+        assert metadata.outdated_extractions(conn) == []
+        text = " ".join(r[0] for r in conn.execute("SELECT text FROM document_chunks ORDER BY chunk_index"))
+    assert FILLER[1] in sp.flat(text)
