@@ -212,6 +212,7 @@ class DocumentSteps:
             [text for _, text in tops[: metadata.FIRST_PAGES]],
             metadata.pdf_metadata(path),
             self.edited_metadata(doc_id),
+            tops,
         )
         heads = identity.page_heads(tops)
         chunk_contexts = metadata.contexts(title, meta, [(r[3], r[2]) for r in rows], heads)
