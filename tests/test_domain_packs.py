@@ -4,8 +4,8 @@ and a document's identity holds only fields found with evidence."""
 from __future__ import annotations
 
 import pytest
-from fixtures_docs import write_pdf
 
+from fixtures_docs import write_pdf
 from localrag.core import hooks
 from localrag.core.ingest import metadata
 from localrag.core.ingest.pipeline import index_paths
@@ -110,8 +110,8 @@ def test_a_question_about_soil_liquidity_is_no_finance_question_in_a_library_wit
     """The question names "liquidity", a measure read off a balance sheet; a library with a page titled
     "Balance sheets" and rows of figures, but no financial report, gets no statement put first."""
     (tmp_path / "soil-hydrology.md").write_text(
-        "# Soil hydrology\n\nAfter rain the pores of a clay soil fill with water: the soil loses strength and "
-        "its liquidity rises until it drains. Sandy soils drain within hours.\n",
+        "# Soil hydrology\n\nAfter rain the pores of a clay soil fill with water: the soil loses strength "
+        "and its liquidity rises until it drains. Sandy soils drain within hours.\n",
         encoding="utf-8",
     )
     write_pdf(
@@ -135,8 +135,8 @@ def test_a_pack_acts_only_on_a_document_with_evidence_or_turned_on_by_a_person(c
                 "Liquidity and capital resources",
                 "Globex watches its quick ratio and its liquidity closely. The quick ratio improved in",
                 "2023 compared with 2022 as management reduced short-term borrowings; liquidity",
-                "remained strong and the quick ratio is reviewed by the board each quarter together with the",
-                "gross margin and the current ratio. Globex expects its quick ratio to improve again in 2024.",
+                "remained strong and the quick ratio is reviewed by the board each quarter together with",
+                "the gross margin and the current ratio. Globex expects its quick ratio to improve in 2024.",
             ],
             _balance_sheet("Consolidated Balance Sheets"),
         ],
@@ -160,6 +160,7 @@ def test_a_pack_acts_only_on_a_document_with_evidence_or_turned_on_by_a_person(c
     assert marked.results[0].scores["pinned"] == "balance sheet"
     assert marked.routing["pages_first"][0]["pack"] == "finance"
     assert marked.routing["pages_first"][0]["why"] == "the question needs the balance sheet"
+    assert marked.routing["pages_first"][0]["evidence"] == "edited"  # turned on by a person
     with clean_db.connect() as conn:  # turned off again: the pack no longer acts
         metadata.edit(conn, doc_id, {"domain": hooks.NO_DOMAIN})
         conn.commit()
@@ -173,5 +174,9 @@ def test_the_packs_are_registered_through_the_hook_points():
     assert hooks.routing_words(frozenset()) == hooks.RoutingWords()
     assert hooks.is_title("Consolidated Statements of Cash Flows", "finance")
     assert not hooks.is_title("Consolidated Statements of Cash Flows", "")
-    assert hooks.evidence_features("capital expenditure?", "Purchases of property, plant 1,577 1,373", "finance")
-    assert hooks.evidence_features("capital expenditure?", "Purchases of property, plant 1,577 1,373", "") == {}
+    assert hooks.evidence_features(
+        "capital expenditure?", "Purchases of property, plant 1,577 1,373", "finance"
+    )
+    assert (
+        hooks.evidence_features("capital expenditure?", "Purchases of property, plant 1,577 1,373", "") == {}
+    )

@@ -40,7 +40,9 @@ def test_identity_of_a_filing_comes_from_its_cover_and_of_other_files_from_evide
     cover = [COVER.format(year=2018)]
     meta = metadata.build_meta("/docs/GLOBEX_2018_10K.pdf", "", cover, {}, {})
     assert meta["domain"] == "finance" and "Exact name of registrant" in meta["sources"]["domain"]
-    assert meta["organization"] == "Globex Holdings, Inc." and meta["sources"]["organization"] == "first pages"
+    assert (
+        meta["organization"] == "Globex Holdings, Inc." and meta["sources"]["organization"] == "first pages"
+    )
     assert meta["kind"] == "10-K annual report"
     assert meta["year"] == 2018
     assert "fiscal year 2018" in meta["period"]
@@ -280,6 +282,7 @@ def test_a_question_about_a_statement_measure_gets_the_statement_first(clean_db,
             "pack": "finance",
             "label": "balance sheet",
             "why": "the question needs the balance sheet",
+            "evidence": "page 1: an SEC cover page (“FORM 10-K”, “Exact name of registrant”)",
             "doc_id": resp.results[0].doc_id,
             "page": 5,
             "chunk": resp.results[0].chunk_ids[0],
@@ -313,7 +316,12 @@ def test_the_documents_list_says_what_a_document_is(clean_db, tmp_path, qapp):
     from localrag.gui.qt import QtCore
     from localrag.gui.views.documents_model import DocumentRow, DocumentsModel
 
-    cover = ["FORM 10-K", "For the fiscal year ended December 31, 2019", "ACME CORP", "(Exact name of registrant)"]
+    cover = [
+        "FORM 10-K",
+        "For the fiscal year ended December 31, 2019",
+        "ACME CORP",
+        "(Exact name of registrant)",
+    ]
     write_pdf(tmp_path / "Acme_2019_10K.pdf", [[*cover, "Annual report", "Revenue grew in every region."]])
     index(clean_db, [tmp_path / "Acme_2019_10K.pdf"])
     with clean_db.connect() as conn:

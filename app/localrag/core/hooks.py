@@ -89,14 +89,14 @@ class Specs:
     """The hook specifications (each pack implements those it needs)."""
 
     @hookspec(firstresult=True)
-    def document_domain(  # type: ignore[empty-body]
+    def document_domain(
         self, path: str, title: str, pages: Sequence[tuple[int, str]], pdf_meta: dict[str, str]
     ) -> DomainEvidence | None:
         """The pack's claim when the document shows strong evidence of its field; ``pages`` are
         ``(number, text)``, the first ones whole and the others' first lines."""
 
     @hookspec(firstresult=True)
-    def identity_fields(  # type: ignore[empty-body]
+    def identity_fields(
         self,
         domain: str,
         path: str,
@@ -107,30 +107,28 @@ class Specs:
         """The fields of a document of ``domain`` (None when ``domain`` is not the pack's)."""
 
     @hookspec
-    def routing_words(self, domains: frozenset[str]) -> RoutingWords | None:  # type: ignore[empty-body]
+    def routing_words(self, domains: frozenset[str]) -> RoutingWords | None:
         """Routing words of the pack, when ``domains`` (those of the library's documents) holds its own."""
 
     @hookspec
-    def pages_first(  # type: ignore[empty-body]
+    def pages_first(
         self, conn: Any, question: str, documents: Sequence[tuple[int, str]]
     ) -> list[PinnedPage] | None:
         """Pages to put first for ``question`` from ``documents`` (``(doc_id, domain)`` of the best passages,
         best first); a pack looks only in documents of its domain."""
 
     @hookspec
-    def evidence_features(  # type: ignore[empty-body]
-        self, question: str, text: str, domain: str
-    ) -> dict[str, float] | None:
+    def evidence_features(self, question: str, text: str, domain: str) -> dict[str, float] | None:
         """Features of one candidate sentence (``text``, from a document of ``domain``) for ``question``;
         ``measure_row`` (1.0): a row of figures a measure the question names is computed from."""
 
     @hookspec(firstresult=True)
-    def is_title(self, text: str, domain: str) -> bool | None:  # type: ignore[empty-body]
+    def is_title(self, text: str, domain: str) -> bool | None:
         """True when ``text`` (of a document of ``domain``) is a title the pack knows (a heading, never an
         answer)."""
 
     @hookspec
-    def column_headings(self, domain: str) -> str | None:  # type: ignore[empty-body]
+    def column_headings(self, domain: str) -> str | None:
         """For a document of ``domain``: a regular expression for column headings besides plain years
         ("FY2018", "Q4 2023")."""
 
@@ -201,8 +199,11 @@ def routing_words(domains: frozenset[str]) -> RoutingWords:
 def pages_first(conn: Any, question: str, documents: Sequence[tuple[int, str]]) -> list[PinnedPage]:
     if not any(domain and domain != NO_DOMAIN for _, domain in documents):
         return []  # no pack acts on these documents
-    return [p for pages in manager().hook.pages_first(conn=conn, question=question, documents=documents)
-            for p in pages or ()]
+    return [
+        p
+        for pages in manager().hook.pages_first(conn=conn, question=question, documents=documents)
+        for p in pages or ()
+    ]
 
 
 def evidence_features(question: str, text: str, domain: str) -> dict[str, float]:

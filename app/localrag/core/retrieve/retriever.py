@@ -408,6 +408,12 @@ def _pages_first(
                     best = max(on_page, key=fit)
                     best.scores["pinned"] = pin.label
                     firsts.append((best, pin))
+            evidence = dict(
+                c.execute(
+                    "SELECT id, coalesce(meta->'sources'->>'domain', '') FROM documents WHERE id = ANY(%s)",
+                    ([r.doc_id for r, _ in firsts],),
+                ).fetchall()
+            )
     if not firsts:
         return
     taken = {cid for r, _ in firsts for cid in r.chunk_ids}
@@ -418,6 +424,7 @@ def _pages_first(
             "pack": pin.pack,
             "label": pin.label,
             "why": pin.why,
+            "evidence": evidence.get(r.doc_id, ""),  # why the pack acts on the document (found at ingest)
             "doc_id": r.doc_id,
             "page": r.page_number,
             "chunk": r.chunk_ids[0],
@@ -511,7 +518,23 @@ def _fetch(
 
 
 def _result(row: tuple, f: fuse.Candidate) -> Result:
-    cid, doc_id, doc_type, title, path, page, index, heading, text, start, end, text_hash, sim, context, domain = row
+    (
+        cid,
+        doc_id,
+        doc_type,
+        title,
+        path,
+        page,
+        index,
+        heading,
+        text,
+        start,
+        end,
+        text_hash,
+        sim,
+        context,
+        domain,
+    ) = row
     similarity = float(sim) if sim is not None else (f.vector if f.vector is not None else None)
     return Result(
         chunk_ids=[int(cid)],

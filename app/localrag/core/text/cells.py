@@ -167,9 +167,9 @@ def cells_of(row: str, page: str, row_start: int, question: str = "", headings: 
     found = _headings_at(page, row_start, len(figures), headings)
     if found is None:
         return None
-    headings = [h for h, _ in found]
+    names = [h for h, _ in found]
     years = {m.group(1) for m in _ASKED_YEAR.finditer(question)}
-    asked = [i for i, h in enumerate(headings) if any(y in h for y in years)]
+    asked = [i for i, h in enumerate(names) if any(y in h for y in years)]
     values = _figure_offsets(row, row_start, len(figures)) if page[row_start:].startswith(row) else []
     marks = [m for i in asked for m in (found[i][1], values[i])] if values else []
-    return Cells(label, list(zip(headings, figures, strict=True)), asked, marks)
+    return Cells(label, list(zip(names, figures, strict=True)), asked, marks)

@@ -103,4 +103,3 @@ def is_title(text: str, domain: str) -> bool | None:
 @hookimpl
 def column_headings(domain: str) -> str | None:
     return COLUMN_HEADINGS if domain == DOMAIN else None
-

@@ -37,7 +37,9 @@ def evidence(pages: Sequence[tuple[int, str]]) -> str:
         if form and _REGISTRANT.search(flat):
             return f"page {number}: an SEC cover page (“{form.group(0)}”, “Exact name of registrant”)"
         if form and _SEC.search(flat):
-            return f"page {number}: an SEC cover page (“{form.group(0)}”, “Securities and Exchange Commission”)"
+            return (
+                f"page {number}: an SEC cover page (“{form.group(0)}”, “Securities and Exchange Commission”)"
+            )
     cash = statements.TITLES[statements.CASH]
     for number, text in pages:
         if not re.search(cash, text[: statements.HEAD_CHARS], re.IGNORECASE):
@@ -280,5 +282,3 @@ def _iso(text: str) -> str:
 def _full_year(text: str) -> int:
     value = int(text)
     return value if value > 100 else 2000 + value if value < 70 else 1900 + value
-
-
