@@ -92,6 +92,7 @@ class Tuning:
             bm25_k1=float(settings.bm25_k1),
             bm25_b=float(settings.bm25_b),
             route=bool(getattr(settings, "routing", True)),
+            packs=bool(getattr(settings, "domain_packs", True)),
         )
 
 
