@@ -100,7 +100,9 @@ def test_ordinary_files_get_no_finance_label_and_a_10k_keeps_its_identity(clean_
     assert "page 1: an SEC cover page" in meta["sources"]["domain"]
     assert meta["organization"] == "Globex Holdings, Inc."
     assert meta["kind"] == "10-K annual report" and meta["year"] == 2018
-    assert meta["sources"]["organization"] == meta["sources"]["year"] == "first pages"
+    assert meta["sources"]["organization"] == "first pages"
+    # A filing's file name says its fiscal period ("GLOBEX_2018_10K"): read only because the cover is evidence.
+    assert meta["sources"]["year"] == "file name"
     assert contexts[0].startswith("Globex Holdings, Inc. · 10-K annual report · fiscal year 2018")
 
 

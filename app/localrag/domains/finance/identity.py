@@ -3,8 +3,9 @@ from an SEC cover page, the PDF's metadata and the file name of a document that 
 being a financial report (``evidence``).
 
 The evidence, looked for at ingest: an SEC cover page ("Form 10-K" … "(Exact name of registrant as specified
-in its charter)", or "Securities and Exchange Commission" with a form), or a statement of cash flows: a page
-whose first lines carry its title and that holds at least ``statements.MIN_ROWS`` rows of figures.
+in its charter)", or "Securities and Exchange Commission" with a form), or a statement of cash flows or of
+operations: a page whose first lines carry its title and that holds at least ``statements.MIN_ROWS`` rows of
+figures (an earnings release has no cover page).
 Without it the pack does nothing: "8K video" is not an 8-K and "Q3-2022" in a newsletter's file name is no
 fiscal quarter.
 """
@@ -40,13 +41,15 @@ def evidence(pages: Sequence[tuple[int, str]]) -> str:
             return (
                 f"page {number}: an SEC cover page (“{form.group(0)}”, “Securities and Exchange Commission”)"
             )
-    cash = statements.TITLES[statements.CASH]
+    # A balance sheet is no evidence on its own: "water balance sheets" are tables of figures too.
+    titles = {"a statement of cash flows": statements.CASH, "an income statement": statements.INCOME}
     for number, text in pages:
-        if not re.search(cash, text[: statements.HEAD_CHARS], re.IGNORECASE):
-            continue
-        rows = sum(1 for line in {line.strip() for line in text.split("\n")} if is_figures_row(line))
-        if rows >= statements.MIN_ROWS:
-            return f"page {number}: a statement of cash flows with {rows} rows of figures"
+        for name, statement in titles.items():
+            if not re.search(statements.TITLES[statement], text[: statements.HEAD_CHARS], re.IGNORECASE):
+                continue
+            rows = sum(1 for line in {line.strip() for line in text.split("\n")} if is_figures_row(line))
+            if rows >= statements.MIN_ROWS:
+                return f"page {number}: {name} with {rows} rows of figures"
     return ""
 
 
@@ -65,9 +68,11 @@ def fields(path: str, title: str, first_pages: Sequence[str], pdf_meta: dict[str
     cover = _cover_fields(head)
     meta_title = " ".join((pdf_meta.get("Title") or "").split())
     for key in ("kind", "year", "quarter"):
+        # A report's file name says its fiscal period the way people file them ("AMCOR_2023Q2_10Q": the
+        # quarter of fiscal 2023 that ended in December 2022), so it comes first in a document that is one.
+        put(key, name.get(key), "file name")
         put(key, cover.get(key), "first pages")
         put(key, _title_fields(meta_title).get(key), "PDF metadata")
-        put(key, name.get(key), "file name")
     put("organization", cover.get("organization"), "first pages")
     put("organization", _org_from_title(meta_title), "PDF metadata")
     put("ticker", cover.get("ticker"), "first pages")
@@ -190,7 +195,7 @@ def _cover_fields(text: str) -> dict[str, Any]:
 def _cover_org(text: str) -> str:
     if text.count("\r\n") >= 3:  # some PDFs break lines with CR LF and put every word on a line of its own
         text = "\n".join(line.replace("\n", " ") for line in text.split("\r\n"))
-    lines = [" ".join(line.split()) for line in text.splitlines()]
+    lines = [" ".join(line.split()).strip("_ ") for line in text.splitlines()]  # rules drawn with "____"
     lines = [line for line in lines if line]
     for i, line in enumerate(lines[:80]):
         if _REGISTRANT.search(line) and i > 0:
@@ -202,7 +207,7 @@ def _cover_org(text: str) -> str:
             return _tidy_org(line)
     sentence = re.search(
         r"\b([A-Z][\w&.'’\-]*(?:\s+[A-Z][\w&.'’\-]*){0,4}),?\s+(?:Inc\.|Corp\.|Corporation|Ltd\.|plc)?\s*"
-        r"(?:\([A-Z]+:\s*[A-Z.]+\)\s*)?(?:today\s+)?(?:reports?|reported|announces?|announced)\b",
+        r"(?:\([A-Z]+:\s*[A-Z.]+\)\s*)?(?:today\s+)?(?:reports?|reported|announces?|announced|REPORTS?|ANNOUNCES?)\b",
         " ".join(lines[:40]),
     )
     if not sentence or all(w.lower() in GENERIC_WORDS for w in sentence.group(1).split()):
