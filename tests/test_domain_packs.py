@@ -182,3 +182,14 @@ def test_the_packs_are_registered_through_the_hook_points():
     assert (
         hooks.evidence_features("capital expenditure?", "Purchases of property, plant 1,577 1,373", "") == {}
     )
+
+
+def test_the_developer_pane_says_which_pack_put_a_page_first_and_why():
+    from localrag.gui.views.devpane import pack_note
+
+    pin = {"pack": "finance", "page": 5, "why": "the question needs the balance sheet", "evidence": "edited"}
+    assert pack_note(pin) == (
+        "Pack finance: page 5 first (the question needs the balance sheet; it acts on the document: set by hand)."
+    )
+    found = {**pin, "evidence": "page 1: an SEC cover page (“FORM 10-K”, “Exact name of registrant”)"}
+    assert "page 1: an SEC cover page" in pack_note(found)
