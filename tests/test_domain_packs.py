@@ -101,7 +101,7 @@ def test_ordinary_files_get_no_finance_label_and_a_10k_keeps_its_identity(clean_
     assert meta["organization"] == "Globex Holdings, Inc."
     assert meta["kind"] == "10-K annual report" and meta["year"] == 2018
     assert meta["sources"]["organization"] == "first pages"
-    # A filing's file name says its fiscal period ("GLOBEX_2018_10K"): read only because the cover is evidence.
+    # A filing's file name says its fiscal period ("GLOBEX_2018_10K"): read because the cover is evidence.
     assert meta["sources"]["year"] == "file name"
     assert contexts[0].startswith("Globex Holdings, Inc. · 10-K annual report · fiscal year 2018")
 
@@ -189,7 +189,8 @@ def test_the_developer_pane_says_which_pack_put_a_page_first_and_why():
 
     pin = {"pack": "finance", "page": 5, "why": "the question needs the balance sheet", "evidence": "edited"}
     assert pack_note(pin) == (
-        "Pack finance: page 5 first (the question needs the balance sheet; it acts on the document: set by hand)."
+        "Pack finance: page 5 first (the question needs the balance sheet; "
+        "it acts on the document: set by hand)."
     )
     found = {**pin, "evidence": "page 1: an SEC cover page (“FORM 10-K”, “Exact name of registrant”)"}
     assert "page 1: an SEC cover page" in pack_note(found)
