@@ -1,8 +1,8 @@
 """The finance pack: annual and quarterly reports, SEC filings, earnings releases.
 
 It acts on a document that shows strong evidence of being a financial report (``identity.evidence``: an SEC
-cover page, or a statement of cash flows with rows of figures), or that a person marked as one
-(``local-rag meta DOC --domain finance``). For those documents it gives:
+cover page, or a statement of cash flows or of operations with rows of figures), or that a person marked as
+one (``local-rag meta DOC --domain finance``). For those documents it gives:
 
 - the identity fields: company (the registrant on the cover), kind (10-K, 10-Q, 8-K, earnings release…),
   ticker, fiscal period (``identity``);
