@@ -47,6 +47,7 @@ class Passage:
     page_number: int = 41
     heading_path: str = ""
     char_start: int = 100
+    domain: str = ""  # the domain pack acting on its document (found at ingest)
 
     @property
     def char_end(self) -> int:
@@ -207,6 +208,7 @@ def test_a_quoted_row_of_figures_shows_each_value_under_its_column(embed):
 
 
 def test_rows_without_column_headings_or_prose_stay_as_quoted():
+    from localrag.core import hooks
     from localrag.core.text import cells
     from localrag.core.text.cells import cells_of, split_row
 
@@ -221,11 +223,16 @@ def test_rows_without_column_headings_or_prose_stay_as_quoted():
     units = "Months Ended June 30,\nGAAP results 2022 $ million 2023 $ million\nNet sales 14,544 14,694"
     row = cells_of("Net sales 14,544 14,694", units, units.index("Net sales"), "net sales in fiscal 2023")
     assert row is not None and row.columns == [("2022", "14,544"), ("2023", "14,694")] and row.asked == [1]
+    # Quarters as column headings are the finance pack's, for a document it acts on.
     quarters = "Three Months Ended\nQ4 2023 Q4 2022\nRevenue 1,200 1,100\n"
-    row = cells_of("Revenue 1,200 1,100", quarters, quarters.index("Revenue"), "revenue in Q4 2023")
+    fiscal = hooks.column_headings("finance")
+    row = cells_of("Revenue 1,200 1,100", quarters, quarters.index("Revenue"), "revenue in Q4 2023", fiscal)
     assert (
         row is not None and row.columns == [("Q4 2023", "1,200"), ("Q4 2022", "1,100")] and row.asked == [0]
     )
+    assert hooks.column_headings("") == ""
+    plain = cells_of("Revenue 1,200 1,100", quarters, quarters.index("Revenue"), "revenue in Q4 2023")
+    assert plain is not None and plain.columns == [("2023", "1,200"), ("2022", "1,100")]  # years alone
 
 
 KEY_FINANCIALS = (  # as pdfium gives a real earnings release's page (the spaces at line ends included)
@@ -258,27 +265,29 @@ def test_the_row_a_question_names_is_quoted_not_its_column_headings(embed):
     assert all("GAAP results" not in s.text for s in ev.spans)
 
 
-def test_a_measure_is_answered_by_the_statement_lines_it_is_computed_from(embed, monkeypatch):
+def test_a_measure_is_answered_by_the_statement_lines_it_is_computed_from(embed):
     """Capital expenditure is not written on the cash flow statement: its line reads "Purchases of property,
-    plant and equipment", and it is quoted rather than the lines that share the question's words."""
-    from localrag.core.retrieve import statements
+    plant and equipment", and it is quoted rather than the lines that share the question's words — in a
+    document the finance pack acts on."""
+    from dataclasses import replace
 
     page = CASH_FLOWS_PAGE.replace(
         "Depreciation and amortization 1,488 1,544 1,474\n",
         "Net cash provided by operating activities 6,439 6,240 6,662\nCash Flows from Investing Activities\n",
     )
-    passage = Passage(page, title="3M 10-K 2018", page_number=60, char_start=0)
+    passage = Passage(page, title="3M 10-K 2018", page_number=60, char_start=0, domain="finance")
     prose = Passage(  # the question's words, and none of its figures
         "Capital expenditure was the largest use of cash in 2018.\n",
         title="3M 10-K 2018",
         page_number=45,
+        domain="finance",
     )
     question = "What is the FY2018 capital expenditure amount? Use the cash flow statement."
     ev = find_evidence(question, [passage, prose], embed, pages={(1, 60): page})
     assert ev.answered
     assert "Purchases of property, plant and equipment (PP&E) — 2018: $ (1,577)" in ev.text()
     assert all(s.page_number == 60 for s in ev.spans)  # the figures answer; the sentence beside them does not
-    # Without knowing what the measure is computed from, the lines with the question's words are quoted.
-    monkeypatch.setattr(statements, "asked", lambda question: [])
-    plain = find_evidence(question, [passage, prose], embed, pages={(1, 60): page})
+    # In a document no pack acts on, the lines with the question's words are quoted.
+    ordinary = [replace(passage, domain=""), replace(prose, domain="")]
+    plain = find_evidence(question, ordinary, embed, pages={(1, 60): page})
     assert "Purchases" not in plain.text()

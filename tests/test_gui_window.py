@@ -805,8 +805,9 @@ def test_a_documents_details_are_edited_and_a_question_naming_them_finds_it(qtbo
         qtbot.keyClick(panel.table, QtCore.Qt.Key.Key_Return, QtCore.Qt.KeyboardModifier.AltModifier)
     dialog = window.findChild(DocumentDetailsDialog)
     assert dialog is not None and dialog.isVisible()
-    assert dialog.origins["organization"].text() in ("nothing found", "found in the file name")
+    assert dialog.origins["organization"].text() == "nothing found"  # never from the file name
     assert not dialog.reset_buttons["organization"].isEnabled()
+    assert dialog.domain_origin.text() == "No domain pack acts on it."
 
     # Saving re-embeds the document's chunks with their new context, in the background.
     dialog.fields["organization"].setText("Nordhavn Polar Institute")
@@ -838,7 +839,9 @@ def test_a_documents_details_are_edited_and_a_question_naming_them_finds_it(qtbo
     assert dialog.fields["organization"].text() == "Nordhavn Polar Institute"
     assert dialog.origins["organization"].text() == "set by hand"
     dialog.reset_buttons["organization"].click()
-    assert dialog.edits() == {"organization": ""}
+    # A person turns a domain pack on for the document (nothing in it is evidence of one).
+    dialog.domain.setCurrentIndex(dialog.domain.findData("finance"))
+    assert dialog.edits() == {"organization": "", "domain": "finance"}
     with qtbot.waitSignal(window.reembed_finished, timeout=60000):
         dialog.findChild(QtWidgets.QDialogButtonBox).button(
             QtWidgets.QDialogButtonBox.StandardButton.Save
@@ -846,3 +849,4 @@ def test_a_documents_details_are_edited_and_a_question_naming_them_finds_it(qtbo
     with window.library.connect() as conn:
         meta = conn.execute("SELECT meta FROM documents WHERE id = %s", (doc_id,)).fetchone()[0]
     assert meta.get("organization") != "Nordhavn Polar Institute" and "organization" not in meta["edited"]
+    assert meta["domain"] == "finance" and meta["sources"]["domain"] == "edited"

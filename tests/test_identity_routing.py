@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from localrag.core import hooks
 from localrag.core.ingest import metadata
 from localrag.core.ingest.documents import reembed_needed
 from localrag.core.ingest.pipeline import Ingestor, index_paths
-from localrag.core.retrieve import Result, Tuning, rescore, retrieve, routing, statements
+from localrag.core.retrieve import Result, Tuning, rescore, retrieve, routing
 from localrag.core.text import cells, identity
+from localrag.domains.finance import identity as filings
+from localrag.domains.finance import statements
 
 COVER = """UNITED STATES SECURITIES AND EXCHANGE COMMISSION
 FORM 10-K
@@ -17,6 +20,9 @@ GLOBEX HOLDINGS, INC.
 """
 
 REPORT = """# Globex annual report {year}
+
+UNITED STATES SECURITIES AND EXCHANGE COMMISSION. FORM 10-K. For the fiscal year ended December 31, {year}.
+{company}, INC. (Exact name of registrant as specified in its charter)
 
 ## Liquidity
 
@@ -30,23 +36,32 @@ Dividends paid to shareholders were {dividends} million dollars.
 """
 
 
-def test_identity_from_file_name_cover_and_pdf_metadata():
-    found = identity.extract("/docs/GLOBEX_2018_10K.pdf", "", [COVER.format(year=2018)], {})
-    assert found.fields["organization"] == "Globex Holdings, Inc."
-    assert found.fields["kind"] == "10-K annual report"
-    assert found.fields["year"] == 2018
-    assert "fiscal year 2018" in found.fields["period"]
+def test_identity_of_a_filing_comes_from_its_cover_and_of_other_files_from_evidence_only():
+    cover = [COVER.format(year=2018)]
+    meta = metadata.build_meta("/docs/GLOBEX_2018_10K.pdf", "", cover, {}, {})
+    assert meta["domain"] == "finance" and "Exact name of registrant" in meta["sources"]["domain"]
+    assert (
+        meta["organization"] == "Globex Holdings, Inc." and meta["sources"]["organization"] == "first pages"
+    )
+    assert meta["kind"] == "10-K annual report"
+    assert meta["year"] == 2018
+    assert "fiscal year 2018" in meta["period"]
 
-    quarter = identity.extract("acme-2023Q2-10q.pdf", "", [], {})
+    # For a filing, the pack reads the file name's period too; for any other file nothing is read from it.
+    quarter = filings.fields("acme-2023Q2-10q.pdf", "", [], {})
     assert (quarter.fields["year"], quarter.fields["quarter"]) == (2023, 2)
     assert quarter.fields["kind"] == "10-Q quarterly report"
+    assert metadata.build_meta("acme-2023Q2-10q.pdf", "", [], {}, {}).keys() == {"sources", "version"}
 
     plain = identity.extract("report-2019.pdf", "", [], {"Title": "", "CreationDate": "D:20200301"})
-    assert plain.fields["year"] == 2019  # the file name says the period; the creation date does not override
+    assert "year" not in plain.fields  # a year in a file name is no period
     dated = identity.extract("minutes.pdf", "", [], {"CreationDate": "D:20210514120000"})
     assert dated.fields["created"] == "2021-05-14" and "year" not in dated.fields
+    written = identity.extract("x.md", "Minutes of the board", ["Held on 3 March 2021 in Oslo."], {})
+    assert written.fields == {"kind": "minutes", "date": "2021-03-03", "year": 2021}
+    assert written.sources == {"kind": "title", "date": "first pages", "year": "first pages"}
 
-    line = identity.document_line("GLOBEX_2018_10K", found.fields)
+    line = identity.document_line("GLOBEX_2018_10K", meta)
     context = identity.chunk_context(line, "Liquidity")
     assert context.startswith("Globex Holdings, Inc. · 10-K annual report")
     assert context.endswith("\nLiquidity")
@@ -66,6 +81,7 @@ def test_routing_reads_names_years_quarters_and_kinds():
         ),
     ]
     ids = routing.Identities()
+    ids.words = hooks.routing_words(frozenset({"finance"}))
     ids.docs = routing.share_names(docs)
     for d in ids.docs:
         for name in d.names:
@@ -85,9 +101,10 @@ def test_routing_reads_names_years_quarters_and_kinds():
 def test_a_question_naming_company_and_year_finds_that_years_report(clean_db, tmp_path):
     numbers = {2018: (1577, 545, 3193), 2019: (1699, 236, 3316), 2020: (1501, 389, 3388)}
     for year, (capex, proceeds, dividends) in numbers.items():
-        text = REPORT.format(year=year, capex=capex, proceeds=proceeds, dividends=dividends)
+        text = REPORT.format(year=year, capex=capex, proceeds=proceeds, dividends=dividends, company="GLOBEX")
         (tmp_path / f"GLOBEX_{year}_annual_report.md").write_text(text, encoding="utf-8")
-    other = REPORT.format(year=2019, capex=870, proceeds=12, dividends=95).replace("Globex", "Initech")
+    other = REPORT.format(year=2019, capex=870, proceeds=12, dividends=95, company="INITECH")
+    other = other.replace("Globex", "Initech")
     (tmp_path / "INITECH_2019_annual_report.md").write_text(other, encoding="utf-8")
     assert index_paths(clean_db, [tmp_path]).ready == 4
 
@@ -134,7 +151,7 @@ def test_edited_metadata_reindexes_and_reembeds_only_that_document(clean_db, tmp
 
 def test_a_library_from_before_identity_is_upgraded_by_reembed(clean_db, tmp_path):
     (tmp_path / "HOOLI_2021_annual_report.md").write_text(
-        REPORT.format(year=2021, capex=1, proceeds=2, dividends=3)
+        REPORT.format(year=2021, capex=1, proceeds=2, dividends=3, company="HOOLI")
     )
     assert index_paths(clean_db, [tmp_path]).ready == 1
     model = clean_db.embedder.name
@@ -153,7 +170,7 @@ def test_a_library_from_before_identity_is_upgraded_by_reembed(clean_db, tmp_pat
         meta = conn.execute("SELECT meta FROM documents").fetchone()[0]
         assert meta["year"] == 2021 and meta["version"] == identity.VERSION
         contexts = [r[0] for r in conn.execute("SELECT context FROM document_chunks")]
-        assert all(c.startswith("HOOLI") for c in contexts)
+        assert all(c.startswith("Hooli, Inc.") for c in contexts), contexts[0]
 
 
 def _candidate(i: int, text: str, context: str = "") -> Result:
@@ -241,7 +258,12 @@ def test_a_question_about_a_statement_measure_gets_the_statement_first(clean_db,
         "gross margin and the current ratio. Globex expects its quick ratio to improve again in fiscal 2024.",
     ]
     pages = [
-        ["FORM 10-K", "Globex Holdings, Inc.", "For the fiscal year ended December 31, 2023"],
+        [
+            "FORM 10-K",
+            "For the fiscal year ended December 31, 2023",
+            "Globex Holdings, Inc.",
+            "(Exact name of registrant as specified in its charter)",
+        ],
         ["Financial statements", "Consolidated Statements of Income 4", "Consolidated Balance Sheets 5"],
         prose,
         _statement("Consolidated Statements of Income", INCOME_ROWS),
@@ -255,14 +277,18 @@ def test_a_question_about_a_statement_measure_gets_the_statement_first(clean_db,
     resp = retrieve(clean_db, question, k=5)
     assert resp.results[0].page_number == 5
     assert "Total current liabilities" in resp.results[0].text
-    assert resp.routing["statements_first"] == [
+    assert resp.routing["pages_first"] == [
         {
-            "statement": "balance sheet",
+            "pack": "finance",
+            "label": "balance sheet",
+            "why": "the question needs the balance sheet",
+            "evidence": "page 1: an SEC cover page (“FORM 10-K”, “Exact name of registrant”)",
             "doc_id": resp.results[0].doc_id,
             "page": 5,
             "chunk": resp.results[0].chunk_ids[0],
         }
     ]
+    assert resp.results[0].domain == "finance"
     # A measure of both statements gets both; the statement named in the question is found by its title.
     both = retrieve(clean_db, "What is Globex's return on assets for FY2023?", k=5)
     assert [r.page_number for r in both.results[:2]] == [5, 4]
@@ -270,10 +296,10 @@ def test_a_question_about_a_statement_measure_gets_the_statement_first(clean_db,
     assert named.results[0].page_number == 4
     # Without it, the passages are ranked as any others (the prose that repeats the question's words among
     # them); a question about no statement is searched as before.
-    off = retrieve(clean_db, question, k=5, tuning=Tuning(statements_first=False))
-    assert "statements_first" not in off.routing and 3 in [r.page_number for r in off.results]
+    off = retrieve(clean_db, question, k=5, tuning=Tuning(packs=False))
+    assert "pages_first" not in off.routing and 3 in [r.page_number for r in off.results]
     told = retrieve(clean_db, "What does the board review each quarter?", k=5)
-    assert "statements_first" not in told.routing
+    assert "pages_first" not in told.routing
     assert statements.asked("What was the company's capex in 2022?")[0].name == "cash flow statement"
     assert statements.asked("Who is the chief executive?") == []
     # A statement's title is a heading; a sentence that names one is not.
@@ -283,14 +309,20 @@ def test_a_question_about_a_statement_measure_gets_the_statement_first(clean_db,
 
 def test_the_documents_list_says_what_a_document_is(clean_db, tmp_path, qapp):
     """The documents table's tooltip names what ingestion found the document to be (its organisation and
-    period, from the file name here), under its title."""
+    period, from the cover here), under its title."""
     from fixtures_chat import index
     from fixtures_docs import write_pdf
     from localrag.core.ingest.documents import list_documents
     from localrag.gui.qt import QtCore
     from localrag.gui.views.documents_model import DocumentRow, DocumentsModel
 
-    write_pdf(tmp_path / "Acme_2019_10K.pdf", [["Annual report", "Revenue grew in every region."]])
+    cover = [
+        "FORM 10-K",
+        "For the fiscal year ended December 31, 2019",
+        "ACME CORP",
+        "(Exact name of registrant)",
+    ]
+    write_pdf(tmp_path / "Acme_2019_10K.pdf", [[*cover, "Annual report", "Revenue grew in every region."]])
     index(clean_db, [tmp_path / "Acme_2019_10K.pdf"])
     with clean_db.connect() as conn:
         infos = list_documents(conn)

@@ -89,5 +89,10 @@ def print_results(resp: RetrievalResponse) -> None:
         print(textwrap.indent(textwrap.fill(snippet, 100), "   "))
     if resp.routing.get("doc_ids"):
         print(f"(routing: {resp.routing['mode']}; {resp.routing['reason']})", file=sys.stderr)
+    for pin in resp.routing.get("pages_first") or ():
+        print(
+            f"(pack {pin['pack']}: page {pin['page']} first, {pin['why']}; the document: {pin['evidence']})",
+            file=sys.stderr,
+        )
     timings = " ".join(f"{k} {v:.1f}" for k, v in resp.timings.items())
     print(f"({resp.mode}; ms: {timings})", file=sys.stderr)

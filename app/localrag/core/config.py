@@ -49,6 +49,9 @@ class Settings:
     bm25_b: float = 0.75
     ef_search: int = 100
     routing: bool = True  # a question naming documents of the library searches them first
+    # The domain packs acting on the best passages' documents may put pages first (a report's balance sheet
+    # for "quick ratio"); they act only on documents with evidence of their field (core/hooks.py).
+    domain_packs: bool = True
     context_tokens: int = 1200
     # Generation.
     temperature: float = 0.2

@@ -23,9 +23,9 @@ from typing import Any
 
 import numpy as np
 
+from localrag.core import hooks
 from localrag.core.answer import reader
 from localrag.core.answer.quotes import ANSWERED, NOT_FOUND, Evidence, EvidenceSpan
-from localrag.core.retrieve import statements
 from localrag.core.text import spans as sp
 from localrag.core.text.cells import (
     cells_of,
@@ -107,9 +107,9 @@ def find_evidence(
     weights = _term_weights(_terms(question), candidates)
     for c in candidates:
         c.features["lexical"], c.features["lexical_context"] = _lexical(weights, c)
-    # The lines a measure the question names is computed from, though they share no word with it.
-    lines = "|".join(s.rows for s in statements.asked(question) if s.rows)
-    needed = {id(c) for c in candidates if lines and _row_named(c.span.text, frozenset(), lines)}
+    # Features the domain pack acting on a candidate's document adds (``hooks.evidence_features``): a row of
+    # the lines a measure the question names is computed from, though it shares no word with it.
+    needed = {id(c) for c in candidates if _pack_features(question, c).get("measure_row")}
     scored = _to_read(candidates, needed)
     sims, part_sims = _similarities(question, parts, scored, embed, question_vector)
     runs = _runs(scored, sims)
@@ -386,7 +386,8 @@ def _candidates(sources: Sequence[Any]) -> list[_Candidate]:
             if not terms:
                 continue
             # A table's column headings count as a heading: the rows under them inherit their match.
-            heading = _looks_like_heading(span, heading_terms) or is_column_headings(span.text)
+            domain = str(getattr(src, "domain", "") or "")
+            heading = _looks_like_heading(span, heading_terms, domain) or is_column_headings(span.text)
             out.append(
                 _Candidate(span, src, rank + 1, rank, index, terms, heading, terms | heading_terms | previous)
             )
@@ -437,7 +438,11 @@ def split_long(spans: list[sp.Span]) -> list[sp.Span]:
     return out
 
 
-def _looks_like_heading(span: sp.Span, heading_terms: set[str]) -> bool:
+def _pack_features(question: str, c: _Candidate) -> dict[str, float]:
+    return hooks.evidence_features(question, c.span.text, str(getattr(c.source, "domain", "") or ""))
+
+
+def _looks_like_heading(span: sp.Span, heading_terms: set[str], domain: str = "") -> bool:
     text = sp.flat(span.text)
     if text.startswith("#"):  # a Markdown heading
         return True
@@ -445,7 +450,7 @@ def _looks_like_heading(span: sp.Span, heading_terms: set[str]) -> bool:
         r"^(?:chapter|section|appendix|part)?\s*\d+(?:\.\d+)*\.?\s+\S", text, re.IGNORECASE
     ) and not text.endswith("."):
         return True
-    if statements.is_title(text):
+    if hooks.is_title(text, domain):
         return True
     terms = set(sp.content_terms(text))
     return bool(heading_terms) and terms <= heading_terms and not text.endswith(".")
@@ -522,6 +527,7 @@ def _span(c: _Candidate) -> EvidenceSpan:
         char_end=min(max(base + c.span.end, start), end) if exact else -1,
         score=c.score,
         features=dict(c.features),
+        domain=str(getattr(src, "domain", "") or ""),
     )
 
 
@@ -536,7 +542,8 @@ def _cells(span: EvidenceSpan, question: str, pages: dict[tuple[int, int], str])
     for offset, line in lines:
         exact = span.char_start >= 0 and page[span.char_start + offset :].startswith(line)
         start = span.char_start + offset if exact else page.find(line)
-        found = cells_of(line, page, start, question) if start >= 0 else None
+        headings = hooks.column_headings(span.domain)
+        found = cells_of(line, page, start, question, headings) if start >= 0 else None
         if found is None:
             return []
         rows.append(found.to_dict())

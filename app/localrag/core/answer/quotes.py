@@ -34,6 +34,7 @@ class EvidenceSpan:
     # Quoted rows of figures read as cells under their columns' headings (``cells.Cells.to_dict``, a row
     # each), else empty.
     cells: list[dict[str, Any]] = field(default_factory=list)
+    domain: str = ""  # the domain pack acting on its document (``core/hooks.py``)
 
     @property
     def rows(self) -> list[Cells]:

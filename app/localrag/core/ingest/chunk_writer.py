@@ -101,7 +101,9 @@ class ChunkWriter:
 
     def meta(self) -> dict[str, Any]:
         first = [text for _, text in self.tops[: metadata.FIRST_PAGES]]
-        return metadata.build_meta(path_to_db(self.path)[0], self.title, first, self.pdf_meta, self.edited)
+        return metadata.build_meta(
+            path_to_db(self.path)[0], self.title, first, self.pdf_meta, self.edited, self.tops
+        )
 
     def _contexts(self, keys: list[tuple[str, int]], meta: dict[str, Any]) -> list[str]:
         contexts = metadata.contexts(self.title, meta, keys, identity.page_heads(self.tops))

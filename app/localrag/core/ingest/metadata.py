@@ -17,6 +17,7 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
+from localrag.core import hooks
 from localrag.core.ingest import status
 from localrag.core.retrieve import bm25
 from localrag.core.text import identity
@@ -24,7 +25,7 @@ from localrag.core.text import identity
 log = logging.getLogger("localrag.ingest.metadata")
 
 # Fields a person may set (``None`` or "" clears an edit: the value found at ingest comes back).
-EDITABLE = ("title", "organization", "kind", "period", "date", "year", "quarter")
+EDITABLE = ("title", "organization", "kind", "period", "date", "year", "quarter", "domain")
 FIRST_PAGES = 2
 
 # The SQL condition "this vector was embedded with its chunk's current context" (aliases e and c).
@@ -48,10 +49,29 @@ def pdf_metadata(path: Path) -> dict[str, str]:
 
 
 def build_meta(
-    path: str, title: str, first_pages: Sequence[str], pdf_meta: dict[str, str], edited: dict[str, Any]
+    path: str,
+    title: str,
+    first_pages: Sequence[str],
+    pdf_meta: dict[str, str],
+    edited: dict[str, Any],
+    pages: Sequence[tuple[int, str]] = (),
 ) -> dict[str, Any]:
-    """``documents.meta``: the fields found (``identity.extract``), then a person's edits over them."""
-    found = identity.extract(path, title, first_pages, pdf_meta)
+    """``documents.meta``: the fields found (``identity.extract``), then a person's edits over them.
+
+    The domain pack that acts on the document is the one a person turned on (``edited["domain"]``; "none"
+    for no pack), else the one that finds strong evidence of its field in ``pages`` (``(number, text)``;
+    the first pages when not given), recorded as ``meta["domain"]`` with the evidence in
+    ``meta["sources"]["domain"]``."""
+    pages = pages or [(i, text) for i, text in enumerate(first_pages, 1)]
+    chosen = str(edited.get("domain") or "")
+    claim = None if chosen else hooks.document_domain(path, title, pages, pdf_meta)
+    domain = chosen or (claim.domain if claim else "")
+    pack = None
+    if domain and domain != hooks.NO_DOMAIN:
+        found_by_pack = hooks.identity_fields(domain, path, title, first_pages, pdf_meta)
+        evidence = claim.evidence if claim else "edited"
+        pack = (domain, evidence, found_by_pack.fields, found_by_pack.sources)
+    found = identity.extract(path, title, first_pages, pdf_meta, pack=pack)
     meta = found.to_meta()
     if edited:
         meta["edited"] = dict(edited)
@@ -94,6 +114,9 @@ def refresh(conn: psycopg.Connection[Any], doc_id: int, *, edits: dict[str, Any]
             raise ValueError(f"unknown metadata field {key!r}; use one of {', '.join(EDITABLE)}")
         if value in (None, ""):
             edited.pop(key, None)
+        elif key == "domain" and value not in (*hooks.packs(), hooks.NO_DOMAIN):
+            names = ", ".join([*hooks.packs(), hooks.NO_DOMAIN])
+            raise ValueError(f"unknown domain pack {value!r}; use one of {names}")
         else:
             edited[key] = int(value) if key in ("year", "quarter") else str(value)
     chunks = conn.execute(
@@ -106,7 +129,7 @@ def refresh(conn: psycopg.Connection[Any], doc_id: int, *, edits: dict[str, Any]
         pages.setdefault(int(page), []).append(text)
     page_texts = [(n, "\n".join(t)) for n, t in sorted(pages.items())]
     first = [t for _, t in page_texts[:FIRST_PAGES]]
-    meta = build_meta(path, title, first, pdf_metadata(path_from_db(path, raw)), edited)
+    meta = build_meta(path, title, first, pdf_metadata(path_from_db(path, raw)), edited, page_texts)
     if edited and "period" in edited:
         meta["period"] = edited["period"]
     if "extraction" in (old or {}):

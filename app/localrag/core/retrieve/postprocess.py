@@ -96,6 +96,7 @@ def merge(members: list[Result]) -> Result:
         chunk_index=parts[0].chunk_index,
         text_hash=hashlib.sha256(text.encode("utf-8")).hexdigest(),
         context=best.context,
+        domain=best.domain,
     )
 
 

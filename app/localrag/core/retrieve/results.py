@@ -41,6 +41,7 @@ class Result:
     chunk_index: int = 0
     text_hash: str = ""
     context: str = ""  # what the passage was searched with besides its text: its document's line, its heading
+    domain: str = ""  # the domain pack that acts on its document ('' for none; ``core/hooks.py``)
 
     @property
     def file_name(self) -> str:
@@ -58,6 +59,7 @@ class Result:
             "page_number": self.page_number,
             "heading_path": self.heading_path,
             "context": self.context,
+            "domain": self.domain,
             "char_start": self.char_start,
             "char_end": self.char_end,
             "similarity": round(self.similarity, 6),

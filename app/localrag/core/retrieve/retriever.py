@@ -14,10 +14,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 import psycopg
 
+from localrag.core import hooks
 from localrag.core.embed.sizing import fit_to_input
 from localrag.core.errors import KnownError, StoreBusy, as_known
 from localrag.core.progress import CancelToken
-from localrag.core.retrieve import bm25, fuse, postprocess, rescore, routing, statements, vector
+from localrag.core.retrieve import bm25, fuse, postprocess, rescore, routing, vector
 from localrag.core.retrieve.filters import DateLike, Filters
 from localrag.core.retrieve.results import ERROR, MODEL_MISMATCH, Result, RetrievalResponse
 from localrag.core.store.db import SHOWN_TITLE
@@ -72,7 +73,8 @@ class Tuning:
     bm25_b: float = bm25.DEFAULT_B
     route: bool = True
     rescore_top: int = 30
-    statements_first: bool = True
+    # Whether the domain packs acting on the best passages' documents may put pages first (``core/hooks.py``).
+    packs: bool = True
     # Chosen on financebench-dev and the manuals (docs/benchmarks.md): the heading, the verbatim numbers and
     # rows of figures for a question asking for a quantity moved the first places; the others did not.
     rescore: rescore.Weights = field(
@@ -93,6 +95,7 @@ class Tuning:
             bm25_k1=float(settings.bm25_k1),
             bm25_b=float(settings.bm25_b),
             route=bool(getattr(settings, "routing", True)),
+            packs=bool(getattr(settings, "domain_packs", True)),
         )
 
 
@@ -161,11 +164,10 @@ def retrieve(
         if routing.asks_for_contents(text) and resp.results and resp.reason is None:
             # The documents named, or else the one the best passage is in.
             _contents_first(library, decision.doc_ids or [resp.results[0].doc_id], conn, resp, k)
-        elif tuning.statements_first and resp.results and resp.reason is None:
-            wanted = statements.asked(text)
-            if wanted:
-                docs = list(dict.fromkeys(r.doc_id for r in resp.results))[: statements.MAX_DOCUMENTS]
-                _statements_first(library, docs, wanted, text, conn, resp, k)
+        elif tuning.packs and resp.results and resp.reason is None:
+            docs = list(dict.fromkeys((r.doc_id, r.domain) for r in resp.results))
+            if any(domain for _, domain in docs):
+                _pages_first(library, docs, text, conn, resp, k)
     except Exception as exc:
         known = as_known(exc)
         if known is None:
@@ -355,46 +357,44 @@ def _contents_first(
     resp.routing["contents_first"] = [r.chunk_ids[0] for r in firsts]
 
 
-def _statements_first(
+def _pages_first(
     library: Searchable,
-    doc_ids: list[int],
-    wanted: list[statements.Asked],
+    documents: list[tuple[int, str]],
     question: str,
     conn: psycopg.Connection[Any] | None,
     resp: RetrievalResponse,
     k: int,
 ) -> None:
-    """Put the first page of each statement the question needs (``statements``) first, from the first of
-    ``doc_ids`` (the documents of the best passages, best first) that has it: of that page, the passage
-    holding most of the lines the question needs, then most of its words, then the one ranked best."""
+    """Put first the pages the domain packs acting on the best passages' documents (``documents``:
+    ``(doc_id, domain)``, best first) say answer the question (``hooks.pages_first``: a company's balance
+    sheet for "quick ratio"): of each page, the passage holding most of the lines the pack names, then most
+    of the question's words, then the one ranked best. ``resp.routing["pages_first"]`` says which pack put
+    which page first, and why."""
     t = time.perf_counter()
-    firsts: list[Result] = []
+    firsts: list[tuple[Result, hooks.PinnedPage]] = []
     qvec, model, dim = None, "", 0
-    if resp.mode != "keyword":  # the page's passages are shown with their similarity, as the others
-        embedder = library.embedder
-        qvec, model, dim = (
-            library.embed_query(fit_to_input(embedder, [question])[0]),
-            embedder.name,
-            embedder.dimension,
-        )
     with contextlib.ExitStack() as stack:
         c = conn if conn is not None else stack.enter_context(library.pool.connection())
         with c.transaction():
             _limit_statement_time(c)
-            pages: list[tuple[statements.Asked, int, int]] = []
-            for doc_id in doc_ids:
-                missing = [s for s in wanted if all(s is not found for found, _, _ in pages)]
-                pages += [(s, doc_id, page) for s, page in statements.first_pages(c, doc_id, missing)]
+            pinned = hooks.pages_first(c, question, documents)
+            if pinned and resp.mode != "keyword":  # the page's passages are shown with their similarity
+                embedder = library.embedder
+                qvec, model, dim = (
+                    library.embed_query(fit_to_input(embedder, [question])[0]),
+                    embedder.name,
+                    embedder.dimension,
+                )
             known = {r.chunk_ids[0]: r for r in resp.candidates}
             rank = {cid: i for i, cid in enumerate(known)}
             terms = set(rescore.stems_of(question))
-            for statement, doc_id, page in sorted(pages, key=lambda p: wanted.index(p[0])):
+            for pin in pinned:
                 ids = [
                     int(row[0])
                     for row in c.execute(
                         "SELECT id FROM document_chunks WHERE doc_id = %s AND page_number = %s"
                         " ORDER BY chunk_index",
-                        (doc_id, page),
+                        (pin.doc_id, pin.page),
                     ).fetchall()
                 ]
                 rows = _fetch(c, [i for i in ids if i not in known], model, dim, qvec, ids)
@@ -404,30 +404,39 @@ def _statements_first(
                     if i in known or i in rows
                 ]
 
-                def fit(r: Result, lines: str = statement.rows) -> tuple[int, int, int]:
+                def fit(r: Result, lines: str = pin.lines) -> tuple[int, int, int]:
                     found = sum(1 for _ in re.finditer(lines, r.text, re.IGNORECASE)) if lines else 0
                     words = len(terms.intersection(rescore.stems_of(r.text)))
                     return found, words, -rank.get(r.chunk_ids[0], len(rank))
 
                 if on_page:
                     best = max(on_page, key=fit)
-                    best.scores["statement"] = statement.name
-                    firsts.append(best)
+                    best.scores["pinned"] = pin.label
+                    firsts.append((best, pin))
+            evidence = dict(
+                c.execute(
+                    "SELECT id, coalesce(meta->'sources'->>'domain', '') FROM documents WHERE id = ANY(%s)",
+                    ([r.doc_id for r, _ in firsts],),
+                ).fetchall()
+            )
     if not firsts:
         return
-    taken = {cid for r in firsts for cid in r.chunk_ids}
+    taken = {cid for r, _ in firsts for cid in r.chunk_ids}
     rest = [r for r in resp.results if not taken.intersection(r.chunk_ids)]
-    resp.results = (firsts + rest)[:k]
-    resp.routing["statements_first"] = [
+    resp.results = ([r for r, _ in firsts] + rest)[:k]
+    resp.routing["pages_first"] = [
         {
-            "statement": str(r.scores["statement"]),
+            "pack": pin.pack,
+            "label": pin.label,
+            "why": pin.why,
+            "evidence": evidence.get(r.doc_id, ""),  # why the pack acts on the document (found at ingest)
             "doc_id": r.doc_id,
             "page": r.page_number,
             "chunk": r.chunk_ids[0],
         }
-        for r in firsts
+        for r, pin in firsts
     ]
-    resp.timings["statements"] = _ms(t)
+    resp.timings["pages_first"] = _ms(t)
 
 
 def _bm25_leg(
@@ -509,7 +518,8 @@ def _fetch(
         params.update(q=np.asarray(qvec, dtype=np.float32), model=model, sim_ids=similarity_for)
     rows = conn.execute(
         f"SELECT c.id, c.doc_id, d.doc_type, {SHOWN_TITLE}, d.path, c.page_number, c.chunk_index,"
-        f" c.heading_path, c.text, c.char_start, c.char_end, c.text_hash, {sim}, c.context"
+        f" c.heading_path, c.text, c.char_start, c.char_end, c.text_hash, {sim}, c.context,"
+        " coalesce(d.meta->>'domain', '')"
         " FROM document_chunks c"
         " JOIN documents d ON d.id = c.doc_id"
         " WHERE c.id = ANY(%(ids)s) AND d.status = 'ready'",
@@ -519,7 +529,23 @@ def _fetch(
 
 
 def _result(row: tuple, f: fuse.Candidate) -> Result:
-    cid, doc_id, doc_type, title, path, page, index, heading, text, start, end, text_hash, sim, context = row
+    (
+        cid,
+        doc_id,
+        doc_type,
+        title,
+        path,
+        page,
+        index,
+        heading,
+        text,
+        start,
+        end,
+        text_hash,
+        sim,
+        context,
+        domain,
+    ) = row
     similarity = float(sim) if sim is not None else (f.vector if f.vector is not None else None)
     return Result(
         chunk_ids=[int(cid)],
@@ -543,6 +569,7 @@ def _result(row: tuple, f: fuse.Candidate) -> Result:
         chunk_index=int(index),
         text_hash=text_hash,
         context=context or "",
+        domain="" if domain == hooks.NO_DOMAIN else str(domain or ""),
     )
 
 

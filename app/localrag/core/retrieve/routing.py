@@ -25,6 +25,7 @@ from typing import Any
 
 import psycopg
 
+from localrag.core import hooks
 from localrag.core.text import identity
 
 ONLY, FIRST, NONE, OFF, FILTERED = "only", "first", "none", "off", "filtered"
@@ -36,18 +37,18 @@ _COMMON = frozenset(
     "be been has have had does did do can could would should will shall may might must and or but not for "
     "from with without into onto over under about above below between after before during per than then also "
     "only all any each every some most more less many much few other another such same new total net year "
-    "years quarter quarters fiscal ended ending end company companies business share shares stock value "
-    "cash income revenue revenues sales cost costs expense expenses profit margin ratio rate growth amount "
-    "number percent percentage million millions billion billions usd dollars data page section table "
+    "years end number data page section table "
     "chapter figure part item note notes using use used based give answer question please show shown "
-    "calculate compute reported report".split()
+    "calculate compute".split()
 )
 _QUARTER_WORDS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "1st": 1, "2nd": 2, "3rd": 3, "4th": 4}
+# Kinds a question may ask for, in any library ("the manual", "the minutes"); packs add their own
+# (``hooks.routing_words``: "10-K", "quarterly report" where the library holds financial reports).
 _KIND_ASKED = (
-    (r"\b10-?k\b|\bannual report\b", "annual"),
-    (r"\b10-?q\b|\bquarterly report\b", "quarterly"),
-    (r"\b8-?k\b", "8-K"),
-    (r"\bearnings (?:release|report)\b|\bpress release\b", "earnings"),
+    (r"\bmanual\b|\buser'?s? guide\b|\bhandbook\b", "manual"),
+    (r"\bminutes\b", "minutes"),
+    (r"\binvoices?\b", "invoice"),
+    (r"\bcontract\b|\bagreement\b", "contract"),
 )
 
 
@@ -59,6 +60,7 @@ class Doc:
     year: int | None
     quarter: int | None
     kind: str
+    domain: str = ""
 
 
 @dataclass
@@ -88,6 +90,7 @@ class Identities:
         self._key: tuple[Any, ...] | None = None
         self.docs: list[Doc] = []
         self.by_name: dict[str, list[Doc]] = {}
+        self.words = hooks.RoutingWords()  # the words of the packs acting on the library's documents
 
     def load(self, conn: psycopg.Connection[Any]) -> Identities:
         key = conn.execute(
@@ -99,8 +102,13 @@ class Identities:
             rows = conn.execute(
                 "SELECT id, path, title, meta FROM documents WHERE status = 'ready' ORDER BY id"
             ).fetchall()
+            domains = {str((m or {}).get("domain") or "") for _, _, _, m in rows}
+            self.words = hooks.routing_words(frozenset(domains - {"", hooks.NO_DOMAIN}))
             self.docs = share_names(
-                [document_names(int(i), str(p), str(t or ""), dict(m or {})) for i, p, t, m in rows]
+                [
+                    document_names(int(i), str(p), str(t or ""), dict(m or {}), self.words.common)
+                    for i, p, t, m in rows
+                ]
             )
             self.by_name = {}
             for d in self.docs:
@@ -150,13 +158,16 @@ def share_names(docs: list[Doc]) -> list[Doc]:
     return docs
 
 
-def document_names(doc_id: int, path: str, title: str, meta: dict[str, Any]) -> Doc:
-    """The names a question may call a document by."""
+def document_names(
+    doc_id: int, path: str, title: str, meta: dict[str, Any], common: frozenset[str] = frozenset()
+) -> Doc:
+    """The names a question may call a document by (never one of the ``common`` words packs add)."""
     names: dict[str, str] = {}
+    more_common = common
 
     def add(text: str, source: str) -> None:
         key = _fold(text)
-        common = key in _COMMON or key in identity.GENERIC_WORDS
+        common = key in _COMMON or key in identity.GENERIC_WORDS or key in more_common
         if len(key) >= MIN_NAME_CHARS and not key.isdigit() and not common:
             names.setdefault(key, source)
 
@@ -173,7 +184,7 @@ def document_names(doc_id: int, path: str, title: str, meta: dict[str, Any]) -> 
     if ticker:
         names.setdefault(_fold(ticker), "ticker")
     stem = Path(path.replace("\\", "/")).stem
-    name_org = identity.file_name_fields(stem).get("organization")
+    name_org = identity.name_words(stem)
     if name_org:
         add(name_org, "file name")
     shown = str(edited.get("title") or title)
@@ -194,6 +205,7 @@ def document_names(doc_id: int, path: str, title: str, meta: dict[str, Any]) -> 
         int(year) if year else None,
         int(quarter) if quarter else None,
         str(meta.get("kind") or ""),
+        "" if meta.get("domain") == hooks.NO_DOMAIN else str(meta.get("domain") or ""),
     )
 
 
@@ -245,7 +257,7 @@ def route(ids: Identities, question: str) -> Route:
             chosen = same_q
             for d in chosen:
                 why[d.id].append(f"quarter {quarter}")
-    kind = asked_kind(question)
+    kind = asked_kind(question, ids.words.kinds)
     if kind and len(chosen) > 1:
         same_k = [d for d in chosen if kind.lower() in d.kind.lower()]
         if same_k:
@@ -303,9 +315,10 @@ def asked_quarter(question: str) -> int | None:
     return _QUARTER_WORDS[m.group(1)] if m else None
 
 
-def asked_kind(question: str) -> str:
+def asked_kind(question: str, more: tuple[tuple[str, str], ...] = ()) -> str:
+    """The kind of document a question asks for: one any library has, or one a pack adds (``more``)."""
     low = question.lower()
-    for pattern, kind in _KIND_ASKED:
+    for pattern, kind in (*more, *_KIND_ASKED):
         if re.search(pattern, low):
             return kind
     return ""

@@ -4,7 +4,8 @@ A quoted row of a financial statement, "Purchases of property, plant and equipme
 (1,420)", is three figures without their years. The page says which: a line above the row ends in as many
 column headings ("(Millions) 2018 2017 2016"). The evidence answer then shows "Purchases of property, plant
 and equipment (PP&E) — 2018: (1,577) · 2017: (1,373) · 2016: (1,420)", and the column a question names
-(FY2018) is marked.
+(2018) is marked. Plain years are column headings in any document; the domain pack acting on a document may
+add its own ("FY2018", "Q4 2023" for financial reports).
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ FIGURE = r"(?:[$€£¥]\s?)?\(?-?[$€£¥]?\s?\d(?:[\d,]*\d)?(?:\.\d+)?\)?%?|[
 # A line that ends in two or more figures: "Net sales $ 14,694 $ 14,544 $ 12,861", "Other — net 9 (6) (4)".
 FIGURES_ROW = re.compile(rf"(?:\s+(?:{FIGURE})){{2,}}\s*$")
 _FIGURE = re.compile(rf"(?:{FIGURE})(?=\s|$)")
-# A column heading: a year ("2018", "FY2018") or a quarter ("Q4 2023").
-_HEADING_IN_LINE = re.compile(r"(?<![\w.])(?:FY\s?|Q[1-4]\s)?(?:19|20)\d\d(?![\w.])", re.IGNORECASE)
+# A column heading: a year ("2018"). A domain pack may know more ("FY2018", "Q4 2023": ``extra`` below).
+_YEAR_HEADING = r"(?<![\w.])(?:19|20)\d\d(?![\w.])"
+_HEADING_IN_LINE = re.compile(_YEAR_HEADING)
 # How far above a row its column headings are looked for (lines).
 MAX_LINES_UP = 80
 # A question that asks for a quantity.
@@ -27,8 +29,8 @@ _ASKS_QUANTITY = re.compile(
     r"compute)\b|%",
     re.IGNORECASE,
 )
-# A year the question names: "FY2018", "2018", "fiscal 2018", "Q4 2023".
-_ASKED_YEAR = re.compile(r"(?:FY\s?|Q[1-4]\s?)?'?((?:19|20)\d\d)\b", re.IGNORECASE)
+# A year the question names: "2018", and so "FY2018", "fiscal 2018", "Q4 2023".
+_ASKED_YEAR = re.compile(r"((?:19|20)\d\d)\b")
 
 
 @dataclass
@@ -108,24 +110,32 @@ def split_row(line: str) -> tuple[str, list[str]] | None:
     return label, figures
 
 
-def headings_above(page: str, row_start: int, count: int) -> list[str] | None:
+def _heading_pattern(extra: str) -> re.Pattern[str]:
+    return re.compile(f"{extra}|{_YEAR_HEADING}", re.IGNORECASE) if extra else _HEADING_IN_LINE
+
+
+def headings_above(page: str, row_start: int, count: int, extra: str = "") -> list[str] | None:
     """The ``count`` column headings of the table a row at ``row_start`` of ``page`` belongs to: the years or
     quarters of the nearest line above that has exactly that many and no other figure ("(Millions) 2018 2017
     2016", "GAAP results 2022 $ million 2023 $ million", "Q4 2023 Q4 2022")."""
-    found = _headings_at(page, row_start, count)
+    found = _headings_at(page, row_start, count, extra)
     return [h for h, _ in found] if found is not None else None
 
 
-def _headings_at(page: str, row_start: int, count: int) -> list[tuple[str, tuple[int, int]]] | None:
-    """``headings_above`` with each heading's offsets in ``page``."""
+def _headings_at(
+    page: str, row_start: int, count: int, extra: str = ""
+) -> list[tuple[str, tuple[int, int]]] | None:
+    """``headings_above`` with each heading's offsets in ``page``; ``extra``: a regular expression for column
+    headings besides years, from the domain pack acting on the document ("FY2018", "Q4 2023")."""
+    pattern = _heading_pattern(extra)
     end = max(0, row_start)
     for _ in range(MAX_LINES_UP):
         if end <= 0:
             break
         start = page.rfind("\n", 0, end - 1) + 1
         line = page[start:end]
-        matches = list(_HEADING_IN_LINE.finditer(line))
-        if len(matches) == count and not _OTHER_FIGURE.search(_HEADING_IN_LINE.sub(" ", line)):
+        matches = list(pattern.finditer(line))
+        if len(matches) == count and not _OTHER_FIGURE.search(pattern.sub(" ", line)):
             return [(_heading(m.group(0)), (start + m.start(), start + m.end())) for m in matches]
         end = start
     return None
@@ -146,19 +156,20 @@ def _figure_offsets(row: str, row_start: int, count: int) -> list[tuple[int, int
     return found if len(found) == count else []
 
 
-def cells_of(row: str, page: str, row_start: int, question: str = "") -> Cells | None:
+def cells_of(row: str, page: str, row_start: int, question: str = "", headings: str = "") -> Cells | None:
     """``row`` (a line at ``row_start`` of ``page``) as cells under its column headings, or None when it is
-    not a row of figures or its headings are not found."""
+    not a row of figures or its headings are not found. ``headings``: column headings besides years (see
+    ``_headings_at``)."""
     split = split_row(row)
     if split is None:
         return None
     label, figures = split
-    found = _headings_at(page, row_start, len(figures))
+    found = _headings_at(page, row_start, len(figures), headings)
     if found is None:
         return None
-    headings = [h for h, _ in found]
+    names = [h for h, _ in found]
     years = {m.group(1) for m in _ASKED_YEAR.finditer(question)}
-    asked = [i for i, h in enumerate(headings) if any(y in h for y in years)]
+    asked = [i for i, h in enumerate(names) if any(y in h for y in years)]
     values = _figure_offsets(row, row_start, len(figures)) if page[row_start:].startswith(row) else []
     marks = [m for i in asked for m in (found[i][1], values[i])] if values else []
-    return Cells(label, list(zip(headings, figures, strict=True)), asked, marks)
+    return Cells(label, list(zip(names, figures, strict=True)), asked, marks)

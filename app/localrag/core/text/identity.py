@@ -1,4 +1,4 @@
-"""What a document is: its organisation, period and kind, found at ingest, and the context each chunk is
+"""What a document is — its title's kind, author and date — found at ingest, and the context each chunk is
 searched with.
 
 A library often holds many near-identical documents (one company's annual reports year after year, the same
@@ -7,10 +7,13 @@ indexed (BM25 and its vector) with a short *context*: one line naming its docume
 kind, period) and one naming where it sits (its heading path, or for a page without one the first lines of
 the page: "Consolidated Statements of Cash Flows").
 
-Metadata comes from, in order of trust: what a person edited, the file name (``COMPANY_2018_10K.pdf``,
-``report-2019.pdf``, ``acme-2023Q2-10q.pdf``), the first pages' text ("FORM 10-K", "For the fiscal year ended
-December 31, 2018", the name above "(Exact name of registrant …)", "Acme Corp Reports First-Quarter 2023
-Results") and the PDF's metadata (Title, Author, CreationDate).
+The core knows documents, not industries. A field is kept only when it was found with evidence, and
+``sources`` says where: the author in the PDF's metadata; a date written as a date ("June 14, 2021",
+"2021-06-14") on the first pages or in the file name; a kind the document's title says ("… User's Guide",
+"Minutes of …"). Never a kind or a period from a word in the file name that merely looks like a form
+("8K") or a year ("Thesis_2021"), and never an organisation from a file name. Organisation, kind and period
+of a field's documents (an annual report's company and fiscal year) come from the domain pack that acts on
+the document (``core/hooks.py``), passed in as ``pack``.
 """
 
 from __future__ import annotations
@@ -24,29 +27,25 @@ from pathlib import Path
 from typing import Any
 
 # The version of the extraction below; documents extracted by an older one are refreshed by ``reembed``.
-VERSION = 1
+VERSION = 2
 PAGE_HEAD_LINES = 3
 PAGE_HEAD_CHARS = 120
 CONTEXT_CHARS = 300
+# How far into the first pages a date written as a date is looked for.
+DATE_CHARS = 3000
 
 _MONTHS = (
     "january|february|march|april|may|june|july|august|september|october|november|december|"
     "jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec"
 )
-_DATE = rf"(?:(?:{_MONTHS})\.?\s+\d{{1,2}},?\s+((?:19|20)\d\d))"
-_YEAR = re.compile(r"(?<![\d.])((?:19|20)\d\d)(?![\d])")
-_ORDINAL_QUARTER = {"first": 1, "second": 2, "third": 3, "fourth": 4, "1st": 1, "2nd": 2, "3rd": 3, "4th": 4}
-# Kinds of documents, by what their file name or first pages say (checked in this order).
+_WRITTEN_DATE = re.compile(
+    rf"\b(?:({_MONTHS})\.?\s+(\d{{1,2}}),?\s+((?:19|20)\d\d)"
+    rf"|(\d{{1,2}})\s+({_MONTHS})\.?,?\s+((?:19|20)\d\d)"
+    r"|((?:19|20)\d\d)-(\d\d)-(\d\d))\b",
+    re.IGNORECASE,
+)
+# Kinds of documents any field has, when their title says so (checked in this order).
 _KINDS: tuple[tuple[str, str], ...] = (
-    (r"\b10-?k\b", "10-K annual report"),
-    (r"\b10-?q\b", "10-Q quarterly report"),
-    (r"\b8-?k\b", "8-K current report"),
-    (r"\b20-?f\b", "20-F annual report"),
-    (r"\b6-?k\b", "6-K report"),
-    (r"\bdef\s*14a\b|\bproxy statement\b", "proxy statement"),
-    (r"\bearnings\b|\breports? (?:first|second|third|fourth|full)[- ]", "earnings release"),
-    (r"\bannual report\b|\bannual\b", "annual report"),
-    (r"\bquarterly report\b|\bquarterly\b", "quarterly report"),
     (r"\binvoice\b", "invoice"),
     (r"\bagreement\b|\bcontract\b", "contract"),
     (r"\bmanual\b|\buser'?s? guide\b|\breference guide\b|\bhandbook\b", "manual"),
@@ -61,32 +60,24 @@ GENERIC_WORDS = frozenset(
     "a an in on to fy q1 q2 q3 q4 h1 h2 inc corp co ltd plc llc company corporation group holdings "
     "international exhibit current".split()
 )
-_LEGAL = re.compile(
-    r"[,\s]+(inc|incorporated|corp|corporation|co|company|ltd|limited|plc|llc|lp|n\.?v|s\.?a|ag|se|gmbh)\.?$",
-    re.IGNORECASE,
-)
-_REGISTRANT = re.compile(r"\(\s*exact name of (?:the )?registrant", re.IGNORECASE)
-_ORG_SUFFIX = re.compile(
-    r"^[A-Z0-9][\w&.,'’\- ]{1,60}?\b(Inc|Incorporated|Corp|Corporation|Company|Ltd|Limited|PLC|plc|LLC|N\.V|"
-    r"S\.A|AG|SE|GmbH|Group|Holdings)\.?$",
-    re.IGNORECASE,
-)
-# Names on a cover that are not the document's organisation (a stock exchange, an exhibit number).
-_NOT_ORG = re.compile(
-    r"\b(exchange|securities|commission|exhibit|registered|nasdaq)\b|\d+\.\d", re.IGNORECASE
-)
 
 
 @dataclass
 class Identity:
-    """A document's metadata (``fields``: organization, kind, period, date, year, quarter) and where each
-    came from (``sources``)."""
+    """A document's metadata (``fields``: kind, author, date, year, and those of the pack that acts on it:
+    organization, period…) and where each came from (``sources``)."""
 
     fields: dict[str, Any]
     sources: dict[str, str]
+    domain: str = ""
+    evidence: str = ""
 
     def to_meta(self) -> dict[str, Any]:
-        return {**self.fields, "sources": self.sources, "version": VERSION}
+        meta = {**self.fields, "sources": dict(self.sources), "version": VERSION}
+        if self.domain:
+            meta["domain"] = self.domain
+            meta["sources"]["domain"] = self.evidence
+        return meta
 
 
 def extract(
@@ -94,8 +85,13 @@ def extract(
     title: str = "",
     first_pages: Sequence[str] = (),
     pdf_meta: dict[str, str] | None = None,
+    *,
+    pack: tuple[str, str, dict[str, Any], dict[str, str]] | None = None,
 ) -> Identity:
-    """The metadata of a document from its file name, its first pages' text and its PDF metadata."""
+    """The metadata of a document from its file name, its first pages' text and its PDF metadata.
+
+    ``pack``: ``(domain, evidence, fields, sources)`` of the domain pack that acts on the document; its
+    fields replace the generic kind and date (a pack knows which date of a cover is the report's)."""
     fields: dict[str, Any] = {}
     sources: dict[str, str] = {}
 
@@ -105,212 +101,68 @@ def extract(
             sources[key] = source
 
     pdf_meta = pdf_meta or {}
-    stem = Path(str(path).replace("\\", "/")).stem
-    name = file_name_fields(stem)
-    head = "\n".join(first_pages)[:6000]
-    cover = _cover_fields(head)
     meta_title = " ".join((pdf_meta.get("Title") or "").split())
-    for key in ("kind", "year", "quarter"):
-        put(key, name.get(key), "file name")
-        put(key, cover.get(key), "first pages")
-        put(key, _title_fields(meta_title).get(key), "PDF metadata")
-    put("organization", cover.get("organization"), "first pages")
-    put("organization", _org_from_title(meta_title), "PDF metadata")
-    put("organization", name.get("organization"), "file name")
-    put("ticker", cover.get("ticker"), "first pages")
-    put("date", name.get("date"), "file name")
-    put("date", cover.get("date"), "first pages")
+    if pack is not None:
+        for key, value in pack[2].items():
+            put(key, value, pack[3].get(key, pack[0]))
+    else:
+        put("kind", _kind(title), "title")
+        put("kind", _kind(meta_title), "PDF metadata")
+        stem = Path(str(path).replace("\\", "/")).stem
+        put("date", written_date(stem), "file name")
+        put("date", written_date("\n".join(first_pages)[:DATE_CHARS]), "first pages")
+        if fields.get("date"):
+            put("year", int(str(fields["date"])[:4]), sources["date"])
+    author = " ".join((pdf_meta.get("Author") or "").split())
+    if author and len(author) <= 120:
+        put("author", author, "PDF metadata")
     created = re.match(r"D?:?((?:19|20)\d\d)(\d\d)?(\d\d)?", pdf_meta.get("CreationDate") or "")
     if created:  # when the file was made, not the period it is about: kept, not in the context line
         put("created", "-".join(g for g in created.groups() if g), "PDF metadata")
-    if "annual" in str(fields.get("kind", "")):
-        fields.pop("quarter", None)
-    ends = cover.get("fiscal_year_end") or cover.get("quarter_end")
-    if ends:
-        put("period_end", ends[0].upper() + ends[1:], "first pages")
-    fields["period"] = _period(fields, cover)
-    if fields["period"]:
-        sources["period"] = sources.get("year", "first pages")
-    else:
-        del fields["period"]
-    return Identity(fields, sources)
+    if pack is None:
+        return Identity(fields, sources)
+    return Identity(fields, sources, pack[0], pack[1])
 
 
-def file_name_fields(stem: str) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    flat = stem.replace("_", " ").replace(".", " ")
-    low = flat.lower()
-    date = re.search(r"((?:19|20)\d\d)[-_ ](\d\d)[-_ ](\d\d)", flat)
-    if date:
-        out["date"] = f"{date.group(1)}-{date.group(2)}-{date.group(3)}"
-        low = low.replace(date.group(0).lower(), " ")
-    quarter = re.search(
-        r"(?:(?<![a-z])((?:19|20)\d\d)\s*-?\s*q([1-4])\b|\bq([1-4])\s*-?\s*((?:19|20)\d\d))", low
-    )
-    if quarter:
-        out["year"] = int(quarter.group(1) or quarter.group(4))
-        out["quarter"] = int(quarter.group(2) or quarter.group(3))
-    else:
-        fy = re.search(r"(?<![a-z])fy\s*-?\s*((?:19|20)?\d\d)(?!\d)", low)
-        years = _YEAR.findall(low)
-        if fy:
-            out["year"] = _full_year(fy.group(1))
-        elif years:
-            out["year"] = int(years[0])
-        elif date:
-            out["year"] = int(date.group(1))
-    out["kind"] = _kind(low)
-    words = [w for w in re.split(r"[\s\-]+", flat) if w]
-    org_words = []
-    for w in words:  # the leading words that are neither a period nor a kind: whose document it is
+def written_date(text: str) -> str:
+    """The first date written as a date in ``text`` ("June 14, 2021", "14 June 2021", "2021-06-14") as
+    ``YYYY-MM-DD``, or ''."""
+    for m in _WRITTEN_DATE.finditer(text):
+        g = m.groups()
+        if g[6]:
+            year, month, day = int(g[6]), int(g[7]), int(g[8])
+        else:
+            name = (g[0] or g[4]).lower()
+            months = _MONTHS.split("|")
+            index = months.index(name)
+            month = index + 1 if index < 12 else [1, 2, 3, 4, 6, 7, 8, 9, 9, 10, 11, 12][index - 12]
+            year, day = int(g[2] or g[5]), int(g[1] or g[3])
+        if 1 <= month <= 12 and 1 <= day <= 31:
+            return f"{year}-{month:02d}-{day:02d}"
+    return ""
+
+
+def name_words(stem: str) -> str:
+    """The leading words of a file name that are neither a period nor a kind (``AMERICANWATERWORKS`` of
+    ``AMERICANWATERWORKS_2021_10K``): what routing may match a question's words against, never a field."""
+    words = [w for w in re.split(r"[\s\-]+", stem.replace("_", " ").replace(".", " ")) if w]
+    out = []
+    for w in words:
         lw = w.lower()
-        if _YEAR.search(lw) or re.fullmatch(r"(fy|q[1-4]|h[12]|\d+[a-z]?|[a-z]?\d+)", lw):
+        if re.search(r"(?:19|20)\d\d", lw) or re.fullmatch(r"(fy|q[1-4]|h[12]|\d+[a-z]?|[a-z]?\d+)", lw):
             break
         if lw in GENERIC_WORDS or _kind(lw):
             break
-        org_words.append(w)
-    if org_words and len(org_words) <= 4:
-        out["organization"] = " ".join(org_words)
-    return out
-
-
-def _cover_fields(text: str) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    if not text:
-        return out
-    flat = " ".join(text.split())
-    low = flat.lower()
-    form = re.search(r"\bform\s+(10-k|10-q|8-k|20-f|6-k)\b", low)
-    out["kind"] = _kind(form.group(0) if form else low[:1500])
-    fiscal = re.search(rf"fiscal year ended\s*:?\s*{_DATE}", low)
-    quarter_end = re.search(rf"quarterly period ended\s*:?\s*{_DATE}", low)
-    report_date = re.search(rf"date of report[^:]{{0,60}}:\s*{_DATE}", low)
-    if fiscal:
-        out["year"] = int(fiscal.group(1))
-        out["fiscal_year_end"] = _phrase(flat, fiscal)
-    elif quarter_end:
-        out["year"] = int(quarter_end.group(1))
-        out["quarter_end"] = _phrase(flat, quarter_end)
-    if report_date:
-        out["date"] = _iso(report_date.group(0))
-    results = re.search(
-        r"\b(first|second|third|fourth|1st|2nd|3rd|4th)[- ]quarter(?: of)?(?: fiscal)?\s+((?:19|20)\d\d)\b",
-        low,
-    )
-    q = re.search(r"\bq([1-4])\s+(?:fy\s*)?((?:19|20)\d\d)\b", low)
-    if results and "year" not in out:
-        out["quarter"] = _ORDINAL_QUARTER[results.group(1)]
-        out["year"] = int(results.group(2))
-    elif q and "year" not in out:
-        out["quarter"], out["year"] = int(q.group(1)), int(q.group(2))
-    out["organization"] = _cover_org(text)
-    ticker = re.search(r"\((?:NYSE|NASDAQ|Nasdaq|NYSE American)\s*:\s*([A-Z][A-Z.]{0,5})\)", flat)
-    symbol = flat.lower().find("trading symbol")
-    if ticker is None and symbol >= 0:
-        ticker = re.search(
-            r"\b([A-Z][A-Z.]{0,5})\s+(?:The\s+)?(?:New York Stock Exchange|NYSE|Nasdaq|NASDAQ)",
-            flat[symbol : symbol + 600],
-        )
-    if ticker:
-        out["ticker"] = ticker.group(1).rstrip(".")
-    return out
-
-
-def _cover_org(text: str) -> str:
-    if text.count("\r\n") >= 3:  # some PDFs break lines with CR LF and put every word on a line of its own
-        text = "\n".join(line.replace("\n", " ") for line in text.split("\r\n"))
-    lines = [" ".join(line.split()) for line in text.splitlines()]
-    lines = [line for line in lines if line]
-    for i, line in enumerate(lines[:80]):
-        if _REGISTRANT.search(line) and i > 0:
-            candidate = _REGISTRANT.split(line)[0].strip() or lines[i - 1]
-            if 1 < len(candidate) <= 80:
-                return _tidy_org(candidate)
-    for line in lines[:25]:
-        if _ORG_SUFFIX.match(line) and len(line.split()) <= 8 and not _NOT_ORG.search(line):
-            return _tidy_org(line)
-    sentence = re.search(
-        r"\b([A-Z][\w&.'’\-]*(?:\s+[A-Z][\w&.'’\-]*){0,4}),?\s+(?:Inc\.|Corp\.|Corporation|Ltd\.|plc)?\s*"
-        r"(?:\([A-Z]+:\s*[A-Z.]+\)\s*)?(?:today\s+)?(?:reports?|reported|announces?|announced)\b",
-        " ".join(lines[:40]),
-    )
-    if not sentence or all(w.lower() in GENERIC_WORDS for w in sentence.group(1).split()):
-        return ""  # "Annual report", "Quarterly report": a heading, not a company
-    return _tidy_org(sentence.group(1))
-
-
-def _tidy_org(name: str) -> str:
-    name = " ".join(name.replace("\u2019", "'").split()).strip(" ,;:")
-    if name.isupper() and len(name) > 4:  # "3M COMPANY" → "3M Company"; keep short acronyms
-        words = name.split()
-        name = " ".join(w if len(w) <= 3 or any(ch.isdigit() for ch in w) else w.capitalize() for w in words)
-    return name
-
-
-def _org_from_title(title: str) -> str:
-    """``10-K - 02/07/2019 - 3M Company`` → ``3M Company``; ``Form 8-K for Foot Locker INC filed …`` → Foot
-    Locker INC."""
-    m = re.search(r"\bfor\s+(.+?)\s+filed\b", title, re.IGNORECASE)
-    if m:
-        return _tidy_org(m.group(1))
-    if _NOT_ORG.search(title):
-        return ""
-    parts = [p.strip() for p in re.split(r"\s+[-–|]\s+", title) if p.strip()]
-    if len(parts) >= 2 and _kind(parts[0].lower()):
-        last = parts[-1]
-        if not _YEAR.search(last) and not re.search(r"\d/\d", last):
-            return _tidy_org(last)
-    return ""
-
-
-def _title_fields(title: str) -> dict[str, Any]:
-    if not title:
-        return {}
-    low = title.lower()
-    out: dict[str, Any] = {"kind": _kind(low)}
-    q = re.search(r"\bq([1-4])\s+((?:19|20)\d\d)\b", low)
-    if q:
-        out["quarter"], out["year"] = int(q.group(1)), int(q.group(2))
-    return out
+        out.append(w)
+    return " ".join(out) if 0 < len(out) <= 4 else ""
 
 
 def _kind(text: str) -> str:
+    low = text.lower()
     for pattern, kind in _KINDS:
-        if re.search(pattern, text):
+        if re.search(pattern, low):
             return kind
     return ""
-
-
-def _period(fields: dict[str, Any], cover: dict[str, Any]) -> str:
-    year, quarter = fields.get("year"), fields.get("quarter")
-    if not year:
-        return ""
-    if quarter:
-        text = f"Q{quarter} {year} (quarter {quarter} of fiscal year {year}, FY{year})"
-    elif "annual" in str(fields.get("kind", "")):
-        text = f"fiscal year {year} (FY{year})"
-    else:
-        text = str(year)
-    return text
-
-
-def _phrase(flat: str, m: re.Match[str]) -> str:
-    return flat[m.start() : m.end()].strip()
-
-
-def _iso(text: str) -> str:
-    m = re.search(rf"({_MONTHS})\.?\s+(\d{{1,2}}),?\s+((?:19|20)\d\d)", text.lower())
-    if not m:
-        return ""
-    months = _MONTHS.split("|")
-    index = months.index(m.group(1))
-    month = index + 1 if index < 12 else [1, 2, 3, 4, 6, 7, 8, 9, 9, 10, 11, 12][index - 12]
-    return f"{m.group(3)}-{month:02d}-{int(m.group(2)):02d}"
-
-
-def _full_year(text: str) -> int:
-    value = int(text)
-    return value if value > 100 else 2000 + value if value < 70 else 1900 + value
 
 
 # -- the context each chunk is searched with -----------------------------------------------------------------

@@ -1,5 +1,5 @@
-"""Documents → Details: what a document is (title, organisation, kind, period, date), as found when it was
-indexed or set by hand, and where each value came from.
+"""Documents → Details: what a document is (title, organisation, kind, period, date, the domain pack that acts
+on it), as found when it was indexed or set by hand, and where each value came from.
 
 The dialog only shows and collects: the window loads the metadata and saves the edits off the UI thread
 (``core.ingest.metadata.edit``), and re-embeds the chunks whose context changed.
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from localrag.core import hooks
 from localrag.core.ingest.metadata import shown_title
 from localrag.gui.qt import QtWidgets, Signal
 
@@ -100,6 +101,24 @@ class DocumentDetailsDialog(QtWidgets.QDialog):
             self.fields[key] = edit
             self.origins[key] = origin
             self.reset_buttons[key] = reset
+        # The domain pack: the one found with evidence when indexed, one a person turns on, or none.
+        row = len(FIELDS)
+        self.domain = QtWidgets.QComboBox(self)
+        self.domain.setAccessibleName("Domain pack")
+        self.domain.addItem("As found when indexed", "")
+        for pack in hooks.packs():
+            self.domain.addItem(pack, pack)
+        self.domain.addItem("None (no pack acts on it)", hooks.NO_DOMAIN)
+        self._initial_domain = str(edited.get("domain") or "")
+        self.domain.setCurrentIndex(max(0, self.domain.findData(self._initial_domain)))
+        domain_name = QtWidgets.QLabel("&Domain pack:", self)
+        domain_name.setBuddy(self.domain)
+        self.domain_origin = QtWidgets.QLabel(_domain_origin(meta), self)
+        self.domain_origin.setProperty("role", "muted")
+        self.domain_origin.setWordWrap(True)
+        form.addWidget(domain_name, row * 2, 0)
+        form.addWidget(self.domain, row * 2, 1)
+        form.addWidget(self.domain_origin, row * 2 + 1, 1, 1, 2)
         layout.addLayout(form)
         buttons = QtWidgets.QDialogButtonBox(
             QtWidgets.QDialogButtonBox.StandardButton.Save | QtWidgets.QDialogButtonBox.StandardButton.Cancel,
@@ -119,6 +138,9 @@ class DocumentDetailsDialog(QtWidgets.QDialog):
                 out[key] = ""
             elif value != self._initial[key]:
                 out[key] = value
+        domain = str(self.domain.currentData() or "")
+        if domain != self._initial_domain:
+            out["domain"] = domain
         return out
 
     def _touched(self, key: str) -> None:
@@ -144,3 +166,13 @@ def _origin(key: str, edited: bool, source: str) -> str:
     if key == "title":
         return "from the document"
     return f"found in the {source}" if source else "nothing found"
+
+
+def _domain_origin(meta: dict[str, Any]) -> str:
+    domain = str(meta.get("domain") or "")
+    evidence = str((meta.get("sources") or {}).get("domain") or "")
+    if not domain or domain == hooks.NO_DOMAIN:
+        return "No domain pack acts on it" + (" (set by hand)" if domain else "") + "."
+    if evidence == "edited":
+        return f"The {domain} pack acts on it: set by hand."
+    return f"The {domain} pack acts on it, found when indexed: {evidence}."

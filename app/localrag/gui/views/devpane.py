@@ -60,6 +60,14 @@ def budget_text(used: Any, budget: Any) -> str:
     return f"<b>{used}</b> of {budget} tokens"
 
 
+def pack_note(pin: dict[str, Any]) -> str:
+    """One line saying which domain pack put which page first, and why it acts on that document."""
+    evidence = str(pin.get("evidence") or "")
+    why = "set by hand" if evidence in ("", "edited") else evidence
+    page, reason = pin.get("page"), pin.get("why")
+    return f"Pack {pin.get('pack')}: page {page} first ({reason}; it acts on the document: {why})."
+
+
 def result_row(result: Any) -> list[str]:
     """The cells of one retrieved span, in ``COLUMNS`` order after the ``#`` column (the test reads these)."""
     scores = _get(result, "scores") or {}
@@ -333,6 +341,8 @@ class DevPane(QtWidgets.QWidget):
         routing = _get(response, "routing")
         if isinstance(routing, dict) and routing.get("doc_ids"):
             notes.append(f"Routing ({routing.get('mode')}): {routing.get('reason', '')}.")
+        if isinstance(routing, dict):
+            notes += [pack_note(pin) for pin in routing.get("pages_first") or ()]
         candidates = _get(response, "candidates")
         results = list(_get(response, "results") or [])
         if isinstance(candidates, list):

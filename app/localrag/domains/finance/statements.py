@@ -30,7 +30,7 @@ from typing import Any
 
 import psycopg
 
-from localrag.core.text.cells import is_figures_row
+from localrag.core.text.cells import is_figures_row, split_row
 
 MIN_ROWS = 8
 # A page's title is in its page head (the chunk's context) or in its first characters.
@@ -180,6 +180,16 @@ def is_title(line: str) -> bool:
         and not any(ch.isdigit() for ch in text)
         and any(re.search(title, text, re.IGNORECASE) for title in TITLES.values())
     )
+
+
+def is_row_of(text: str, lines: str) -> bool:
+    """Whether ``text`` holds a row of figures whose label matches ``lines`` (the rows a measure is computed
+    from: "Purchases of property, plant and equipment (1,577)" for capital expenditure)."""
+    for line in text.split("\n"):
+        row = split_row(line) if is_figures_row(line) else None
+        if row is not None and re.search(lines, row[0], re.IGNORECASE):
+            return True
+    return False
 
 
 def first_pages(
