@@ -94,5 +94,6 @@ def print_results(resp: RetrievalResponse) -> None:
             f"(pack {pin['pack']}: page {pin['page']} first, {pin['why']}; the document: {pin['evidence']})",
             file=sys.stderr,
         )
-    timings = " ".join(f"{k} {v:.1f}" for k, v in resp.timings.items())
-    print(f"({resp.mode}; ms: {timings})", file=sys.stderr)
+    if resp.timings:  # none when the store could not be searched: the error alone is said
+        timings = " ".join(f"{k} {v:.1f}" for k, v in resp.timings.items())
+        print(f"({resp.mode}; ms: {timings})", file=sys.stderr)

@@ -154,14 +154,15 @@ def _measure(library: Any, search: Any, texts: list[str], k: int) -> dict[str, A
 
 
 class ServeProcess:
-    """``python -m localrag serve --port 0`` on the data folder ``home``, until ``stop``."""
+    """``python -m localrag serve --port 0`` on the data folder ``home``, until ``stop``; documents may be added
+    through it from the folders in ``allow``."""
 
-    def __init__(self, home: Path) -> None:
+    def __init__(self, home: Path, allow: tuple[Path, ...] = ()) -> None:
         self.home = home
         env = {**os.environ, "LOCALRAG_HOME": str(home)}
         env.pop("LOCALRAG_DATABASE_URL", None)
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "localrag", "serve", "--port", "0"],
+            [sys.executable, "-m", "localrag", "serve", "--port", "0", *(f"--allow={a}" for a in allow)],
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             text=True,

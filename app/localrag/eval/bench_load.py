@@ -84,7 +84,7 @@ def bench(searches: int, asks: int) -> dict[str, Any]:
         notes.mkdir(parents=True)
         for name, text in NOTES.items():
             (notes / name).write_text(text, encoding="utf-8")
-        server = ServeProcess(home)
+        server = ServeProcess(home, allow=(notes,))
         _add_and_wait(server, notes)
         server.searcher()("warm up", 1)  # the models are loaded before the clients arrive
         requests = [("search", {"query": QUERIES[i % len(QUERIES)], "k": 5}) for i in range(searches)]
