@@ -154,8 +154,8 @@ def _measure(library: Any, search: Any, texts: list[str], k: int) -> dict[str, A
 
 
 class ServeProcess:
-    """``python -m localrag serve --port 0`` on the data folder ``home``, until ``stop``; documents may be added
-    through it from the folders in ``allow``."""
+    """``python -m localrag serve --port 0`` on the data folder ``home``, until ``stop``; documents may be
+    added through it from the folders in ``allow``."""
 
     def __init__(self, home: Path, allow: tuple[Path, ...] = ()) -> None:
         self.home = home

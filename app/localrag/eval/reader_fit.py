@@ -24,6 +24,10 @@ from localrag.core.answer.reader import ReaderModel
 from localrag.eval.answers import CORRECT_F1, Question, half_questions, load_questions, token_f1
 
 NONE_KIND = "none"
+# What a domain pack adds (``reader.SpanFacts.domain``) is not fitted: a tuning set of ordinary documents has
+# none. It carries this fixed weight in log-odds, enough for a row the pack names to pass the sentences that
+# merely repeat the question's words.
+DOMAIN, DOMAIN_WEIGHT = "domain", 3.0
 
 
 def dataset_questions(folder: Path, half: str | None) -> list[Question]:
@@ -115,7 +119,7 @@ def feature_names(rows: list[dict[str, Any]]) -> list[str]:
     for r in rows:
         for c in r["candidates"]:
             names |= set(c["features"])
-    return sorted(names - {"lexical_covered"})
+    return sorted(names - {"lexical_covered", "covered", DOMAIN})
 
 
 def fit(rows: list[dict[str, Any]], *, c: float = 1.0) -> ReaderModel:
@@ -162,10 +166,10 @@ def fit(rows: list[dict[str, Any]], *, c: float = 1.0) -> ReaderModel:
         hits.append(bool(y[i]))
     a, b = _calibrate(np.array(tops), np.array(hits, dtype=float))
     base = ReaderModel(
-        names=tuple(names),
-        weights=tuple(float(v) for v in a * w),
-        means=tuple(float(m) for m in means),
-        scales=tuple(float(s) for s in scales),
+        names=(*names, DOMAIN),
+        weights=(*(float(v) for v in a * w), DOMAIN_WEIGHT),
+        means=(*(float(m) for m in means), 0.0),
+        scales=(*(float(s) for s in scales), 1.0),
         intercept=float(b),
         threshold=0.5,
         second=1.01,

@@ -45,6 +45,7 @@ MAX_RUN = 3
 # The lexical match counts the sentence's own words, and in part those of its heading and the sentence before.
 CONTEXT_WORDS = 0.4
 MAX_SPANS = 2
+PART_SHARE = 0.5
 # A sentence longer than this (characters) is cut at a clause boundary for display; its offsets shrink with
 # it.
 MAX_SPAN_CHARS = 420
@@ -133,7 +134,7 @@ def find_evidence(
             part_sims,
             measure=any(id(m) in needed for m in (r.members or (r,))),
         )
-        r.features = {**reader.features(asks, facts, best), "lexical_covered": r.features.get("covered", 0.0)}
+        r.features = reader.features(asks, facts, best)
         r.score = model.probability(r.features)
     chosen = _choose(runs, model)
     for i, part in enumerate(parts if len(parts) > 1 and part_sims else []):
@@ -228,7 +229,6 @@ def _runs(scored: list[_Candidate], sims: dict[int, float]) -> list[_Candidate]:
                 "semantic": max(m.features["semantic"] for m in members),
                 "lexical": max(m.features["lexical"] for m in members),
                 "lexical_context": c.features["lexical_context"],
-                "covered": 0.0,
             }
             runs.append(run)
     return runs
@@ -316,14 +316,14 @@ def _lexical(weights: dict[str, float], c: _Candidate) -> tuple[float, float]:
     total = sum(weights.values()) or 1.0
     own = sum(w for t, w in weights.items() if t in c.terms) / total
     around = sum(w for t, w in weights.items() if t in c.context_terms) / total
-    c.features["covered"] = own
     return own, (1 - CONTEXT_WORDS) * own + CONTEXT_WORDS * around
 
 
 def _choose(runs: list[_Candidate], model: reader.ReaderModel) -> list[_Candidate]:
     """The best span if the reader finds it likely enough, one nearly as likely beside it, and the line a
     colon announces."""
-    ranked = sorted(runs, key=lambda c: c.score, reverse=True)
+    # A heading names a topic; it never answers (whatever the reader makes of its words).
+    ranked = sorted((c for c in runs if not c.heading), key=lambda c: c.score, reverse=True)
     if not ranked or ranked[0].score < model.threshold:
         return []
     best = ranked[0]
@@ -365,11 +365,15 @@ def _choose_for_part(
                 f[name] = 0.0
         return model.probability(f)
 
-    scores = {id(c): part_score(c) for c in runs}
-    top = max(runs, key=lambda c: scores[id(c)])
-    if top in chosen or scores[id(top)] < model.threshold or len(chosen) >= MAX_SPANS + 1:
+    answers = [c for c in runs if not c.heading and not any(_overlaps(c, o) for o in chosen)]
+    if not answers:
         return chosen
-    if any(_overlaps(top, o) for o in chosen):
+    scores = {id(c): part_score(c) for c in answers}
+    top = max(answers, key=lambda c: scores[id(c)])
+    # A part is a narrower question than the reader was fitted on, and its best span is read against the part
+    # alone: it needs ``PART_SHARE`` of the threshold.
+    bar = model.threshold * PART_SHARE
+    if scores[id(top)] < bar or len(chosen) >= MAX_SPANS + 1:
         return chosen
     return [*chosen, top]
 
