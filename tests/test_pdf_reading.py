@@ -212,3 +212,22 @@ def test_a_pdf_indexed_by_an_older_loader_is_indexed_again_with_the_new_one(libr
         assert metadata.outdated_extractions(conn) == []
         text = " ".join(r[0] for r in conn.execute("SELECT text FROM document_chunks ORDER BY chunk_index"))
     assert FILLER[1] in sp.flat(text)
+
+
+def test_reading_a_pdfs_metadata_waits_for_pdfium_like_every_other_use(tmp_path):
+    """pdfium is not thread-safe: while the source viewer renders a page (it holds the lock), ingest's read of
+    a PDF's metadata waits for it instead of entering pdfium beside it."""
+    import threading
+
+    from localrag.core.ingest.metadata import pdf_metadata
+    from localrag.core.pdfium_lock import PDFIUM_LOCK
+
+    path = write_content_pdf(tmp_path / "a.pdf", [["A page of text."]])
+    found: list[dict[str, str]] = []
+    reader = threading.Thread(target=lambda: found.append(pdf_metadata(path)))
+    with PDFIUM_LOCK:  # the viewer, rendering
+        reader.start()
+        reader.join(0.5)
+        assert reader.is_alive() and not found
+    reader.join(10)
+    assert found and set(found[0]) == {"Title", "Author", "CreationDate"}

@@ -19,6 +19,7 @@ from psycopg.types.json import Jsonb
 
 from localrag.core import hooks
 from localrag.core.ingest import status
+from localrag.core.pdfium_lock import PDFIUM_LOCK
 from localrag.core.retrieve import bm25
 from localrag.core.text import identity
 
@@ -39,11 +40,12 @@ def pdf_metadata(path: Path) -> dict[str, str]:
     try:
         import pypdfium2 as pdfium
 
-        pdf = pdfium.PdfDocument(str(path))
-        try:
-            return {k: pdf.get_metadata_value(k) or "" for k in ("Title", "Author", "CreationDate")}
-        finally:
-            pdf.close()
+        with PDFIUM_LOCK:  # pdfium is not thread-safe: the source viewer may be rendering a page
+            pdf = pdfium.PdfDocument(str(path))
+            try:
+                return {k: pdf.get_metadata_value(k) or "" for k in ("Title", "Author", "CreationDate")}
+            finally:
+                pdf.close()
     except Exception:  # an unreadable file has no metadata to give
         return {}
 
