@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sets up Local RAG in a virtual environment next to the source (once), then runs it.
 #   packaging/setup.sh app [ARGS]   open the window (or run a CLI command: packaging/setup.sh app doctor)
-#   packaging/setup.sh test [ARGS]  check lint, format and types, then run the test suite (Qt offscreen)
+#   packaging/setup.sh test [ARGS]  check lint, format, types and layers, then run the test suite (Qt offscreen)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv="${LOCALRAG_VENV:-.venv}"
