@@ -850,3 +850,42 @@ def test_a_documents_details_are_edited_and_a_question_naming_them_finds_it(qtbo
         meta = conn.execute("SELECT meta FROM documents WHERE id = %s", (doc_id,)).fetchone()[0]
     assert meta.get("organization") != "Nordhavn Polar Institute" and "organization" not in meta["edited"]
     assert meta["domain"] == "finance" and meta["sources"]["domain"] == "edited"
+
+
+def test_chats_saved_by_another_process_show_up_and_the_selection_stays(qtbot, window, clean_db):
+    """A chat written by another connection (as `local-rag ask` or the API does) appears in an open window's
+    list when the window comes to the front again, and on the list's timer; the chat shown stays selected."""
+    from localrag.core.answer import history
+    from localrag.gui.qt import QtCore, QtWidgets
+
+    def save_elsewhere(title: str) -> int:
+        with clean_db.connect() as conn:
+            chat = history.create_chat(conn, title)
+            history.add_message(conn, chat.id, "user", title)
+            conn.commit()
+            return chat.id
+
+    chats, panel = window.chats_list, window.chat_panel
+    first = save_elsewhere("Where do owls hunt?")
+    with qtbot.waitSignal(chats.refreshed, timeout=10000):
+        chats.refresh()
+    with qtbot.waitSignal(panel.history_loaded, timeout=10000):
+        chats.list.setCurrentItem(chats.item_for(first))  # the user opens it
+    assert chats.current_id() == first and panel.chat_id == first
+
+    second = save_elsewhere("How do glaciers melt?")
+    QtWidgets.QApplication.sendEvent(window, QtCore.QEvent(QtCore.QEvent.Type.WindowActivate))
+    qtbot.waitUntil(lambda: chats.item_for(second) is not None, timeout=5000)
+    assert chats.list.item(0).data(QtCore.Qt.ItemDataRole.UserRole) == second  # newest first
+    assert chats.current_id() == first and panel.chat_id == first
+
+    chats.watch(200)  # the window re-reads every 10 s; sooner here
+    third = save_elsewhere("What do ice cores record?")
+    qtbot.waitUntil(lambda: chats.item_for(third) is not None, timeout=5000)
+    assert chats.list.count() == 3
+    assert chats.current_id() == first and panel.chat_id == first
+    assert chats.list.currentItem().text() == "Where do owls hunt?"
+
+    # Nothing new: a re-read leaves the list as it is (no refill).
+    with qtbot.assertNotEmitted(chats.refreshed, wait=600):
+        pass

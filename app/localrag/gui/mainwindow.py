@@ -143,6 +143,8 @@ class MainWindow(QtWidgets.QMainWindow):
         app = QtWidgets.QApplication.instance()
         if app is not None:
             app.installEventFilter(self)
+        if isinstance(app, QtGui.QGuiApplication):
+            app.applicationStateChanged.connect(self._on_application_state)
 
     # -- parts built by the chat side -----------------------------------------------------------------------
 
@@ -298,6 +300,9 @@ class MainWindow(QtWidgets.QMainWindow):
         chats.new_chat_requested.connect(chat.new_chat)
         chats.chat_deleted.connect(chat.forget_chat)
         chat.chat_changed.connect(lambda chat_id: chats.refresh(select_id=chat_id))
+        # Chats saved by `local-rag ask` or the API show up: re-read when the window comes back to the front
+        # and now and then while it is shown, though not while an answer streams in.
+        chats.paused = lambda: chat.generating or not self.store_is_ready
 
     def _scope_changed(self, doc_ids: list[int], doc_types: list[str]) -> None:
         self.chat_panel.set_scope(doc_ids, doc_types)
@@ -318,6 +323,7 @@ class MainWindow(QtWidgets.QMainWindow):
         )
         self.statusBar().showMessage("Database ready", 3000)
         self.chats_list.refresh()
+        self.chats_list.watch()
         if not self.chat_panel.warmed:
             self.chat_panel.warm_up()
         self.store_ready.emit()
@@ -621,6 +627,22 @@ class MainWindow(QtWidgets.QMainWindow):
         ).run_in_background()
         dialog.open()
         return dialog
+
+    # -- coming back to the window -------------------------------------------------------------------------
+
+    def event(self, event: QtCore.QEvent) -> bool:
+        if event.type() == QtCore.QEvent.Type.WindowActivate:
+            self._came_back()
+        return super().event(event)
+
+    def _on_application_state(self, state: QtCore.Qt.ApplicationState) -> None:
+        if state == QtCore.Qt.ApplicationState.ApplicationActive and self.isVisible():
+            self._came_back()
+
+    def _came_back(self) -> None:
+        """The window is in front again: show chats saved meanwhile by other processes (cheap, off-thread)."""
+        if not getattr(self, "_closing", True):
+            self.chats_list.reload()
 
     # -- drag and drop anywhere ------------------------------------------------------------------------------
 

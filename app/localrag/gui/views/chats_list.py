@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from localrag.core.answer.history import Chat
@@ -18,6 +19,9 @@ from localrag.gui.tasks import Op
 log = logging.getLogger("localrag.gui.chats")
 
 _ID_ROLE = QtCore.Qt.ItemDataRole.UserRole
+
+# How often a visible list re-reads the chats, to show those saved by ``local-rag ask`` or the API.
+WATCH_MS = 10_000
 
 
 def _when(value: Any) -> str:
@@ -40,6 +44,11 @@ class ChatsList(QtWidgets.QWidget):
 
     Public:
         refresh(select_id=None): reload the list (off the UI thread), then select ``select_id`` if given.
+        reload(): re-read quietly for chats saved by other processes (the command line, the API); skipped
+            while a read is in hand, a title is being edited or ``paused()`` says so. Nothing changes on
+            screen (selection, scroll) unless the chats did.
+        watch(interval_ms=WATCH_MS): reload every ``interval_ms`` while the list is visible.
+        paused: a callable; while it returns True, ``reload`` does nothing (the window: an answer streaming).
         select(chat_id): highlight a chat without emitting ``chat_selected``.
         rename_chat(chat_id, title), delete_chat(chat_id): do it in the background; the list refreshes.
         current_id(): the highlighted chat, or None.
@@ -68,6 +77,14 @@ class ChatsList(QtWidgets.QWidget):
         self.setAccessibleName("Chats")
         self._selecting = False
         self._pending_select: int | None = None
+        self._in_hand = 0  # reads not back yet
+        self._reads = 0  # refreshes started; only the newest one's result is shown
+        self._shown: list[tuple[int, str, Any, int]] | None = None
+        self.paused: Callable[[], bool] = lambda: False
+        self.watch_timer = QtCore.QTimer(self)
+        self.watch_timer.setInterval(WATCH_MS)
+        self.watch_timer.timeout.connect(self.reload)
+        self._watching = False
 
         title = QtWidgets.QLabel("Chats", self)
         title.setProperty("role", "heading")
@@ -130,19 +147,76 @@ class ChatsList(QtWidgets.QWidget):
 
     def refresh(self, select_id: int | None = None) -> None:
         """Reload the chats in the background; keep (or move) the highlight."""
+        self._read(select_id, quiet=False)
+
+    def reload(self) -> None:
+        """Re-read the chats for those saved elsewhere, unless busy; the highlight stays where it is."""
+        if self._reading() or self.paused():
+            return
+        if self.list.state() == QtWidgets.QAbstractItemView.State.EditingState:
+            return  # a rename under way would lose its editor
+        self._read(None, quiet=True)
+
+    def watch(self, interval_ms: int = WATCH_MS) -> None:
+        """Reload every ``interval_ms`` while the list is visible (and once each time it is shown again)."""
+        self._watching = True
+        self.watch_timer.setInterval(interval_ms)
+        if self.isVisible():
+            self.watch_timer.start()
+
+    def showEvent(self, event: QtGui.QShowEvent) -> None:  # noqa: N802 (Qt override)
+        super().showEvent(event)
+        if self._watching and not self.watch_timer.isActive():
+            self.watch_timer.start()
+            self.reload()
+
+    def hideEvent(self, event: QtGui.QHideEvent) -> None:  # noqa: N802 (Qt override)
+        super().hideEvent(event)
+        self.watch_timer.stop()
+
+    def _reading(self) -> bool:
+        return self._in_hand > 0
+
+    def _read(self, select_id: int | None, *, quiet: bool) -> None:
         from localrag.core.answer import history
 
-        keep = select_id if select_id is not None else self.current_id()
+        self._reads += 1
+        ticket = self._reads
+        if select_id is not None:
+            self._pending_select = select_id  # kept should a newer read overtake this one
+        self._in_hand += 1
 
         def work() -> list[history.Chat]:
             with self.library.connect() as conn:
                 return list(history.list_chats(conn))
 
-        Op(work, owner=self).success(lambda chats: self._fill(chats, keep)).failure(
-            self._on_failed
-        ).run_in_background()
+        def done(chats: list[history.Chat]) -> None:
+            self._in_hand -= 1
+            if ticket != self._reads:
+                return  # a newer read (a chat just asked about, renamed or deleted) decides what is shown
+            if quiet and self._rows(chats) == self._shown:
+                return  # nothing new: leave the selection and scroll alone
+            # The highlight asked for, else as it is now (not as it was when the read started).
+            keep = self._pending_select if self._pending_select is not None else self.current_id()
+            self._pending_select = None
+            self._fill(chats, keep)
+
+        def failed(message: str, known: bool = True) -> None:
+            self._in_hand -= 1
+            if quiet:
+                log.info("chat history (re-read): %s", message)
+            else:
+                self._on_failed(message, known)
+
+        Op(work, owner=self).success(done).failure(failed).run_in_background()
+
+    @staticmethod
+    def _rows(chats: list[Chat]) -> list[tuple[int, str, Any, int]]:
+        return [(c.id, c.title, c.updated_at, c.message_count) for c in chats]
 
     def _fill(self, chats: list[Chat], select_id: int | None) -> None:
+        self._shown = self._rows(chats)
+        scroll = self.list.verticalScrollBar().value()
         self._selecting = True
         try:
             self.list.blockSignals(True)
@@ -160,6 +234,7 @@ class ChatsList(QtWidgets.QWidget):
                 item.setData(QtCore.Qt.ItemDataRole.AccessibleTextRole, title)
                 self.list.addItem(item)
             self.list.blockSignals(False)
+            self.list.verticalScrollBar().setValue(scroll)
             if select_id is not None:
                 self.select(select_id)
         finally:
