@@ -115,5 +115,5 @@ async def sse_events(
 
 
 def _spans(event: EvidenceReady) -> list[dict[str, Any]]:
-    keys = ("text", "number", "path", "page_number", "char_start", "char_end", "score")
+    keys = ("text", "number", "path", "page_number", "page_label", "char_start", "char_end", "score")
     return [{k: v for k, v in s.to_dict().items() if k in keys} for s in event.evidence.spans]

@@ -7,6 +7,7 @@ import json
 import sys
 import textwrap
 
+from localrag.core.answer.citations import page_phrase
 from localrag.core.errors import KnownError
 from localrag.core.retrieve import ERROR, MODES, RetrievalResponse, retrieve
 
@@ -71,7 +72,7 @@ def print_results(resp: RetrievalResponse) -> None:
     if not resp.results and not resp.reason:
         print("No matching passages.")
     for i, r in enumerate(resp.results, 1):
-        where = r.file_name + (f", p. {r.page_number}" if r.doc_type == "pdf" else "")
+        where = r.file_name + (", " + page_phrase(r.page_number, r.page_label) if r.doc_type == "pdf" else "")
         if r.heading_path:
             where += f" — {r.heading_path}"
         s = r.scores

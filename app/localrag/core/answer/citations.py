@@ -18,6 +18,8 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from localrag.core.retrieve.results import page_phrase as page_phrase
+
 # A bracket holding numbers separated by commas/semicolons, or ranges with a hyphen or en dash, optionally
 # written "[Source 2]" or "[source 1, 3]" (small models do).
 _BRACKET = re.compile(
@@ -58,6 +60,7 @@ class Source:
     text: str = ""
     cited: bool = False
     quoted: bool = False  # the answer repeats its words in a sentence that cites nothing
+    page_label: str = ""  # the number printed on the page when it is not ``page_number`` (``page_phrase``)
 
     @classmethod
     def from_result(cls, number: int, r: Any) -> Source:
@@ -82,6 +85,7 @@ class Source:
             char_start=int(getattr(r, "char_start", 0) or 0),
             char_end=int(getattr(r, "char_end", 0) or 0),
             text=text[:EXCERPT_CHARS],
+            page_label=str(getattr(r, "page_label", "") or ""),
         )
 
     @classmethod
@@ -105,7 +109,7 @@ class Source:
         """Its title (or file name), page and heading, as a sources list shows them."""
         where = self.title or self.file_name
         if self.doc_type == "pdf" or self.page_number > 1:
-            where += f", p. {self.page_number}"
+            where += ", " + page_phrase(self.page_number, self.page_label)
         if self.heading_path and self.heading_path != self.title:
             where += f" — {self.heading_path}"
         return where

@@ -532,6 +532,7 @@ def _span(c: _Candidate) -> EvidenceSpan:
         score=c.score,
         features=dict(c.features),
         domain=str(getattr(src, "domain", "") or ""),
+        page_label=str(getattr(src, "page_label", "") or ""),
     )
 
 

@@ -39,9 +39,10 @@ from typing import Any
 
 import psycopg
 
+from localrag.core.answer.citations import page_phrase
 from localrag.core.answer.evidence import EvidenceSpan, split_long
 from localrag.core.ingest import sections as doc_sections
-from localrag.core.retrieve.results import Result
+from localrag.core.retrieve.results import PAGE_LABEL, Result
 from localrag.core.store.db import SHOWN_TITLE, one
 from localrag.core.text import spans as sp
 
@@ -414,7 +415,7 @@ def _section_rows(conn: Conn, doc_id: int) -> list[tuple[Any, ...]]:
 def _chunk_results(conn: Conn, chunk_ids: list[int]) -> dict[int, Result]:
     rows = conn.execute(
         f"SELECT c.id, c.doc_id, d.doc_type, {SHOWN_TITLE}, d.path, c.page_number, c.heading_path, c.text, "
-        "c.char_start, c.char_end, c.chunk_index, c.text_hash "
+        f"c.char_start, c.char_end, c.chunk_index, c.text_hash, {PAGE_LABEL} "
         "FROM document_chunks c JOIN documents d ON d.id = c.doc_id WHERE c.id = ANY(%s)",
         (chunk_ids,),
     ).fetchall()
@@ -434,6 +435,7 @@ def _chunk_results(conn: Conn, chunk_ids: list[int]) -> dict[int, Result]:
             scores={},
             chunk_index=r[10],
             text_hash=r[11],
+            page_label=r[12],
         )
         for r in rows
     }
@@ -495,7 +497,8 @@ def _block(
         anchor = s.first or s.central
         assert anchor is not None
         n = book.number(anchor)
-        head = f"{i}. {s.title}" + (f" — p. {s.page}" if doc.pages > 1 else "")
+        label = anchor.page_label if anchor.page_number == s.page else ""
+        head = f"{i}. {s.title}" + (f" — {page_phrase(s.page, label)}" if doc.pages > 1 else "")
         quote = _representative(s) if sentences and i <= limit else None
         if quote is None:
             lines.append(f"{head} [{n}]")
@@ -529,7 +532,7 @@ def _no_headings(doc: _Doc, sections: list[_Section], book: _Sources) -> tuple[l
         return [f"{doc.title} has no section headings."], []
     sentence, chunk = quote
     n = book.number(chunk)
-    page = f" (p. {chunk.page_number})" if doc.pages > 1 else ""
+    page = f" ({page_phrase(chunk.page_number, chunk.page_label)})" if doc.pages > 1 else ""
     line = (
         f"{doc.title} has no section headings. Its most central passage{page}: {sp.flat(sentence.text)} [{n}]"
     )

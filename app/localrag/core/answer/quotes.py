@@ -35,6 +35,7 @@ class EvidenceSpan:
     # each), else empty.
     cells: list[dict[str, Any]] = field(default_factory=list)
     domain: str = ""  # the domain pack acting on its document (``core/hooks.py``)
+    page_label: str = ""  # the number printed on its page when it is not ``page_number``
 
     @property
     def rows(self) -> list[Cells]:

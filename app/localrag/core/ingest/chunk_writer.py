@@ -57,6 +57,7 @@ class ChunkWriter:
         self.conn, self.doc_id, self.path, self.edited, self.limit = conn, doc_id, path, edited, limit
         self.title = ""
         self.pdf_meta = metadata.pdf_metadata(path)
+        self.page_labels = metadata.pdf_page_labels(path)
         self.tops: list[tuple[int, str]] = []  # each page's first lines, for the chunks' context
         self.keys: list[tuple[str, int]] = []  # (heading path, page) of every chunk
         self.written: list[str] = []  # the context each copied chunk was written with
@@ -101,9 +102,12 @@ class ChunkWriter:
 
     def meta(self) -> dict[str, Any]:
         first = [text for _, text in self.tops[: metadata.FIRST_PAGES]]
-        return metadata.build_meta(
+        meta = metadata.build_meta(
             path_to_db(self.path)[0], self.title, first, self.pdf_meta, self.edited, self.tops
         )
+        if self.page_labels:
+            meta["page_labels"] = self.page_labels
+        return meta
 
     def _contexts(self, keys: list[tuple[str, int]], meta: dict[str, Any]) -> list[str]:
         contexts = metadata.contexts(self.title, meta, keys, identity.page_heads(self.tops))

@@ -50,6 +50,31 @@ def pdf_metadata(path: Path) -> dict[str, str]:
         return {}
 
 
+def pdf_page_labels(path: Path) -> dict[str, str]:
+    """The numbers a PDF's pages print where they differ from their place in the file (its /PageLabels):
+    ``{"39": "33"}`` says the 39th page is labelled "33". Empty for a PDF without labels, or another file."""
+    if path.suffix.lower() != ".pdf" or not path.is_file():
+        return {}
+    labels: list[str] = []
+    try:
+        import pypdfium2 as pdfium
+
+        with PDFIUM_LOCK:
+            pdf = pdfium.PdfDocument(str(path))
+            try:
+                labels = [pdf.get_page_label(i) for i in range(len(pdf))]
+            finally:
+                pdf.close()
+    except Exception:  # pdfium cannot read it: pypdf may
+        try:
+            from pypdf import PdfReader
+
+            labels = list(PdfReader(str(path)).page_labels)
+        except Exception:
+            return {}
+    return {str(i): label for i, label in enumerate(labels, 1) if label and label != str(i)}
+
+
 def build_meta(
     path: str,
     title: str,
@@ -136,6 +161,9 @@ def refresh(conn: psycopg.Connection[Any], doc_id: int, *, edits: dict[str, Any]
         meta["period"] = edited["period"]
     if "extraction" in (old or {}):
         meta["extraction"] = old["extraction"]
+    labels = pdf_page_labels(path_from_db(path, raw)) or (old or {}).get("page_labels")
+    if labels:
+        meta["page_labels"] = labels
     heads = identity.page_heads(page_texts)
     new = contexts(title, meta, [(c[1], int(c[2])) for c in chunks], heads)
     changed = [(c[0], ctx) for c, ctx in zip(chunks, new, strict=True) if c[4] != ctx]

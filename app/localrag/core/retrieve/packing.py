@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from localrag.core.retrieve.results import Result
+from localrag.core.retrieve.results import Result, page_phrase
 
 DEFAULT_BUDGET = 1200
 # A cut passage shorter than this many tokens is not worth a source.
@@ -54,11 +54,12 @@ def estimate_tokens(text: str) -> int:
 
 
 def source_header(number: int, r: Result) -> str:
-    """``[3] Title, p. 12 — Chapter > Section`` (the page only for paged formats)."""
+    """``[3] Title, p. 12 — Chapter > Section`` (the page only for paged formats; "p. 3 (PDF page 5)" when the
+    page prints another number)."""
     title = r.title or r.file_name or "Untitled"
     header = f"[{number}] {title}"
     if r.doc_type in ("pdf",) and r.page_number:
-        header += f", p. {r.page_number}"
+        header += ", " + page_phrase(r.page_number, r.page_label)
     if r.heading_path and r.heading_path != r.title:
         header += f" — {r.heading_path}"
     return header

@@ -97,6 +97,7 @@ def merge(members: list[Result]) -> Result:
         text_hash=hashlib.sha256(text.encode("utf-8")).hexdigest(),
         context=best.context,
         domain=best.domain,
+        page_label=best.page_label,
     )
 
 

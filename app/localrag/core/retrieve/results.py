@@ -8,7 +8,18 @@ from typing import Any
 
 # Why a response is empty when it is not simply "nothing matched".
 MODEL_MISMATCH = "model_mismatch"
+
+# SQL: the label of chunk ``c``'s page in its document ``d`` when it differs from the page's number, else ''.
+PAGE_LABEL = "coalesce(d.meta->'page_labels'->>c.page_number::text, '')"
 ERROR = "error"
+
+
+def page_phrase(page_number: int, page_label: str = "", word: str = "p.") -> str:
+    """How a person is told a page: "p. 33 (PDF page 39)" when the page prints another number than its place
+    in the file (a PDF's page labels), else "p. 39". The viewer opens the page by ``page_number``."""
+    if page_label and page_label != str(page_number):
+        return f"{word} {page_label} (PDF page {page_number})"
+    return f"{word} {page_number}"
 
 
 @dataclass
@@ -42,6 +53,7 @@ class Result:
     text_hash: str = ""
     context: str = ""  # what the passage was searched with besides its text: its document's line, its heading
     domain: str = ""  # the domain pack that acts on its document ('' for none; ``core/hooks.py``)
+    page_label: str = ""  # the number printed on its page when that is not ``page_number`` (a PDF's labels)
 
     @property
     def file_name(self) -> str:
@@ -57,6 +69,7 @@ class Result:
             "path": self.path,
             "file_name": self.file_name,
             "page_number": self.page_number,
+            "page_label": self.page_label,
             "heading_path": self.heading_path,
             "context": self.context,
             "domain": self.domain,

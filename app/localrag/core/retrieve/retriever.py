@@ -20,7 +20,7 @@ from localrag.core.errors import KnownError, StoreBusy, as_known
 from localrag.core.progress import CancelToken
 from localrag.core.retrieve import bm25, fuse, postprocess, rescore, routing, vector
 from localrag.core.retrieve.filters import DateLike, Filters
-from localrag.core.retrieve.results import ERROR, MODEL_MISMATCH, Result, RetrievalResponse
+from localrag.core.retrieve.results import ERROR, MODEL_MISMATCH, PAGE_LABEL, Result, RetrievalResponse
 from localrag.core.store.db import SHOWN_TITLE
 
 if TYPE_CHECKING:
@@ -519,7 +519,7 @@ def _fetch(
     rows = conn.execute(
         f"SELECT c.id, c.doc_id, d.doc_type, {SHOWN_TITLE}, d.path, c.page_number, c.chunk_index,"
         f" c.heading_path, c.text, c.char_start, c.char_end, c.text_hash, {sim}, c.context,"
-        " coalesce(d.meta->>'domain', '')"
+        f" coalesce(d.meta->>'domain', ''), {PAGE_LABEL}"
         " FROM document_chunks c"
         " JOIN documents d ON d.id = c.doc_id"
         " WHERE c.id = ANY(%(ids)s) AND d.status = 'ready'",
@@ -545,6 +545,7 @@ def _result(row: tuple, f: fuse.Candidate) -> Result:
         sim,
         context,
         domain,
+        page_label,
     ) = row
     similarity = float(sim) if sim is not None else (f.vector if f.vector is not None else None)
     return Result(
@@ -570,6 +571,7 @@ def _result(row: tuple, f: fuse.Candidate) -> Result:
         text_hash=text_hash,
         context=context or "",
         domain="" if domain == hooks.NO_DOMAIN else str(domain or ""),
+        page_label=str(page_label or ""),
     )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from localrag.core.answer.citations import Source
+from localrag.core.answer.citations import Source, page_phrase
 from localrag.core.retrieve.results import Result
 
 
@@ -30,6 +30,11 @@ class SourceRef:
     # Offsets in the page text of the cells to outline within the span (a row's asked column: its heading
     # and its value).
     marks: list[tuple[int, int]] = field(default_factory=list)
+    page_label: str = ""  # the number printed on the page when it is not ``page_number``
+
+    def page_phrase(self, word: str = "p.") -> str:
+        """ "p. 33 (PDF page 39)" or "p. 39" (``citations.page_phrase``)."""
+        return page_phrase(self.page_number, self.page_label, word)
 
     @classmethod
     def from_source(cls, source: Source, number: int | None = None) -> SourceRef:
@@ -49,6 +54,7 @@ class SourceRef:
             number=number if number is not None else (source.number or None),
             cited=source.cited,
             quoted=source.quoted,
+            page_label=source.page_label,
         )
 
     @classmethod
@@ -67,4 +73,5 @@ class SourceRef:
             chunk_ids=list(result.chunk_ids),
             score=result.similarity,
             number=number,
+            page_label=result.page_label,
         )

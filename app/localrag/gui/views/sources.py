@@ -355,7 +355,9 @@ class SourceViewer(QtWidgets.QDialog):
         title = self.ref.title or Path(self.ref.path).name or "Source"
         tag = f"[{self.ref.number}] " if self.ref.number else ""
         page = (
-            f", page {self.ref.page_number}" if self.ref.doc_type == "pdf" or self.ref.page_number > 1 else ""
+            ", " + self.ref.page_phrase("page")
+            if self.ref.doc_type == "pdf" or self.ref.page_number > 1
+            else ""
         )
         self.setWindowTitle(f"{tag}{title}{page.replace(',', ' —')}")
         self.setAccessibleName(f"Source {tag}{title}{page}")
@@ -423,7 +425,7 @@ class SourceViewer(QtWidgets.QDialog):
         tag = f"[{ref.number}] " if ref.number else ""
         parts = [f"<b>{tag}{escape(ref.title or Path(ref.path).name)}</b>"]
         if ref.doc_type == "pdf" or ref.page_number > 1:
-            parts.append(f"page {ref.page_number}")
+            parts.append(escape(ref.page_phrase("page")))
         if ref.heading_path:
             parts.append(escape(ref.heading_path.replace(" > ", " › ")))
         if ref.score is not None:

@@ -31,6 +31,7 @@ from html import escape
 from pathlib import PurePath
 from typing import Any
 
+from localrag.core.answer.citations import page_phrase
 from localrag.core.answer.engine import MODEL_ALONE, MODEL_ALONE_LABEL
 from localrag.core.answer.history import Message
 from localrag.core.answer.quotes import Evidence, EvidenceSpan, display
@@ -138,6 +139,7 @@ def _ref_for(
             path=fallback.path,
             doc_type=suffix,
             page_number=fallback.page_number,
+            page_label=fallback.page_label,
             heading_path="",
             char_start=0,
             char_end=0,
@@ -148,8 +150,15 @@ def _ref_for(
             return base
     if start < 0 or end <= start:
         return dataclasses.replace(base)
+    label = base.page_label if not page or page == base.page_number else getattr(fallback, "page_label", "")
     return dataclasses.replace(
-        base, page_number=page or base.page_number, char_start=start, char_end=end, text=text, number=number
+        base,
+        page_number=page or base.page_number,
+        page_label=label,
+        char_start=start,
+        char_end=end,
+        text=text,
+        number=number,
     )
 
 
@@ -217,6 +226,10 @@ def _title(ref: SourceRef | None, span: EvidenceSpan | None = None) -> str:
     return name if len(name) <= TITLE_CHARS else name[: TITLE_CHARS - 1].rstrip() + "…"
 
 
+def _page_html(phrase: str) -> str:
+    return escape(phrase).replace("p. ", "p.&nbsp;", 1)
+
+
 def _has_pages(ref: SourceRef | None, page_number: int) -> bool:
     return page_number > 1 or (ref is not None and ref.doc_type == "pdf")
 
@@ -226,7 +239,7 @@ def source_line(number: int, ref: SourceRef, turn_index: int, muted: str) -> str
     title = escape(ref.title or ref.path.rsplit("/", 1)[-1] or "Untitled")
     bits = []
     if ref.doc_type == "pdf" or ref.page_number > 1:
-        bits.append(f"p.&nbsp;{ref.page_number}")
+        bits.append(_page_html(ref.page_phrase()))
     if ref.heading_path and ref.heading_path != ref.title:
         bits.append(escape(ref.heading_path.replace(" > ", " › ")))
     if ref.score is not None:
@@ -262,7 +275,7 @@ def evidence_html(turn: Turn, index: int, c: dict[str, str]) -> str:
         ref = turn.sources[span.number - 1] if turn.valid(span.number) else None
         where = [escape(_title(ref, span))]
         if _has_pages(ref, span.page_number):
-            where.append(f"p.&nbsp;{span.page_number}")
+            where.append(_page_html(page_phrase(span.page_number, span.page_label)))
         rows.append(
             f"<tr><td width='4' style='background-color:{c['quote_bar']}'></td>"
             f"<td style='background-color:{c['quote_bg']}; padding:5px 10px 5px 10px'>"
@@ -316,7 +329,7 @@ def not_found_html(turn: Turn, index: int, c: dict[str, str]) -> str:
             ref = turn.sources[n - 1]
             where = [escape(_title(ref))]
             if _has_pages(ref, ref.page_number):
-                where.append(f"p.&nbsp;{ref.page_number}")
+                where.append(_page_html(ref.page_phrase()))
             snippet = " ".join(re.sub(r"(?m)^\s*#+\s+", "", ref.text).split())  # without Markdown marks
             if len(snippet) > SNIPPET_CHARS:
                 snippet = snippet[: SNIPPET_CHARS - 1].rsplit(" ", 1)[0] + "…"
