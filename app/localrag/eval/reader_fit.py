@@ -21,7 +21,14 @@ from pathlib import Path
 from typing import Any
 
 from localrag.core.answer.reader import ReaderModel
-from localrag.eval.answers import CORRECT_F1, Question, half_questions, load_questions, token_f1
+from localrag.eval.answers import (
+    CORRECT_F1,
+    Question,
+    dataset_documents,
+    half_questions,
+    load_questions,
+    token_f1,
+)
 
 NONE_KIND = "none"
 # What a domain pack adds (``reader.SpanFacts.domain``) is not fitted: a tuning set of ordinary documents has
@@ -63,8 +70,7 @@ def dump(
         engine.evidence_keep = 100_000
         with out.open("w", encoding="utf-8") as f:
             for folder in folders:
-                docs = folder / "docs" if (folder / "docs").is_dir() else folder / "pdfs"
-                summary = index_paths(library, sorted(p for p in docs.iterdir() if p.is_file()))
+                summary = index_paths(library, dataset_documents(folder))
                 say(f"{folder.name}: {summary.ready} newly indexed")
                 questions = [q for q in dataset_questions(folder, half) if q.kind != "document"]
                 for i, q in enumerate(questions, 1):

@@ -137,8 +137,8 @@ def find_evidence(
         r.features = reader.features(asks, facts, best)
         r.score = model.probability(r.features)
     chosen = _choose(runs, model)
-    for i, part in enumerate(parts if len(parts) > 1 and part_sims else []):
-        chosen = _choose_for_part(part, i, runs, part_sims[i], by_place, asks, best, model, chosen)
+    for part, sims_of_part in zip(parts if len(parts) > 1 else [], part_sims, strict=False):
+        chosen = _choose_for_part(part, runs, sims_of_part, asks, model, chosen)
     runs.sort(key=lambda c: c.score, reverse=True)
     top = [_span(c) for c in runs[:keep]]
     if not chosen:
@@ -282,11 +282,12 @@ def _facts(
 
 def _bm25(weights: dict[str, float], runs: list[_Candidate]) -> dict[int, float]:
     """BM25 of each candidate for the question's words, with the words' rarity among the candidates."""
-    lengths = {id(r): max(1, len(sp.content_terms(r.span.text))) for r in runs}
+    counted = {id(r): Counter(sp.content_terms(r.span.text)) for r in runs}
+    lengths = {k: max(1, sum(c.values())) for k, c in counted.items()}
     avg = sum(lengths.values()) / max(1, len(lengths))
     out = {}
     for r in runs:
-        counts = Counter(sp.content_terms(r.span.text))
+        counts = counted[id(r)]
         norm = BM25_K1 * (1 - BM25_B + BM25_B * lengths[id(r)] / avg)
         out[id(r)] = sum(
             w * counts[t] * (BM25_K1 + 1) / (counts[t] + norm) for t, w in weights.items() if counts[t]
@@ -341,16 +342,15 @@ def _choose(runs: list[_Candidate], model: reader.ReaderModel) -> list[_Candidat
 
 def _choose_for_part(
     part: str,
-    i: int,
     runs: list[_Candidate],
     sims: dict[int, float],
-    by_place: dict[tuple[int, int], _Candidate],
     asks: reader.Asks,
-    best: dict[str, float],
     model: reader.ReaderModel,
     chosen: list[_Candidate],
 ) -> list[_Candidate]:
     """Adds the best span for one part of a two-part question when the answer lacks one."""
+    if len(chosen) >= MAX_SPANS + 1:
+        return chosen
     weights = _term_weights(_terms(part), runs)
     part_asks = reader.Asks.of(part)
 
@@ -373,7 +373,7 @@ def _choose_for_part(
     # A part is a narrower question than the reader was fitted on, and its best span is read against the part
     # alone: it needs ``PART_SHARE`` of the threshold.
     bar = model.threshold * PART_SHARE
-    if scores[id(top)] < bar or len(chosen) >= MAX_SPANS + 1:
+    if scores[id(top)] < bar:
         return chosen
     return [*chosen, top]
 
@@ -466,15 +466,14 @@ def _term_weights(q_terms: list[str], candidates: list[_Candidate]) -> dict[str,
     return {t: math.log(1.0 + (n + 1) / (df[t] + 0.5)) for t in set(q_terms)}
 
 
-def _row_named(text: str, named: frozenset[str], lines: str = "") -> bool:
-    """Whether ``text`` holds a row of figures whose label's words the question all names, or whose label
-    matches ``lines`` (a regular expression)."""
+def _row_named(text: str, named: frozenset[str]) -> bool:
+    """Whether ``text`` holds a row of figures whose label's words the question all names."""
     for line in text.split("\n"):
         row = split_row(line) if is_figures_row(line) else None
         if row is None:
             continue
         label = set(sp.content_terms(row[0]))
-        if (label and label <= named) or (lines and re.search(lines, row[0], re.IGNORECASE)):
+        if label and label <= named:
             return True
     return False
 
@@ -496,10 +495,10 @@ def asked_for(question: str) -> frozenset[str]:
 def _continuation(
     best: _Candidate, candidates: list[_Candidate], chosen: list[_Candidate]
 ) -> list[_Candidate]:
-    """The line after a sentence that ends with a colon ("Use the following command:") belongs to it."""
+    """The line after a span that ends with a colon ("Use the following command:") belongs to it."""
     if not best.span.text.rstrip().endswith(":"):
         return []
-    nxt = [c for c in candidates if c.number == best.number and c.index == best.index + 1]
+    nxt = [c for c in candidates if c.number == best.number and c.index == best.last + 1 and not c.members]
     return [c for c in nxt if c not in chosen]
 
 
