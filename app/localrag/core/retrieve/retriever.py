@@ -75,8 +75,8 @@ class Tuning:
     rescore_top: int = 30
     # Whether the domain packs acting on the best passages' documents may put pages first (``core/hooks.py``).
     packs: bool = True
-    # Chosen on financebench-dev and the manuals (docs/benchmarks.md): the heading, the verbatim numbers and
-    # rows of figures for a question asking for a quantity moved the first places; the others did not.
+    # Chosen on near-identical reports and the manuals (docs/benchmarks.md): the heading, the verbatim numbers
+    # and rows of figures for a question asking for a quantity moved the first places; the others did not.
     rescore: rescore.Weights = field(
         default_factory=lambda: rescore.Weights(heading=0.3, exact=0.2, table=0.5)
     )

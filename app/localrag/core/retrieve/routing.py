@@ -1,12 +1,12 @@
 """Document routing: a question that names a document's identity searches that document first.
 
-"What is the FY2018 capital expenditure of 3M?" names an organisation (3M) and a period (fiscal 2018). Each
+"What did the Millbrook society spend in 2023?" names an organisation (Millbrook) and a period (2023). Each
 ready document's names come from its metadata (organisation, with and without its legal form), its file name
 and its title (``core/text/identity.py``); a run of one to four words of the question matches a name when
-they are the same letters and digits ("American Water Works" matches ``AMERICANWATERWORKS_2021_10K.pdf``,
-"3M's" matches "3M Company"). Among the documents whose name the question gives, a year it names keeps those
+they are the same letters and digits ("Harbour Lane" matches ``HARBOURLANE_2023_report.pdf``, "Acme's"
+matches "Acme Ltd"). Among the documents whose name the question gives, a year it names keeps those
 of that period (or, when there is none, the nearest later one: a report repeats the year before), a quarter
-keeps that quarter's, and a kind it names ("10-K", "annual report", "quarterly") that kind's.
+keeps that quarter's, and a kind it names ("annual report", "minutes", "manual") that kind's.
 
 The decision: ``only`` when one document is left (the search is filtered to it), ``first`` when several are
 (filtered to them; the rest of the library fills the list when they give fewer than k passages), ``none``
@@ -43,7 +43,7 @@ _COMMON = frozenset(
 )
 _QUARTER_WORDS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "1st": 1, "2nd": 2, "3rd": 3, "4th": 4}
 # Kinds a question may ask for, in any library ("the manual", "the minutes"); packs add their own
-# (``hooks.routing_words``: "10-K", "quarterly report" where the library holds financial reports).
+# (``hooks.routing_words``: the form names of their field, where the library holds such documents).
 _KIND_ASKED = (
     (r"\bmanual\b|\buser'?s? guide\b|\bhandbook\b", "manual"),
     (r"\bminutes\b", "minutes"),
@@ -132,8 +132,8 @@ def identities_for(owner: Any) -> Identities:
 
 
 def share_names(docs: list[Doc]) -> list[Doc]:
-    """Documents that share a name are of one organisation: each gets the others' names too (the 10-K whose
-    cover says "MGM Resorts International" lends "MGM" to ``MGMRESORTS_2022Q4_EARNINGS.pdf``)."""
+    """Documents that share a name are of one organisation: each gets the others' names too (the report
+    whose cover says "Acme Holdings Ltd" lends "Acme" to ``ACMEHOLDINGS_2022_minutes.pdf``)."""
     parent = list(range(len(docs)))
 
     def find(i: int) -> int:
@@ -178,7 +178,7 @@ def document_names(
         bare = _bare_org(org)
         add(bare, "organization")
         first = bare.split()[0] if bare.split() else ""
-        if first.isupper() and len(first) >= MIN_NAME_CHARS:  # "MGM Resorts International" → "MGM"
+        if first.isupper() and len(first) >= MIN_NAME_CHARS:  # "ACME Holdings Ltd" → "ACME"
             add(first, "organization")
     ticker = str(meta.get("ticker") or "")
     if ticker:

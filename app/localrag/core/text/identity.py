@@ -169,8 +169,8 @@ def _kind(text: str) -> str:
 
 
 def document_line(title: str, meta: dict[str, Any]) -> str:
-    """One line naming the document: ``3M Company · 10-K annual report · fiscal year 2018 (FY2018), … · 3M
-    2018 10K``. Parts already said by an earlier part are left out."""
+    """One line naming the document: ``Acme Ltd · annual report · 2018 · Acme annual report 2018``. Parts
+    already said by an earlier part are left out."""
     parts: list[str] = []
     for value in (meta.get("organization"), meta.get("kind"), meta.get("period"), meta.get("date"), title):
         text = " ".join(str(value or "").split())
