@@ -16,8 +16,8 @@ import pytest
 
 from fixtures_chat import changed_settings, index
 from fixtures_docs import manual_pdf, write_pdf
-from localrag.core.answer import engine as engine_module
-from localrag.core.answer.engine import ChatEngine, Checked, Done, EvidenceReady, Failed, Token
+from localrag.core.answer import run as engine_module
+from localrag.core.answer.engine import AskRequest, ChatEngine, Checked, Done, EvidenceReady, Failed, Token
 from localrag.core.answer.quotes import NOT_FOUND_TEXT
 from localrag.core.config import Settings
 from localrag.core.embed.sizing import fit_to_input, fits
@@ -73,7 +73,7 @@ def llm(home):
 
 def _events(engine: ChatEngine, question: str, **kw) -> list:
     kw.setdefault("persist", False)
-    return list(engine.ask(None, question, **kw))
+    return list(engine.ask(AskRequest(question, **kw)))
 
 
 # -- sizing --------------------------------------------------------------------------------------------------

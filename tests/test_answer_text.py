@@ -14,6 +14,7 @@ from localrag.core.answer.engine import (
     FROM_SOURCES_LABEL,
     MODEL,
     REWORD_LABEL,
+    AskRequest,
     ChatEngine,
     Done,
     EvidenceReady,
@@ -42,7 +43,7 @@ def streamed(engine: ChatEngine, question: str, **options) -> tuple[list[str], D
     text = AnswerText()
     pieces: list[str] = []
     done = None
-    for event in engine.ask(None, question, persist=False, max_tokens=40, **options):
+    for event in engine.ask(AskRequest(question, persist=False, max_tokens=40, **options)):
         if isinstance(event, Done):
             done = event
             pieces.append("<done>")
@@ -93,7 +94,7 @@ def test_the_pieces_add_up_to_the_answer(engine, settings, question, options):
 
 def test_evidence_is_sent_at_once(engine):
     text = AnswerText()
-    for event in engine.ask(None, "How do I install Local RAG on Windows?", persist=False):
+    for event in engine.ask(AskRequest("How do I install Local RAG on Windows?", persist=False)):
         piece = text.feed(event)
         if isinstance(event, EvidenceReady):
             assert piece == event.text and "LocalRAG-Setup.exe" in piece

@@ -12,7 +12,7 @@ from fixtures_chat import index
 from localrag.core.answer import history
 from localrag.core.answer.citations import check_citations
 from localrag.core.answer.engine import (
-    NOT_FOUND,
+    AskRequest,
     ChatEngine,
     Checked,
     Done,
@@ -23,7 +23,7 @@ from localrag.core.answer.engine import (
     Token,
     WarmingUp,
 )
-from localrag.core.answer.prompts import Prompt
+from localrag.core.answer.prompts import NOT_FOUND, Prompt
 from localrag.core.answer.query import follow_up_query, is_follow_up
 from localrag.core.config import Settings
 from localrag.core.errors import StoreUnavailable
@@ -73,9 +73,9 @@ def engine(corpus, llm) -> ChatEngine:
     return ChatEngine(corpus, llm)
 
 
-def _run(engine: ChatEngine, *args, **kw) -> list:
+def _run(engine: ChatEngine, chat_id: int | None, question: str, **kw) -> list:
     kw.setdefault("max_tokens", 24)
-    return list(engine.ask(*args, **kw))
+    return list(engine.ask(AskRequest(question, chat_id=chat_id, **kw)))
 
 
 def _kinds(events: list) -> list[str]:
@@ -216,7 +216,7 @@ def test_cancel_keeps_what_was_generated(engine, monkeypatch):
     monkeypatch.setattr(engine.settings, "answer_lead", "model")
     cancel = CancelToken()
     events = []
-    for event in engine.ask(None, "Tell me everything about backups.", cancel=cancel, max_tokens=200):
+    for event in engine.ask(AskRequest("Tell me everything about backups.", cancel=cancel, max_tokens=200)):
         events.append(event)
         if sum(isinstance(e, Token) for e in events) == 3:
             cancel.cancel()
@@ -243,7 +243,7 @@ def test_a_question_before_warm_up_waits_for_the_model(corpus, monkeypatch):
         time.sleep(0.01)
     engine = ChatEngine(corpus, provider)
     events = []
-    for event in engine.ask(None, "How much sun do tomatoes need?", max_tokens=8, persist=False):
+    for event in engine.ask(AskRequest("How much sun do tomatoes need?", max_tokens=8, persist=False)):
         events.append(event)
         if isinstance(event, WarmingUp):
             gate.set()
@@ -271,7 +271,7 @@ def test_llm_load_failure_leaves_retrieval_working(corpus, tmp_path, monkeypatch
     bad = tmp_path / "broken.gguf"
     bad.write_bytes(b"GGUF" + b"\0" * 4096)
     engine = ChatEngine(corpus, LLMProvider(Settings(gguf_path=str(bad), n_ctx=2048)))
-    events = list(engine.ask(None, "How do I install Local RAG on Windows?"))
+    events = list(engine.ask(AskRequest("How do I install Local RAG on Windows?")))
     # The sources still answer: the evidence is the answer, and the notice says why no model reworded it.
     kinds = [type(e) for e in events if not isinstance(e, WarmingUp)]
     assert kinds == [Searching, Retrieved, EvidenceReady, Done]
@@ -279,7 +279,7 @@ def test_llm_load_failure_leaves_retrieval_working(corpus, tmp_path, monkeypatch
     assert done.answer == done.evidence.text() and "LocalRAG-Setup.exe" in done.answer
     assert "broken.gguf" in done.notice and "quoted from your documents" in done.notice
     assert events[1].sources[0].title == "Installing Local RAG"
-    plain = list(engine.ask(None, "Hello there, how are you?", grounded=False))
+    plain = list(engine.ask(AskRequest("Hello there, how are you?", grounded=False)))
     assert isinstance(plain[-1], Failed) and plain[-1].known and "broken.gguf" in plain[-1].message
     only = engine.retrieve_only("How do I install Local RAG on Windows?")
     assert only.sources[0].title == "Installing Local RAG" and only.response.reason is None
@@ -353,7 +353,7 @@ def test_a_bug_in_retrieval_is_an_internal_error_not_the_store_being_down(engine
 
 
 def test_empty_question_fails_plainly(engine):
-    assert _kinds(list(engine.ask(None, "   "))) == ["Failed"]
+    assert _kinds(list(engine.ask(AskRequest("   ")))) == ["Failed"]
 
 
 def test_cli_ask_json(corpus, home):
@@ -428,7 +428,7 @@ def test_a_question_prepared_while_typed_starts_from_the_cache(engine, monkeypat
     asked."""
     monkeypatch.setattr(engine.settings, "answer_lead", "model")
     question = "How do I back up my library?"
-    prepared = engine.prepare(None, question)
+    prepared = engine.prepare(AskRequest(question))
     assert prepared > 100  # system prompt, sources and question
     done = _run(engine, None, question)[-1]
     assert isinstance(done, Done) and done.answer
@@ -437,8 +437,8 @@ def test_a_question_prepared_while_typed_starts_from_the_cache(engine, monkeypat
     # Typing went on (or the question was sent): nothing is prepared, and the next answer is unaffected.
     stopped = CancelToken()
     stopped.cancel()
-    assert engine.prepare(None, "What do tomatoes need?", cancel=stopped) == 0
-    assert engine.prepare(None, "   ") == 0
+    assert engine.prepare(AskRequest("What do tomatoes need?", cancel=stopped)) == 0
+    assert engine.prepare(AskRequest("   ")) == 0
     again = _run(engine, None, "What do tomatoes need?")[-1]
     assert (
         isinstance(again, Done)

@@ -10,7 +10,7 @@ import pytest
 
 from fixtures_chat import index
 from fixtures_docs import write_pdf
-from localrag.core.answer.engine import ChatEngine, EvidenceReady
+from localrag.core.answer.engine import AskRequest, ChatEngine, EvidenceReady
 from localrag.core.answer.pages import WholePassage, clean_page, page_texts, widen
 from localrag.core.retrieve.results import Result
 
@@ -135,7 +135,9 @@ def test_the_evidence_quotes_the_whole_sentence_across_the_page_break(manual):
     manual.settings.answer_lead = "sources"
     manual.settings.reword = False
     engine = ChatEngine(manual, None)
-    events = list(engine.ask(None, "How often must the air filter of the widget be replaced?", persist=False))
+    events = list(
+        engine.ask(AskRequest("How often must the air filter of the widget be replaced?", persist=False))
+    )
     evidence = next(e for e in events if isinstance(e, EvidenceReady)).evidence
     assert evidence.answered
     span = next(s for s in evidence.spans if "air filter" in s.text)

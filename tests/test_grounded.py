@@ -18,6 +18,7 @@ from localrag.core.answer.engine import (
     MODEL_ALONE,
     MODEL_ALONE_LABEL,
     NOT_ANSWERED,
+    AskRequest,
     ChatEngine,
     Done,
     EvidenceReady,
@@ -83,9 +84,9 @@ def engine(corpus, llm) -> ChatEngine:
     return ChatEngine(corpus, llm)
 
 
-def _run(engine: ChatEngine, *args, **kw) -> list:
+def _run(engine: ChatEngine, chat_id: int | None, question: str, **kw) -> list:
     kw.setdefault("max_tokens", 16)
-    return list(engine.ask(*args, **kw))
+    return list(engine.ask(AskRequest(question, chat_id=chat_id, **kw)))
 
 
 @pytest.mark.parametrize("lead", ["auto", "model"])

@@ -18,6 +18,7 @@ from typing import Any
 from localrag.api.sse import sse
 from localrag.core.answer.answer_json import AnswerJson
 from localrag.core.answer.engine import ChatEngine, ChatEvent, Checked, Done, EvidenceReady, Failed, Token
+from localrag.core.answer.request import AskRequest
 from localrag.core.progress import CancelToken
 
 
@@ -31,11 +32,11 @@ class AnswerWorker:
         self._running: set[CancelToken] = set()
 
     async def events(self, question: str, **options: Any) -> AsyncIterator[ChatEvent]:
-        """The events of ``engine.ask(chat_id, question, **options)``; ``chat_id`` is one of ``options``."""
+        """The events of ``engine.ask(AskRequest(question, **options))``."""
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[ChatEvent | None] = asyncio.Queue()
         cancel = CancelToken()
-        chat_id = options.pop("chat_id", None)
+        request = AskRequest(question, cancel=cancel, **options)
 
         def put(item: ChatEvent | None) -> None:
             try:
@@ -46,7 +47,7 @@ class AnswerWorker:
         def work() -> None:
             try:
                 if not cancel.cancelled:  # the client may have left while the question waited
-                    for event in self.engine.ask(chat_id, question, cancel=cancel, **options):
+                    for event in self.engine.ask(request):
                         put(event)
             finally:
                 with self._lock:

@@ -87,6 +87,7 @@ def run(args: argparse.Namespace) -> int:
         Token,
         WarmingUp,
     )
+    from localrag.core.answer.request import AskRequest
     from localrag.core.library import Library
     from localrag.core.llm.llm import LLMProvider
 
@@ -110,15 +111,16 @@ def run(args: argparse.Namespace) -> int:
     streamed = False
     lead = ""
     try:
-        for event in engine.ask(
-            args.chat,
+        request = AskRequest(
             args.question,
+            chat_id=args.chat,
             grounded=args.grounded,
             strict=args.strict,
             doc_types=args.doc_types,
             max_tokens=args.max_tokens,
             persist=bool(args.chat or args.save),
-        ):
+        )
+        for event in engine.ask(request):
             record.add(event)
             if args.json:
                 continue

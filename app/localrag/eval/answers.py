@@ -251,10 +251,10 @@ def _shown_counts(done: Any) -> tuple[int, int, int]:
 
 def ask_json(engine: Any, question: str, **options: Any) -> dict[str, Any]:
     """What ``local-rag ask --json`` prints for ``question``, through the same engine calls."""
-    from localrag.core.answer.engine import Done, Failed
+    from localrag.core.answer.engine import AskRequest, Done, Failed
 
     out: dict[str, Any] = {}
-    for event in engine.ask(None, question, persist=False, **options):
+    for event in engine.ask(AskRequest(question, persist=False, **options)):
         if isinstance(event, Done):
             out = event.to_json()
             out["shown_sentences"], out["unsupported_shown"], out["unsupported_unmarked"] = _shown_counts(

@@ -56,7 +56,7 @@ def dump(
 ) -> int:
     """Index each dataset's documents in this data folder's library, ask its questions with the sources
     leading, and write the reader's candidates with their labels to ``out``. Returns the questions written."""
-    from localrag.core.answer.engine import ChatEngine, Done
+    from localrag.core.answer.engine import AskRequest, ChatEngine, Done
     from localrag.core.ingest.pipeline import index_paths
     from localrag.core.library import Library
 
@@ -74,9 +74,8 @@ def dump(
                 say(f"{folder.name}: {summary.ready} newly indexed")
                 questions = [q for q in dataset_questions(folder, half) if q.kind != "document"]
                 for i, q in enumerate(questions, 1):
-                    done = next(
-                        (e for e in engine.ask(None, q.question, persist=False) if isinstance(e, Done)), None
-                    )
+                    events = engine.ask(AskRequest(q.question, persist=False))
+                    done = next((e for e in events if isinstance(e, Done)), None)
                     evidence = done.evidence if done is not None else None
                     spans = evidence.candidates if evidence is not None else []
                     f.write(

@@ -16,10 +16,11 @@ import logging
 import queue
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from localrag.core.answer import engine as chat
+from localrag.core.answer.request import AskRequest
 from localrag.core.errors import describe
 from localrag.core.library import Library
 from localrag.core.progress import Cancelled, CancelToken
@@ -30,29 +31,6 @@ log = logging.getLogger("localrag.gui.chat")
 
 # Model states (``ChatWorker.model_state``).
 IDLE, LOADING, READY, FAILED = "idle", "loading", "ready", "failed"
-
-
-@dataclass
-class AskRequest:
-    """One question and how to answer it.
-
-    Attributes:
-        chat_id: the chat to add to, or ``None`` for a new chat (the engine creates it).
-        grounded: use the documents ("Use my documents"); ``False`` is plain local chat.
-        strict: answer only from the documents, and say so plainly when nothing relevant was found.
-        doc_ids, doc_types: limit retrieval to these documents / types (``None``: all).
-        max_tokens: the answer's length limit (``None``: the settings' ``max_tokens``).
-        cancel: set by ``ChatWorker.cancel`` (Esc).
-    """
-
-    question: str
-    chat_id: int | None = None
-    grounded: bool = True
-    strict: bool = False
-    doc_ids: list[int] | None = None
-    doc_types: list[str] | None = None
-    max_tokens: int | None = None
-    cancel: CancelToken = field(default_factory=CancelToken)
 
 
 _LOAD, _STOP = "load", "stop"
@@ -295,15 +273,7 @@ class ChatWorker(QObject):
         n = 0
         if not request.cancel.cancelled and self.engine is not None:
             try:
-                n = self.engine.prepare(
-                    request.chat_id,
-                    request.question,
-                    grounded=request.grounded,
-                    strict=request.strict,
-                    doc_ids=request.doc_ids,
-                    doc_types=request.doc_types,
-                    cancel=request.cancel,
-                )
+                n = self.engine.prepare(request)
             except (
                 Exception
             ) as exc:  # preparing is an optimisation: a failure shows when the question is asked
@@ -319,16 +289,7 @@ class ChatWorker(QObject):
         if request.cancel.cancelled:
             return
         try:
-            events = self.engine.ask(
-                request.chat_id,
-                request.question,
-                grounded=request.grounded,
-                strict=request.strict,
-                doc_ids=request.doc_ids,
-                doc_types=request.doc_types,
-                cancel=request.cancel,
-                max_tokens=request.max_tokens,
-            )
+            events = self.engine.ask(request)
             for event in events:
                 if isinstance(event, chat.Token):
                     self.token.emit(event.text)

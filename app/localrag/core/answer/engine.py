@@ -1,24 +1,19 @@
 """Grounded chat: a question → retrieval → a budgeted prompt → a streamed answer → checked citations →
 history.
 
-``ChatEngine.ask`` is a generator of typed events, in this order::
+``ChatEngine.ask(request)`` takes one ``AskRequest`` (``request.py``: the question, its scope, the earlier
+turns, the mode and options, the cancel token) and is a generator of the typed events of ``events.py``;
+``prepare(request)`` evaluates the prompt of a question still being typed. The steps of one answer are in
+``run.py``. This module also names every event and constant a front end needs, so that it imports one place.
 
-    Searching(query)                 grounded questions only: retrieval starts ("Searching your documents…")
-    WarmingUp()                      only if the model is still loading: the question waits for it
-    Retrieved(query, response, packed, prompt, sources, notice)   grounded questions only
-    Prompt                           plain questions only: the exact prompt (for the developer pane)
-    Token(text) …                    the answer, piece by piece, in order
-    Done(chat_id, message_id, answer, citations, sources, chunk_ids, timings, notice, cancelled)
-or  Failed(message, known)           instead of the tokens and Done: the model is missing (after Retrieved, so
-                                     the sources still show: retrieval-only), or a bug (``known`` False)
-
-What the GUI does: host the engine on one QThread (the generation worker), iterate ``ask`` there and re-emit
-each event as a signal (queued connections deliver them in order on the main thread); Esc calls
-``cancel.cancel()`` on the token passed to ``ask`` — the answer stops within a token (or within one graph node
-while the prompt is being processed) and ends with ``Done(cancelled=True)``, keeping what was generated. At
-start-up call ``warm_up()`` on that thread (or a worker): it loads the embedding model and the LLM and
-evaluates the fixed system prompt, so the first question only pays for its own tokens. A question asked before
-that just waits (``WarmingUp``) on the worker thread; the window never blocks. Nothing here imports Qt.
+What a front end does: host the engine on one thread of its host (the window's generation worker, the API's
+answer worker, the command line's main thread), iterate ``ask`` there and hand each event to its adapter
+(``delivery.py``: Qt signals, JSON, server-sent events, OpenAI chunks, text). Esc calls
+``request.cancel.cancel()`` — the answer stops within a token (or within one graph node while the prompt is
+being processed) and ends with ``Done(cancelled=True)``, keeping what was generated. At start-up call
+``warm_up()`` on that thread: it loads the embedding model and the LLM and evaluates the fixed system prompt,
+so the first question only pays for its own tokens. A question asked before that just waits (``WarmingUp``)
+on the worker thread; the window never blocks. Nothing here imports Qt.
 
 Failures: the store down (``response.reason == "error"``) → the answer is ungrounded and ``notice`` says so
 (strict mode answers only that it cannot search); the LLM cannot load → ``Failed(known=True)`` after
@@ -33,198 +28,79 @@ the tuning measured for this machine, a string).
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import time
-from collections.abc import Generator, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Sequence
 from types import EllipsisType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-import numpy as np
 import psycopg
 
-from localrag.core.answer import fallback, prompts
 from localrag.core.answer import history as hist
-from localrag.core.answer.citations import CitationCheck, Source, apply_citations, check_citations
-from localrag.core.answer.echo import EchoFilter
-from localrag.core.answer.evidence import PASSAGES, Evidence, find_evidence
-from localrag.core.answer.pages import around, page_texts, widen
-from localrag.core.answer.prompts import GROUNDED, NOT_FOUND, PLAIN, STRICT, Prompt, Turn
-from localrag.core.answer.query import follow_up_query, relevant, search_for
-from localrag.core.answer.quotes import NOT_FOUND as NOT_FOUND_STATUS
-from localrag.core.answer.support import CheckedSentence, SentenceStream, SupportChecker
+from localrag.core.answer.citations import Source
+from localrag.core.answer.events import (
+    DOCUMENTS,
+    FROM_SOURCES_LABEL,
+    MODEL,
+    MODEL_ALONE,
+    MODEL_ALONE_LABEL,
+    NOT_ANSWERED,
+    REWORD_LABEL,
+    SOURCES,
+    ChatEvent,
+    Checked,
+    Done,
+    EvidenceReady,
+    Failed,
+    Retrieved,
+    Searching,
+    Token,
+    WarmingUp,
+    answer_parts,
+)
+from localrag.core.answer.model_setup import LARGE_MODEL_PARAMS, keep_prefix
+from localrag.core.answer.notices import NOT_ANSWERED_TEXT, notice_for
+from localrag.core.answer.prompts import Prompt
+from localrag.core.answer.query import relevant, search_for
+from localrag.core.answer.request import AskRequest
+from localrag.core.answer.run import UNLIMITED_TOKENS, AnswerRun
 from localrag.core.errors import KnownError, ModelMissing, StoreUnavailable, describe
 from localrag.core.llm.llm import LLMProvider, LocalLLM
 from localrag.core.progress import Cancelled, CancelToken
-from localrag.core.text.spans import flat
 
 if TYPE_CHECKING:
     from localrag.core.library import Library
-    from localrag.core.retrieve import PackedContext, Result, RetrievalResponse
+    from localrag.core.retrieve import Result, RetrievalResponse
+
+__all__ = [
+    "DOCUMENTS",
+    "FROM_SOURCES_LABEL",
+    "LARGE_MODEL_PARAMS",
+    "MODEL",
+    "MODEL_ALONE",
+    "MODEL_ALONE_LABEL",
+    "NOT_ANSWERED",
+    "NOT_ANSWERED_TEXT",
+    "REWORD_LABEL",
+    "SOURCES",
+    "UNLIMITED_TOKENS",
+    "AskRequest",
+    "ChatEngine",
+    "ChatEvent",
+    "Checked",
+    "Done",
+    "EvidenceReady",
+    "Failed",
+    "Prompt",
+    "Retrieved",
+    "Searching",
+    "Token",
+    "WarmingUp",
+    "answer_parts",
+    "keep_prefix",
+]
 
 log = logging.getLogger("localrag.chat")
-
-# Earlier messages loaded for the prompt (the budget trims further).
-HISTORY_MESSAGES = 12
-STORE_DOWN_NOTICE = "Your documents could not be searched ({why}), so this answer is not based on them."
-MISMATCH_NOTICE = (
-    "Your documents were indexed with another embedding model; re-embed them to search them. "
-    "This answer is not based on them."
-)
-# What an answer rests on (``Done.basis``): the documents; nothing, as the documents do not seem to answer
-# (the closest passages are its sources); or the model alone (grounding off, asked for, or the store down).
-DOCUMENTS, NOT_ANSWERED, MODEL_ALONE = "documents", "not_found", "model"
-# Front ends show an answer from the model alone under this heading, from its first word.
-MODEL_ALONE_LABEL = "From the model alone, not your documents:"
-# A question the documents do not answer lists this many of the closest passages found.
-CLOSEST_PASSAGES = 3
-NOT_ANSWERED_TEXT = "Your documents do not seem to answer this."
-STRICT_STORE_DOWN = "I cannot search your documents right now ({why}), so I have no answer from them."
-NOT_SAVED_NOTICE = "This answer could not be saved to the chat history ({why})."
-# What leads an answer (``Settings.answer_lead``): the quoted sources, or the model's checked answer.
-SOURCES, MODEL = "sources", "model"
-# "auto" lets a model this large (parameters) lead; a smaller one only rewords the quoted sources.
-LARGE_MODEL_PARAMS = 1_000_000_000
-# When the sources lead, every passage found is a source: no model reads them all.
-UNLIMITED_TOKENS = 1_000_000
-# A rewording is short (it adds words, not facts) and stops once it strays from the sources.
-REWORD_MAX_TOKENS = 80
-REWORD_MISSES = 2
-REWORD_LABEL = "In other words:"
-FROM_SOURCES_LABEL = "From your documents:"
-NOTHING_CHECKED = "Nothing the model wrote could be found in your documents."
-
-
-# -- events --------------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Searching:
-    query: str  # what is searched: the question, with the earlier question for a follow-up
-
-
-@dataclass(frozen=True)
-class WarmingUp:
-    what: str = "language model"
-
-
-@dataclass(frozen=True)
-class Retrieved:
-    """What retrieval found and what goes into the prompt. ``packed.sources[i - 1]`` is source ``[i]``."""
-
-    query: str
-    response: RetrievalResponse
-    packed: PackedContext | None
-    prompt: Prompt | None = None
-    sources: list[Source] = field(default_factory=list)
-    notice: str = ""
-
-
-@dataclass(frozen=True)
-class EvidenceReady:
-    """The answer taken from the sources (grounded questions, right after ``Retrieved``, before any model
-    runs). ``lead`` says what leads the answer: ``"sources"`` (the evidence is the answer; a model may add a
-    checked rewording) or ``"model"`` (the model's checked answer comes first)."""
-
-    evidence: Evidence
-    lead: str = "sources"
-    text: str = ""  # the evidence as the answer shows it
-
-
-@dataclass(frozen=True)
-class Token:
-    text: str
-
-
-@dataclass(frozen=True)
-class Checked:
-    """A generated sentence was checked against the sources (``shown``: whether the answer keeps it)."""
-
-    sentence: CheckedSentence
-    shown: bool
-
-
-@dataclass(frozen=True)
-class Done:
-    """The answer is complete (or was stopped: ``cancelled``). ``message_id`` is ``None`` when not saved."""
-
-    chat_id: int | None
-    message_id: int | None
-    answer: str
-    citations: CitationCheck
-    sources: list[Source]
-    chunk_ids: list[int]
-    timings: dict[str, Any]
-    notice: str = ""
-    cancelled: bool = False
-    question_id: int | None = None
-    evidence: Evidence | None = None
-    generated: list[CheckedSentence] = field(default_factory=list)
-    lead: str = ""
-    basis: str = DOCUMENTS
-
-    @property
-    def parts(self) -> dict[str, Any]:
-        """What the answer is made of, as stored with it and printed by ``ask --json``."""
-        return answer_parts(self.lead, self.evidence, self.generated)
-
-    def to_json(self) -> dict[str, Any]:
-        """The answer as ``ask --json`` prints it: ``answer`` (what the person sees), ``basis`` (what it rests
-        on: ``documents``, ``not_found`` — the documents do not seem to answer, its sources are the closest
-        passages — or ``model``, the model alone) and ``not_found``, ``evidence`` (the quoted
-        sentences: text, number, path, page_number, char_start, char_end, score), ``generated`` (the model's
-        sentences, each with ``supported`` and ``shown``), ``sources``, citations and timings."""
-        parts = self.parts
-        evidence = parts.get("evidence") or {}
-        for g, d in zip(self.generated, parts["generated"], strict=True):
-            d["shown"] = g.supported or (self.lead == MODEL and g.shown() in self.answer)
-        return {
-            "answer": self.answer,
-            "basis": self.basis,
-            "not_found": self.basis == NOT_ANSWERED,
-            "lead": self.lead,
-            "evidence": [
-                {
-                    k: s[k]
-                    for k in ("text", "number", "path", "page_number", "char_start", "char_end", "score")
-                }
-                for s in evidence.get("spans", [])
-            ],
-            "evidence_status": evidence.get("status"),
-            "generated": parts["generated"],
-            "parts": parts,
-            "sources": [{k: v for k, v in s.to_dict().items() if k != "text"} for s in self.sources],
-            "citations": {"cited": self.citations.cited, "invalid": self.citations.invalid},
-            "chunk_ids": self.chunk_ids,
-            "notice": self.notice,
-            "cancelled": self.cancelled,
-            "chat_id": self.chat_id,
-            "message_id": self.message_id,
-            "timings": self.timings,
-        }
-
-
-def answer_parts(
-    lead: str, evidence: Evidence | None, generated: Sequence[CheckedSentence]
-) -> dict[str, Any]:
-    return {
-        "lead": lead,
-        "evidence": evidence.to_dict() if evidence is not None else None,
-        "generated": [g.to_dict() for g in generated],
-    }
-
-
-@dataclass(frozen=True)
-class Failed:
-    message: str
-    known: bool = True
-
-
-ChatEvent = Searching | WarmingUp | Retrieved | EvidenceReady | Prompt | Token | Checked | Done | Failed
-
-
-# -- the engine ----------------------------------------------------------------------------------------------
 
 
 class ChatEngine:
@@ -318,50 +194,15 @@ class ChatEngine:
             count_tokens=llm.count_tokens if llm is not None else None,
         )
         sources = [Source.from_result(i, r) for i, r in enumerate(packed.sources, 1)]
-        return Retrieved(query, resp, packed, None, sources, _notice_for(resp, results, strict=False))
+        return Retrieved(query, resp, packed, None, sources, notice_for(resp, results, strict=False))
 
     # -- asking --------------------------------------------------------------------------------------------
 
-    def ask(
-        self,
-        chat_id: int | None,
-        question: str,
-        *,
-        grounded: bool = True,
-        strict: bool = False,
-        doc_ids: Sequence[int] | None = None,
-        doc_types: Sequence[str] | None = None,
-        cancel: CancelToken | None = None,
-        max_tokens: int | None = None,
-        persist: bool = True,
-        history: Sequence[Turn] | None = None,
-    ) -> Iterator[ChatEvent]:
-        """Answer ``question`` in chat ``chat_id`` (``None``: a new chat, created when the answer is saved).
-
-        Args:
-            grounded: "Use my documents"; False is plain local chat (no retrieval, no sources).
-            strict: answer only from the documents; says so plainly when nothing relevant was found.
-            doc_ids, doc_types: limit retrieval.
-            cancel: Esc; ends the events with ``Done(cancelled=True)``.
-            max_tokens: the answer's length limit (default ``Settings.max_tokens``).
-            persist: save the question and answer (the CLI passes False unless asked to keep them).
-            history: the earlier turns of a conversation kept by the caller (an API client's messages), used
-                instead of a stored chat's when ``chat_id`` is ``None``.
-        """
-        run = _Run(
-            self,
-            chat_id,
-            question.strip(),
-            grounded,
-            strict,
-            doc_ids,
-            doc_types,
-            cancel or CancelToken(),
-            max_tokens or self.settings.max_tokens,
-            persist,
-        )
-        if history is not None:
-            run.given_history = list(history)
+    def ask(self, request: AskRequest) -> Iterator[ChatEvent]:
+        """Answer ``request.question`` in chat ``request.chat_id`` (``None``: a new chat, created when the
+        answer is saved), within its scope, in its mode; its ``cancel`` (Esc) ends the events with
+        ``Done(cancelled=True)``. Never raises: a failure is the last event, ``Failed``."""
+        run = AnswerRun(self, request)
         try:
             yield from run.events()
         except Cancelled:
@@ -370,43 +211,24 @@ class ChatEngine:
             message, known = describe(exc, "answering", log)
             yield Failed(message, known=known)
 
-    def prepare(
-        self,
-        chat_id: int | None,
-        question: str,
-        *,
-        grounded: bool = True,
-        strict: bool = False,
-        doc_ids: Sequence[int] | None = None,
-        doc_types: Sequence[str] | None = None,
-        cancel: CancelToken | None = None,
-    ) -> int:
+    def prepare(self, request: AskRequest) -> int:
         """Evaluate now the prompt a question still being typed would get, so that its answer starts at once
         if it is asked as it stands (the model continues from the longest prefix it holds: the system prompt,
-        the chat's earlier turns, and the sources when the final question finds the same ones).
+        the chat's earlier turns, and the sources when the final question finds the same ones). Nothing is
+        shown, saved or generated (``request.persist`` and ``max_tokens`` do not apply).
 
         Returns the prompt's length in tokens, or 0 when nothing was prepared: the model is not loaded yet,
-        the question is empty, strict mode found nothing, or ``cancel`` was set (typing went on, or the
-        question was sent). Never raises for a store or model problem: the question, when asked, reports it.
+        the question is empty, strict mode found nothing, or ``request.cancel`` was set (typing went on, or
+        the question was sent). Never raises for a store or model problem: the question, when asked, reports
+        it.
         """
         provider = self.provider
         llm = provider.llm if provider is not None and provider.ready else None
-        question = question.strip()
-        if llm is None or not question:
+        if llm is None or not request.question.strip():
             return 0
-        cancel = cancel or CancelToken()
-        run = _Run(
-            self,
-            chat_id,
-            question,
-            grounded,
-            strict,
-            doc_ids,
-            doc_types,
-            cancel,
-            self.settings.max_tokens,
-            persist=False,
-        )
+        cancel = request.cancel
+        run = AnswerRun(self, request, max_tokens=self.settings.max_tokens)
+        run.persist = False
         try:
             prompt = run.draft_prompt(llm)
             if prompt is None or cancel.cancelled:
@@ -428,599 +250,3 @@ class ChatEngine:
         except (StoreUnavailable, psycopg.OperationalError) as exc:  # the store is down; a bug is raised
             log.warning("cannot read chat %s: %s", chat_id, exc)
             return []
-
-
-def _notice_for(resp: RetrievalResponse, results: Sequence[Result], *, strict: bool) -> str:
-    from localrag.core.retrieve import ERROR, MODEL_MISMATCH
-
-    if resp.reason == ERROR:
-        return STORE_DOWN_NOTICE.format(why=resp.error or "the database is not reachable")
-    if resp.reason == MODEL_MISMATCH:
-        return MISMATCH_NOTICE
-    return ""  # nothing relevant found: the answer itself says the documents do not seem to answer
-
-
-def keep_prefix(llm: LocalLLM) -> list[int]:
-    """The tokens every grounded prompt starts with (system prompt, worked example), kept on disk by the model
-    once evaluated (``LocalLLM.keep_prefix``): the first question after a start, and every ``local-rag ask``,
-    begins from their saved state."""
-    tokens = llm.render(prompts.prefix_messages(GROUNDED))
-    llm.keep_prefix(tokens)
-    return tokens
-
-
-def _small_model_file(settings: Any) -> bool:
-    """Whether the configured GGUF is too small a file to hold ``LARGE_MODEL_PARAMS`` parameters (at 4.5 bits
-    a weight, the smallest quantisation worth running), so that what leads is known before the model loads."""
-    from localrag.core.llm.llm import gguf_path
-
-    try:
-        return gguf_path(settings).stat().st_size < LARGE_MODEL_PARAMS * 4.5 / 8
-    except (ModelMissing, OSError):
-        return True
-
-
-def _nothing_packed(resp: RetrievalResponse) -> PackedContext:
-    """An empty context that says why each passage found was left out (so no view lists them as sources)."""
-    from localrag.core.retrieve import PackedContext
-
-    return PackedContext(budget=0, dropped=[(r, "not relevant enough") for r in resp.results])
-
-
-class _Run:
-    """One question being answered (the state ``ChatEngine.ask`` threads through its steps)."""
-
-    def __init__(
-        self,
-        engine: ChatEngine,
-        chat_id: int | None,
-        question: str,
-        grounded: bool,
-        strict: bool,
-        doc_ids: Sequence[int] | None,
-        doc_types: Sequence[str] | None,
-        cancel: CancelToken,
-        max_tokens: int,
-        persist: bool,
-    ) -> None:
-        self.engine = engine
-        self.library = engine.library
-        self.settings = engine.settings
-        self.chat_id = chat_id
-        self.question = question
-        self.grounded = grounded
-        self.strict = strict and grounded
-        self.doc_ids, self.doc_types = doc_ids, doc_types
-        self.cancel = cancel
-        self.max_tokens = max_tokens
-        self.persist = persist
-        self.started = time.monotonic()
-        self.timings: dict[str, Any] = {}
-        self.notices: list[str] = []
-        self.answer = ""
-        self.prompt: Prompt | None = None
-        self.history: list[Turn] = []
-        self.given_history: list[Turn] | None = None
-        self.earlier: list[str] = []
-        self.store_ok = True
-        self.sources_used: list[Result] = []
-        self.evidence_sources: list[Any] = []  # the same passages, their sentences made whole
-        self.evidence: Evidence | None = None
-        self.generated: list[CheckedSentence] = []
-        self.lead = SOURCES
-        self._misses = 0
-        self.model_error = ""
-        self._step = fallback.REWORDING  # the model's step under way, named if it fails
-        self.basis = ""  # set where it is not read from the evidence (see ``finish``)
-
-    def events(self) -> Iterator[ChatEvent]:
-        if not self.question:
-            yield Failed("Type a question first.", known=True)
-            return
-        self._load_history()
-        if not self.grounded:
-            yield from self._generate(PLAIN, None)
-            return
-        yield Searching(follow_up_query(self.question, self.earlier))
-        query, resp, results = search_for(self.question, self.earlier, self._retrieve)
-        if resp.reason is None:
-            found = self._overview()
-            if found is not None:
-                yield from self._overview_answer(query, resp, found)
-                return
-        mode, notice = self._mode(resp, results)
-        if mode is None and not self.strict:  # the documents do not answer: say so, list the closest passages
-            yield from self._not_found(query, resp)
-            return
-        if mode is None:  # strict, and nothing to answer from: say so plainly, without the model
-            self.basis = NOT_ANSWERED
-            why = resp.error or "the database is not reachable"
-            text = STRICT_STORE_DOWN.format(why=why) if resp.reason else NOT_FOUND
-            yield Retrieved(query, resp, _nothing_packed(resp), None, [], notice)
-            yield from self._fixed_answer(text, notice)
-            return
-        if notice:
-            self.notices.append(notice)
-        if (
-            mode == PLAIN
-        ):  # nothing relevant found, or the store is down: the model alone, and the notice says so
-            yield Retrieved(query, resp, _nothing_packed(resp), None, [], self.notice)
-            yield from self._generate(PLAIN, resp)
-            return
-        self.lead = self._lead()
-        packed = self._pack(results)
-        self._find_evidence(packed.sources, query, results)
-        assert self.evidence is not None
-        yield Retrieved(query, resp, packed, None, self._sources(), self.notice)
-        yield EvidenceReady(self.evidence, self.lead, self.evidence.text())
-        if self.lead == SOURCES and not (self.settings.reword and self.evidence.answered):
-            self.answer = self.evidence.text()
-            yield self.finish(cancelled=False)
-            return
-        yield from self._generate(mode, resp)
-
-    def _generate(self, mode: str, resp: RetrievalResponse | None) -> Iterator[ChatEvent]:
-        """The model's part: a plain answer, the answer itself (``lead`` model) or a rewording of the evidence
-        (``lead`` sources), each grounded sentence checked against the sources as it completes."""
-        if mode == PLAIN:
-            self.basis = MODEL_ALONE
-        llm = yield from self._model(resp, self.sources_used)
-        if llm is None:
-            if self.evidence is not None:  # the sources still answer
-                why = (self.model_error or self.engine.llm_error or "No language model is loaded").rstrip(".")
-                self.notices.append(f"{why}: the answer is quoted from your documents.")
-                self.lead = SOURCES
-                self.answer = self.evidence.text()
-                yield self.finish(cancelled=False)
-            return
-        try:
-            cancelled = yield from self._stream(llm, mode)
-        except Cancelled:
-            raise
-        except Exception as exc:  # rewording or checking failed: the evidence found still answers
-            if self.evidence is None:
-                raise
-            instead = fallback.QUOTED if self.evidence.answered else fallback.PASSAGES
-            self.notices.append(fallback.step_failed(self._step, instead, exc, log))
-            self.lead, self.generated = SOURCES, []
-            self.answer = self.evidence.text()
-            cancelled = self.cancel.cancelled
-        yield self.finish(cancelled=cancelled)
-
-    def _stream(self, llm: LocalLLM, mode: str) -> Generator[ChatEvent, None, bool]:
-        """The model's answer streamed, each sentence checked as it completes; ``return``s whether it was
-        stopped."""
-        self._step = fallback.REWORDING
-        setup = _llm_setup(llm)
-        if setup:
-            self.timings["llm_setup"] = setup
-        self.prompt = self._prompt_for(llm, mode)
-        yield self.prompt
-        self.cancel.raise_if_cancelled()
-        checker = SupportChecker(self.evidence_sources, self._embed) if self.evidence is not None else None
-        rewording = checker is not None and self.lead == SOURCES
-        before_first = time.monotonic()
-        pieces: list[str] = []
-        sentences = SentenceStream()
-        # Copies of the worked example (grounded prompts only) and repeats of the answer's own lines are
-        # dropped.
-        echo = EchoFilter(prompts.example_phrases() if self.prompt.sources else ())
-        stream = llm.stream(
-            self.prompt.tokens,
-            max_tokens=min(self.max_tokens, REWORD_MAX_TOKENS) if rewording else self.max_tokens,
-            temperature=self.settings.temperature,
-            stop=prompts.STOP,
-            cancel=self.cancel,
-        )
-        for piece in stream:
-            if "ttft_s" not in self.timings:
-                self.timings["ttft_s"] = time.monotonic() - self.started - self.timings.get("wait_s", 0.0)
-            shown = echo.feed(piece)
-            if shown:
-                pieces.append(shown)
-                yield Token(shown)
-                if checker is not None:
-                    yield from self._check(checker, sentences.feed(shown), rewording)
-            if echo.looping:  # the model writes the same lines over and over: the answer is what came before
-                self.timings["loop_stopped"] = True
-                break
-            if rewording and self._misses >= REWORD_MISSES:  # it no longer says what the sources say
-                self.timings["reword_stopped"] = True
-                break
-        if tail := echo.flush():
-            pieces.append(tail)
-            yield Token(tail)
-            if checker is not None:
-                yield from self._check(checker, sentences.feed(tail), rewording)
-        if checker is not None:
-            yield from self._check(checker, sentences.flush(), rewording)
-        if echo.dropped:
-            self.timings["echo_dropped"] = len(echo.dropped)
-        stats = llm.last_stats
-        self.answer = self._compose("".join(pieces).strip())
-        if not self.answer and not (stats.cancelled or self.cancel.cancelled):
-            self.answer = prompts.NO_ANSWER_SOURCES if self.sources_used else prompts.NO_ANSWER
-            yield Token(self.answer)
-        self.timings.update(
-            prompt_s=stats.prompt_s if stats.tokens else time.monotonic() - before_first,
-            prompt_tokens=stats.prompt_tokens,
-            cached_tokens=stats.cached_tokens,
-            tokens=stats.tokens,
-            tokens_per_s=stats.tokens_per_s,
-        )
-        return bool(stats.cancelled or self.cancel.cancelled)
-
-    def _check(
-        self, checker: SupportChecker, sentences: Iterator[str], rewording: bool
-    ) -> Iterator[ChatEvent]:
-        for text in sentences:
-            self._step = fallback.CHECKING
-            checked = checker.check(text)
-            self._step = fallback.REWORDING
-            if not checked.text:
-                continue
-            shown = checked.supported or not (rewording or self.strict)
-            self._misses = 0 if checked.supported else self._misses + 1
-            self.generated.append(checked)
-            yield Checked(checked, shown)
-
-    def _compose(self, raw: str) -> str:
-        """The answer a person reads, from the evidence and the checked sentences."""
-        if self.evidence is None:  # a plain answer: there is nothing to check it against
-            return raw
-        kept = [g for g in self.generated if g.supported or not (self.lead == SOURCES or self.strict)]
-        generated = " ".join(g.shown() for g in kept)
-        if self.lead == SOURCES:
-            text = self.evidence.text()
-            return f"{text}\n\n{REWORD_LABEL} {generated}" if generated else text
-        if not generated:
-            generated = NOTHING_CHECKED if self.generated else ""
-        if self.evidence.answered:
-            return f"{generated}\n\n{FROM_SOURCES_LABEL}\n{self.evidence.text()}".strip()
-        return generated
-
-    def draft_prompt(self, llm: LocalLLM) -> Prompt | None:
-        """The prompt this question would get if it were asked now (``None`` when it would get none: strict
-        mode with nothing found, or an answer the sources give without the model); nothing is shown, saved or
-        generated."""
-        self._load_history()
-        mode = PLAIN
-        if self.grounded:
-            query, resp, results = search_for(self.question, self.earlier, self._retrieve)
-            found, _ = self._mode(resp, results)
-            if found is None:
-                return None
-            mode = found
-            if mode != PLAIN:
-                self.lead = self._lead()
-                self._find_evidence(self._pack(results, llm).sources, query, results)
-                assert self.evidence is not None
-                if self.lead == SOURCES and not (self.settings.reword and self.evidence.answered):
-                    return None
-        return self._prompt_for(llm, mode)
-
-    # -- evidence --------------------------------------------------------------------------------------------
-
-    def _pack(self, results: list[Result], llm: LocalLLM | None = None) -> PackedContext:
-        """The sources, numbered: as many as the model's context budget holds when the model leads; every
-        passage found when the sources lead (the model then reads the quoted sentences only, if anything)."""
-        from localrag.core.retrieve import pack_context
-
-        if llm is None and self.engine.provider is not None:
-            llm = self.engine.provider.llm
-        return pack_context(
-            results,
-            budget_tokens=self.settings.context_tokens if self.lead == MODEL else UNLIMITED_TOKENS,
-            count_tokens=llm.count_tokens if llm is not None else None,
-        )
-
-    def _embed(self, texts: list[str]) -> np.ndarray:
-        return self.library.embed_texts(texts, cancel=self.cancel)
-
-    def _find_evidence(self, sources: list[Result], query: str, results: list[Result]) -> None:
-        """The sentences that answer ``query`` (the question, with the one before for a follow-up)."""
-        t = time.monotonic()
-        self.sources_used = list(sources)
-        self.evidence_sources = list(sources)
-        try:
-            self.evidence = self._pick_evidence(sources, query, results)
-        except Cancelled:
-            raise
-        except Exception as exc:  # the passages found are still the answer's sources, listed
-            self.notices.append(fallback.step_failed(fallback.EVIDENCE, fallback.PASSAGES, exc, log))
-            self.evidence = Evidence(NOT_FOUND_STATUS, closest=list(range(1, min(3, len(sources)) + 1)))
-        self.timings["evidence_s"] = time.monotonic() - t
-        self.timings["evidence_at_s"] = time.monotonic() - self.started
-
-    def _pick_evidence(self, sources: list[Result], query: str, results: list[Result]) -> Evidence:
-        # A source the context budget cut to its leading sentences is read whole for the evidence.
-        whole = {tuple(r.chunk_ids): r for r in results}
-        full = [whole.get(tuple(s.chunk_ids), s) for s in sources]
-        self.evidence_sources, pages = self._whole_sentences(full)
-        try:
-            return find_evidence(
-                query, self.evidence_sources, self._embed, pages=pages, keep=self.engine.evidence_keep
-            )
-        except KnownError as exc:  # the embedding worker failed: words alone still pick a sentence
-            log.warning("evidence scored without the embedding model: %s", exc.message)
-            return find_evidence(
-                query, self.evidence_sources, None, pages=pages, keep=self.engine.evidence_keep
-            )
-
-    def _whole_sentences(self, sources: list[Result]) -> tuple[list[Any], dict[tuple[int, int], str]]:
-        """The passages the evidence is read from, their cut first and last sentences made whole from the page
-        and running headers blanked (the sources as numbered and shown stay as retrieved); and the pages'
-        text."""
-        top = sources[:PASSAGES]
-        try:
-            with self.library.pool.connection() as conn:
-                texts = page_texts(conn, around((s.doc_id, s.page_number) for s in top))
-        except (StoreUnavailable, psycopg.OperationalError) as exc:  # the store is down; a bug is raised
-            log.warning("pages not read for whole sentences: %s", exc)
-            return list(sources), {}
-        return [widen(s, texts) for s in top] + list(sources[PASSAGES:]), texts
-
-    def _lead(self) -> str:
-        """What leads the answer: the setting, or for "auto" the sources unless the model is a large one."""
-        choice = str(self.settings.answer_lead or "auto").lower()
-        if choice in (SOURCES, MODEL):
-            return choice
-        provider = self.engine.provider
-        llm = provider.llm if provider is not None else None
-        if llm is None and provider is not None and not provider.failed:
-            if _small_model_file(self.settings):  # decided without waiting for it to load
-                return SOURCES
-            try:  # a large model leads, and the answer waits for it anyway
-                llm = provider.get(self.cancel)
-            except ModelMissing:
-                llm = None
-        return MODEL if llm is not None and llm.n_params >= LARGE_MODEL_PARAMS else SOURCES
-
-    def _prompt_for(self, llm: LocalLLM, mode: str) -> Prompt:
-        """The prompt: the question alone (plain), with every source (the model leads), or with the evidence
-        sentences only (the model rewords them: a short prompt, a short answer)."""
-        if mode == PLAIN or self.evidence is None:
-            return self._build_prompt(llm, PLAIN if mode == PLAIN else mode, [])
-        if self.lead == SOURCES:
-            by_number = dict(enumerate(self.sources_used, 1))
-            quoted = [
-                dataclasses.replace(by_number[s.number], text=flat(s.text))
-                for s in self.evidence.spans
-                if s.number in by_number
-            ]
-            return self._build_prompt(llm, mode, quoted)
-        return self._build_prompt(llm, mode, self.sources_used)
-
-    # -- whole-document questions ----------------------------------------------------------------------------
-
-    def _overview(self) -> Any:
-        """An answer from the documents' structure for "summarize X", "sections of X", "which documents
-        mention Z"… (``None``: an ordinary question)."""
-        from localrag.core.answer import overview
-
-        intent = overview.detect(self.question)
-        if intent is None:
-            return None
-        try:
-            return overview.answer(self.library, self.question, intent, list(self.doc_ids or []) or None)
-        except (StoreUnavailable, psycopg.OperationalError) as exc:  # the store is down
-            log.warning("cannot answer from the documents' structure: %s", exc)
-            return None
-        except Cancelled:
-            raise
-        except Exception:  # a bug: logged, and the question is answered as an ordinary one
-            log.error("answering from the documents' structure failed (a bug)", exc_info=True)
-            return None
-
-    def _overview_answer(self, query: str, resp: RetrievalResponse, found: Any) -> Iterator[ChatEvent]:
-        from localrag.core.answer.evidence import ANSWERED
-        from localrag.core.retrieve import PackedContext
-
-        self.sources_used = list(found.sources)
-        self.evidence = Evidence(ANSWERED, spans=list(found.spans), kind=found.kind)
-        self.lead = SOURCES
-        self.timings["evidence_at_s"] = time.monotonic() - self.started
-        packed = PackedContext(sources=list(found.sources), budget=self.settings.context_tokens)
-        yield Retrieved(query, resp, packed, None, self._sources(), self.notice)
-        self.answer = found.text
-        yield EvidenceReady(self.evidence, SOURCES, found.text)
-        yield self.finish(cancelled=False)
-
-    # -- steps ---------------------------------------------------------------------------------------------
-
-    def _mode(self, resp: RetrievalResponse, results: list[Result]) -> tuple[str | None, str]:
-        """How to prompt after retrieval, and the notice to show: grounded (or strict) when passages were
-        found; ``None`` when nothing relevant was (the answer says so, without the model), or in strict mode;
-        plain with a notice when the store could not be searched."""
-        if resp.reason is None and results:
-            return (STRICT if self.strict else GROUNDED), ""
-        notice = _notice_for(resp, results, strict=self.strict)
-        # Nothing relevant: no answer from the model (the person may ask it alone); the store down: the model
-        # alone, and the notice says so (strict mode: no answer).
-        return (None if self.strict or resp.reason is None else PLAIN), notice
-
-    def _build_prompt(self, llm: LocalLLM, mode: str, results: list[Result]) -> Prompt:
-        return prompts.build_prompt(
-            llm,
-            self.question,
-            mode=mode,
-            results=results,
-            history=self.history,
-            max_tokens=self.max_tokens,
-            context_tokens=self.settings.context_tokens,
-        )
-
-    def _load_history(self) -> None:
-        if self.chat_id is None:
-            if self.given_history:
-                self.history = self.given_history[-HISTORY_MESSAGES:]
-                self.earlier = [t.content for t in self.history if t.role == "user"][-2:]
-            return
-        try:
-            with self.library.connect() as conn:
-                if hist.get_chat(conn, self.chat_id) is None:
-                    raise KnownError(f"There is no chat {self.chat_id}.")
-                messages = hist.load_messages(conn, self.chat_id, last=HISTORY_MESSAGES)
-        except (StoreUnavailable, psycopg.OperationalError) as exc:  # the store is down; a bug is raised
-            self.store_ok = False
-            log.warning("cannot read chat %s: %s", self.chat_id, exc)
-            return
-        self.history = [Turn(m.role, m.content) for m in messages if m.role in ("user", "assistant")]
-        self.earlier = [m.content for m in messages if m.role == "user"][-2:]
-
-    def _retrieve(self, query: str) -> tuple[RetrievalResponse, list[Result]]:
-        from localrag.core.retrieve import retrieve
-
-        t = time.monotonic()
-        resp = retrieve(
-            self.library, query, doc_ids=self.doc_ids, doc_types=self.doc_types, cancel=self.cancel
-        )
-        self.timings["retrieval_s"] = time.monotonic() - t
-        return resp, relevant(resp.results, self.strict) if resp.reason is None else []
-
-    def _model(
-        self, resp: RetrievalResponse | None, results: list[Result]
-    ) -> Generator[ChatEvent, None, LocalLLM | None]:
-        """The loaded model, waiting for it if needed (``return``s it through ``yield from``); ``None`` after
-        yielding ``Failed`` when there is none."""
-        provider = self.engine.provider
-        t = time.monotonic()
-        try:
-            if provider is None:
-                raise ModelMissing(self.engine.llm_error or "The language model is not loaded.")
-            if not provider.ready and not provider.failed:
-                yield WarmingUp()
-            llm = provider.get(self.cancel)
-            keep_prefix(llm)
-        except ModelMissing as exc:
-            if self.evidence is not None:  # the sources answer without the model
-                self.model_error = exc.message
-                return None
-            if resp is not None:  # retrieval only: the sources still show
-                from localrag.core.retrieve import pack_context
-
-                packed = pack_context(results, budget_tokens=self.settings.context_tokens)
-                sources = [Source.from_result(i, r) for i, r in enumerate(packed.sources, 1)]
-                yield Retrieved(resp.query, resp, packed, None, sources, self.notice)
-            yield Failed(
-                f"{exc.message.rstrip('.')}. Search still works: the passages found are listed.", known=True
-            )
-            return None
-        finally:
-            self.timings["wait_s"] = time.monotonic() - t
-        return llm
-
-    def _sources(self) -> list[Source]:
-        return [Source.from_result(i, r) for i, r in enumerate(self.sources_used, 1)]
-
-    @property
-    def notice(self) -> str:
-        return " ".join(n for n in self.notices if n)
-
-    def _fixed_answer(self, text: str, notice: str) -> Iterator[ChatEvent]:
-        self.notices.append(notice)
-        self.answer = text
-        yield Token(text)
-        yield self.finish(cancelled=False)
-
-    def _not_found(self, query: str, resp: RetrievalResponse) -> Iterator[ChatEvent]:
-        """Nothing found is relevant enough: the answer says the documents do not seem to answer and lists the
-        closest passages (its sources), without the model; the person may then ask the model alone."""
-        from localrag.core.retrieve import PackedContext
-
-        closest = list(resp.results[:CLOSEST_PASSAGES])
-        self.sources_used = closest
-        self.lead = SOURCES
-        self.basis = NOT_ANSWERED
-        self.evidence = Evidence(NOT_FOUND_STATUS, closest=list(range(1, len(closest) + 1)))
-        self.timings["evidence_at_s"] = time.monotonic() - self.started
-        packed = PackedContext(
-            sources=closest,
-            budget=0,
-            dropped=[(r, "not relevant enough") for r in resp.results[len(closest) :]],
-        )
-        yield Retrieved(query, resp, packed, None, self._sources(), self.notice)
-        self.answer = self.evidence.text() if closest else NOT_ANSWERED_TEXT
-        yield EvidenceReady(self.evidence, SOURCES, self.answer)
-        yield self.finish(cancelled=False)
-
-    def finish(self, *, cancelled: bool) -> Done:
-        """Check the citations, save the exchange, and build ``Done``."""
-        sources = self._sources()
-        check = check_citations(self.answer, len(sources))
-        chunk_ids = apply_citations(sources, check, self.answer)  # cited, then quoted without a number
-        self.timings["total_s"] = time.monotonic() - self.started
-        timings: dict[str, Any] = {
-            k: round(v, 4) if isinstance(v, float) else v for k, v in self.timings.items()
-        }
-        question_id = message_id = None
-        if self.persist and self.answer and self.store_ok:
-            question_id, message_id = self._save(sources, chunk_ids, timings, cancelled)
-        return Done(
-            self.chat_id,
-            message_id,
-            self.answer,
-            check,
-            sources,
-            chunk_ids,
-            timings,
-            self.notice,
-            cancelled,
-            question_id,
-            self.evidence,
-            list(self.generated),
-            self.lead if self.evidence is not None else "",
-            self._basis(),
-        )
-
-    def _basis(self) -> str:
-        """What the answer rests on (``Done.basis``)."""
-        if self.basis:
-            return self.basis
-        if self.evidence is not None and not self.evidence.answered and self.lead == SOURCES:
-            return NOT_ANSWERED
-        return DOCUMENTS if self.grounded else MODEL_ALONE
-
-    def _save(
-        self, sources: list[Source], chunk_ids: list[int], timings: dict[str, Any], cancelled: bool
-    ) -> tuple[int | None, int | None]:
-        stored = dict(timings)
-        stored["basis"] = self._basis()
-        if self.notice:
-            stored["notice"] = self.notice
-        if cancelled:
-            stored["cancelled"] = True
-        try:
-            with self.library.connect() as conn:
-                if self.chat_id is None:
-                    self.chat_id = hist.create_chat(conn, hist.title_from(self.question)).id
-                return hist.add_exchange(
-                    conn,
-                    self.chat_id,
-                    self.question,
-                    self.answer,
-                    grounded=self.grounded,
-                    strict=self.strict,
-                    chunk_ids=chunk_ids,
-                    sources=sources,
-                    timings=stored,
-                    parts=answer_parts(self.lead, self.evidence, self.generated) if self.evidence else None,
-                )
-        except (StoreUnavailable, psycopg.OperationalError) as exc:  # the store is down; a bug is raised
-            why = exc.message if isinstance(exc, KnownError) else str(exc).strip().splitlines()[0]
-            log.warning("cannot save the answer: %s", why)
-            self.notices.append(NOT_SAVED_NOTICE.format(why="the database is not reachable"))
-            return None, None
-
-
-def _llm_setup(llm: Any) -> str:
-    """How the language model runs here, for the developer pane: its CPU kernels and the tuning measured for
-    this machine (``zen4 kernels · bf16 weights, flash attention, batches of 512``); "" when unknown."""
-    parts = []
-    variant = str(getattr(getattr(llm, "backend", None), "variant", "") or "")
-    if variant:
-        parts.append(f"{variant} kernels")
-    tuning = getattr(llm, "tuning", None)
-    if tuning is not None:
-        parts.append(tuning.setup)
-    return " · ".join(parts)

@@ -10,14 +10,18 @@ when it runs over.
 
 from __future__ import annotations
 
+import logging
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import psycopg
 
+from localrag.core.errors import StoreUnavailable
 from localrag.core.text import spans as sp
+
+log = logging.getLogger("localrag.chat")
 
 # A passage grows by at most this many characters at either end to finish its first and last sentence.
 MAX_WIDEN_CHARS = 400
@@ -47,6 +51,21 @@ def page_texts(conn: psycopg.Connection[Any], keys: Iterable[PageKey]) -> dict[P
     for doc_id, page, start, text in rows:
         pieces.setdefault((doc_id, page), []).append((start, text))
     return {key: _lay_out(parts) for key, parts in pieces.items()}
+
+
+def whole_sentences(pool: Any, sources: Sequence[Any], n: int) -> tuple[list[Any], dict[PageKey, str]]:
+    """The passages an answer's evidence is read from: the first ``n`` of ``sources`` with their cut first and
+    last sentences made whole from the page and running headers blanked (the sources as numbered and shown
+    stay as retrieved); and the pages' text. ``pool`` lends the connection; with the store down, the
+    passages as they are."""
+    top = sources[:n]
+    try:
+        with pool.connection() as conn:
+            texts = page_texts(conn, around((s.doc_id, s.page_number) for s in top))
+    except (StoreUnavailable, psycopg.OperationalError) as exc:  # the store is down; a bug is raised
+        log.warning("pages not read for whole sentences: %s", exc)
+        return list(sources), {}
+    return [widen(s, texts) for s in top] + list(sources[n:]), texts
 
 
 def around(keys: Iterable[PageKey]) -> set[PageKey]:
