@@ -17,6 +17,7 @@ from typing import Any
 
 from localrag.api.sse import sse
 from localrag.core.answer.answer_json import AnswerJson
+from localrag.core.answer.delivery import EventSink, deliver
 from localrag.core.answer.engine import ChatEngine, ChatEvent, Checked, Done, EvidenceReady, Failed, Token
 from localrag.core.answer.request import AskRequest
 from localrag.core.progress import CancelToken
@@ -95,26 +96,32 @@ async def sse_events(
     worker: AnswerWorker, record: AnswerJson, provider: Any, question: str, **options: Any
 ) -> AsyncIterator[str]:
     """The answer to ``question`` as server-sent events (see the module docstring)."""
+    frames = _SseEvents()
     async for event in worker.events(question, **options):
         record.add(event)
-        if isinstance(event, EvidenceReady):
-            spans = _spans(event)
-            yield sse("evidence", {"lead": event.lead, "text": event.text, "spans": spans})
-        elif isinstance(event, Token):
-            yield sse("token", {"text": event.text})
-        elif isinstance(event, Checked):
-            yield sse("checked", {**event.sentence.to_dict(), "shown": event.shown})
-        elif isinstance(event, Done):
-            done = event.to_json()
-            yield sse(
-                "sources", {k: done[k] for k in ("sources", "citations", "notice", "basis", "not_found")}
-            )
-            yield sse("timings", done["timings"])
-        elif isinstance(event, Failed):
-            yield sse("error", {"error": event.message})
+        if frame := deliver(event, frames):
+            yield frame
     yield sse("done", record.finish(provider))
 
 
-def _spans(event: EvidenceReady) -> list[dict[str, Any]]:
-    keys = ("text", "number", "path", "page_number", "page_label", "char_start", "char_end", "score")
-    return [{k: v for k, v in s.to_dict().items() if k in keys} for s in event.evidence.spans]
+class _SseEvents(EventSink[str]):
+    """The engine's events as server-sent events (see the module docstring)."""
+
+    def on_evidence(self, event: EvidenceReady) -> str:
+        keys = ("text", "number", "path", "page_number", "page_label", "char_start", "char_end", "score")
+        spans = [{k: v for k, v in s.to_dict().items() if k in keys} for s in event.evidence.spans]
+        return sse("evidence", {"lead": event.lead, "text": event.text, "spans": spans})
+
+    def on_token(self, event: Token) -> str:
+        return sse("token", {"text": event.text})
+
+    def on_checked(self, event: Checked) -> str:
+        return sse("checked", {**event.sentence.to_dict(), "shown": event.shown})
+
+    def on_done(self, event: Done) -> str:
+        done = event.to_json()
+        keys = ("sources", "citations", "notice", "basis", "not_found")
+        return sse("sources", {k: done[k] for k in keys}) + sse("timings", done["timings"])
+
+    def on_failed(self, event: Failed) -> str:
+        return sse("error", {"error": event.message})

@@ -26,7 +26,16 @@ from localrag.api.body import MAX_TEXT_CHARS, ApiError, flag, optional_int, read
 from localrag.api.sse import sse, sse_response
 from localrag.core.answer.answer_text import AnswerText
 from localrag.core.answer.citations import Source
-from localrag.core.answer.engine import MODEL_ALONE, MODEL_ALONE_LABEL, Done, Failed, Token
+from localrag.core.answer.delivery import EventSink, deliver
+from localrag.core.answer.engine import (
+    MODEL_ALONE,
+    MODEL_ALONE_LABEL,
+    Checked,
+    Done,
+    EvidenceReady,
+    Failed,
+    Token,
+)
 from localrag.core.answer.prompts import Turn
 
 MODEL_ID = "local-rag"
@@ -132,21 +141,12 @@ class _Reply:
         }
 
     async def chunks(self, events: AsyncIterator[Any]) -> AsyncIterator[str]:
-        text = AnswerText()
+        sink = _Chunks(self)
         yield self._chunk({"role": "assistant", "content": ""})
         async for event in events:
-            first = not text.sent
-            piece = text.feed(event)
-            if piece and first and isinstance(event, Token) and not text.lead:  # the model alone: said first
-                piece = f"{MODEL_ALONE_LABEL}\n\n{piece}"
-            if isinstance(event, Done):
-                piece += sources_block(event.sources)
-            if piece:
-                yield self._chunk({"content": piece})
-            if isinstance(event, Done):
-                yield self._chunk({}, self._finish_reason(event), usage=_usage(event), **_extras(event))
-            elif isinstance(event, Failed):
-                yield sse(None, {"error": event.message})
+            if out := deliver(event, sink):
+                yield out
+            if sink.failed:
                 break
         yield sse(None, "[DONE]")
 
@@ -161,6 +161,40 @@ class _Reply:
 
     def _head(self, kind: str) -> dict[str, Any]:
         return {"id": self.id, "object": kind, "created": self.created, "model": self.model}
+
+
+class _Chunks(EventSink[str]):
+    """The engine's events as ``chat.completion.chunk`` events: the answer's text as it comes
+    (``AnswerText``), the sources under it, and the last chunk with the usage and the sources as fields."""
+
+    def __init__(self, reply: _Reply) -> None:
+        self.reply = reply
+        self.text = AnswerText()
+        self.failed = False
+
+    def _content(self, piece: str) -> str:
+        return self.reply._chunk({"content": piece}) if piece else ""
+
+    def on_evidence(self, event: EvidenceReady) -> str:
+        return self._content(self.text.on_evidence(event))
+
+    def on_checked(self, event: Checked) -> str:
+        return self._content(self.text.on_checked(event))
+
+    def on_token(self, event: Token) -> str:
+        first = not self.text.sent
+        piece = self.text.on_token(event)
+        if piece and first and not self.text.lead:  # the model alone: said first
+            piece = f"{MODEL_ALONE_LABEL}\n\n{piece}"
+        return self._content(piece)
+
+    def on_done(self, event: Done) -> str:
+        last = self.reply._chunk({}, self.reply._finish_reason(event), usage=_usage(event), **_extras(event))
+        return self._content(self.text.on_done(event) + sources_block(event.sources)) + last
+
+    def on_failed(self, event: Failed) -> str:
+        self.failed = True
+        return sse(None, {"error": event.message})
 
 
 def _usage(done: Done) -> dict[str, int]:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from localrag.core.answer import engine as chat
+from localrag.core.answer.delivery import EventSink, deliver
 from localrag.core.answer.request import AskRequest
 from localrag.core.errors import describe
 from localrag.core.library import Library
@@ -284,33 +285,12 @@ class ChatWorker(QObject):
         self.prepared.emit(n)
 
     def _answer(self, request: AskRequest) -> None:
-        from localrag.core.answer.prompts import Prompt
-
         if request.cancel.cancelled:
             return
+        signals = _Signals(self)
         try:
-            events = self.engine.ask(request)
-            for event in events:
-                if isinstance(event, chat.Token):
-                    self.token.emit(event.text)
-                elif isinstance(event, chat.Searching):
-                    self.searching.emit()
-                elif isinstance(event, chat.WarmingUp):
-                    self.waiting.emit()
-                elif isinstance(event, chat.Retrieved):
-                    self.retrieved.emit(event)
-                    if event.prompt is not None:
-                        self.prompt.emit(self._prompt_view(event.prompt))
-                elif isinstance(event, chat.EvidenceReady):
-                    self.evidence.emit(event)
-                elif isinstance(event, chat.Checked):
-                    self.checked.emit(event)
-                elif isinstance(event, Prompt):
-                    self.prompt.emit(self._prompt_view(event))
-                elif isinstance(event, chat.Done):
-                    self.done.emit(event)
-                elif isinstance(event, chat.Failed):
-                    self.failed.emit(event.message, event.known)
+            for event in self.engine.ask(request):
+                deliver(event, signals)
         except (
             Exception
         ) as exc:  # an environment problem: its message; a bug: logged, an internal error shown
@@ -327,3 +307,40 @@ class ChatWorker(QObject):
             except Exception:  # an older llama-cpp-python without ``special``: the text without them
                 rendered = llm.detokenize(prompt.tokens)
         return PromptView(prompt, rendered)
+
+
+class _Signals(EventSink[None]):
+    """The engine's events as the worker's signals (emitted on the worker thread, delivered in order on the
+    main thread)."""
+
+    def __init__(self, worker: ChatWorker) -> None:
+        self.worker = worker
+
+    def on_searching(self, event: chat.Searching) -> None:
+        self.worker.searching.emit()
+
+    def on_warming_up(self, event: chat.WarmingUp) -> None:
+        self.worker.waiting.emit()
+
+    def on_retrieved(self, event: chat.Retrieved) -> None:
+        self.worker.retrieved.emit(event)
+        if event.prompt is not None:
+            self.worker.prompt.emit(self.worker._prompt_view(event.prompt))
+
+    def on_evidence(self, event: chat.EvidenceReady) -> None:
+        self.worker.evidence.emit(event)
+
+    def on_prompt(self, event: Any) -> None:
+        self.worker.prompt.emit(self.worker._prompt_view(event))
+
+    def on_token(self, event: chat.Token) -> None:
+        self.worker.token.emit(event.text)
+
+    def on_checked(self, event: chat.Checked) -> None:
+        self.worker.checked.emit(event)
+
+    def on_done(self, event: chat.Done) -> None:
+        self.worker.done.emit(event)
+
+    def on_failed(self, event: chat.Failed) -> None:
+        self.worker.failed.emit(event.message, event.known)

@@ -12,10 +12,11 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from localrag.core.answer.engine import ChatEvent, Done, Failed, Retrieved
+from localrag.core.answer.delivery import EventSink, deliver
+from localrag.core.answer.events import ChatEvent, Done, Failed, Retrieved
 
 
-class AnswerJson:
+class AnswerJson(EventSink[None]):
     """Collects one question's events into its JSON object."""
 
     def __init__(
@@ -29,16 +30,20 @@ class AnswerJson:
         return "error" in self.out
 
     def add(self, event: ChatEvent) -> None:
-        if isinstance(event, Retrieved):
-            self.out["sources"] = [s.to_dict() for s in event.sources]
-            if event.notice:
-                self.out["notice"] = event.notice
-        elif isinstance(event, Done):
-            done = event.to_json()
-            done.pop("parts", None)
-            self.out.update(done)
-        elif isinstance(event, Failed):
-            self.out["error"] = event.message
+        deliver(event, self)
+
+    def on_retrieved(self, event: Retrieved) -> None:
+        self.out["sources"] = [s.to_dict() for s in event.sources]
+        if event.notice:
+            self.out["notice"] = event.notice
+
+    def on_done(self, event: Done) -> None:
+        done = event.to_json()
+        done.pop("parts", None)
+        self.out.update(done)
+
+    def on_failed(self, event: Failed) -> None:
+        self.out["error"] = event.message
 
     def finish(self, provider: Any = None) -> dict[str, Any]:
         """The object, with the wall time since it was started and the model ``provider`` holds (if given)."""

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import logging
 
-from localrag.core.answer.engine import REWORD_LABEL, SOURCES, ChatEvent, Checked, Done, EvidenceReady, Token
+from localrag.core.answer.delivery import EventSink, deliver
+from localrag.core.answer.events import REWORD_LABEL, SOURCES, ChatEvent, Checked, Done, EvidenceReady, Token
 
 log = logging.getLogger("localrag.chat")
 
 
-class AnswerText:
+class AnswerText(EventSink[str]):
     """Pieces of one answer's text, in order."""
 
     def __init__(self) -> None:
@@ -28,24 +29,31 @@ class AnswerText:
 
     def feed(self, event: ChatEvent) -> str:
         """The text ``event`` appends to the answer (often none)."""
-        if isinstance(event, EvidenceReady):
-            self.lead = event.lead or SOURCES
-            return self._send(event.text) if self.lead == SOURCES else ""
-        if isinstance(event, Token) and not self.lead:
-            return self._send(event.text)
-        if isinstance(event, Checked) and event.shown and self.lead:
-            if self.lead == SOURCES:
-                prefix = " " if self._reworded else f"\n\n{REWORD_LABEL} "
-                self._reworded = True
-            else:
-                prefix = " " if self.sent else ""
-            return self._send(prefix + event.sentence.shown())
-        if isinstance(event, Done):
-            if event.answer.startswith(self.sent):
-                rest = event.answer[len(self.sent) :]
-                self.sent = event.answer
-                return rest
-            log.warning("the streamed answer differs from the final one; the rest is not sent")
+        return deliver(event, self) or ""
+
+    def on_evidence(self, event: EvidenceReady) -> str:
+        self.lead = event.lead or SOURCES
+        return self._send(event.text) if self.lead == SOURCES else ""
+
+    def on_token(self, event: Token) -> str:
+        return "" if self.lead else self._send(event.text)
+
+    def on_checked(self, event: Checked) -> str:
+        if not (event.shown and self.lead):
+            return ""
+        if self.lead == SOURCES:
+            prefix = " " if self._reworded else f"\n\n{REWORD_LABEL} "
+            self._reworded = True
+        else:
+            prefix = " " if self.sent else ""
+        return self._send(prefix + event.sentence.shown())
+
+    def on_done(self, event: Done) -> str:
+        if event.answer.startswith(self.sent):
+            rest = event.answer[len(self.sent) :]
+            self.sent = event.answer
+            return rest
+        log.warning("the streamed answer differs from the final one; the rest is not sent")
         return ""
 
     def _send(self, piece: str) -> str:
