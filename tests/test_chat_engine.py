@@ -27,7 +27,8 @@ from localrag.core.answer.prompts import NOT_FOUND, Prompt
 from localrag.core.answer.query import follow_up_query, is_follow_up
 from localrag.core.config import Settings
 from localrag.core.errors import StoreUnavailable
-from localrag.core.llm.llm import LLMProvider, LocalLLM, load_llm
+from localrag.core.llm.llm import LocalLLM, load_llm
+from localrag.core.llm.provider import LLMProvider
 from localrag.core.progress import CancelToken
 from localrag.core.retrieve import retrieve
 

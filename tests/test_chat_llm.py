@@ -13,7 +13,8 @@ from localrag.core.config import Settings
 from localrag.core.embed import model_files
 from localrag.core.errors import ModelMissing
 from localrag.core.llm.fastcopy import ensure_fast_copy, fast_copy_path, fast_copy_type
-from localrag.core.llm.llm import LLMProvider, LocalLLM, load_llm
+from localrag.core.llm.llm import LocalLLM, load_llm
+from localrag.core.llm.provider import LLMProvider
 from localrag.core.progress import Cancelled, CancelToken
 
 

@@ -242,13 +242,13 @@ def test_the_kept_prefix_state_is_restored_from_disk_and_changes_no_answer(home,
     assert len(list(paths.cache_dir().glob("prefix-state.*.bin"))) == 2
 
     # Only the newest few states are kept.
-    from localrag.core.llm import llm as llm_mod
+    from localrag.core.llm import kept_state
 
-    for n in range(llm_mod.KEPT_STATES + 2):
+    for n in range(kept_state.KEPT_STATES + 2):
         extra = LocalLLM(path, n_ctx=512 + 256 * n)
         keep_prefix(extra)
         extra.prime(keep_prefix(extra))
-    assert len(list(paths.cache_dir().glob("prefix-state.*.bin"))) == llm_mod.KEPT_STATES
+    assert len(list(paths.cache_dir().glob("prefix-state.*.bin"))) == kept_state.KEPT_STATES
 
     # A damaged file is not used: the prefix is evaluated again and the answer is the same.
     for state in paths.cache_dir().glob("prefix-state.*.bin"):

@@ -89,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
     )
     from localrag.core.answer.request import AskRequest
     from localrag.core.library import Library
-    from localrag.core.llm.llm import LLMProvider
+    from localrag.core.llm.provider import LLMProvider
 
     started = time.monotonic()
     library = Library(owner=False)

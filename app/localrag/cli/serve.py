@@ -41,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
     from localrag.core.answer.engine import ChatEngine
     from localrag.core.embed.service import embedding_service
     from localrag.core.library import Library
-    from localrag.core.llm.llm import LLMProvider
+    from localrag.core.llm.provider import LLMProvider
 
     if not 0 <= args.port <= 65535:
         raise KnownError(f"--port {args.port} is not a port number (0 to 65535).")

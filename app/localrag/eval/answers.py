@@ -352,7 +352,7 @@ def evaluate(
     from localrag.core.answer.engine import ChatEngine
     from localrag.core.ingest.pipeline import index_paths
     from localrag.core.library import Library
-    from localrag.core.llm.llm import LLMProvider
+    from localrag.core.llm.provider import LLMProvider
 
     questions = load_questions(folder)
     if half:

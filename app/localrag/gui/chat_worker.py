@@ -253,7 +253,7 @@ class ChatWorker(QObject):
         if self.engine is not None:
             return
         from localrag.core.answer.engine import ChatEngine
-        from localrag.core.llm.llm import LLMProvider
+        from localrag.core.llm.provider import LLMProvider
 
         settings = self.library.settings
         provider = LLMProvider(settings, self._loader) if self._loader else LLMProvider(settings)

@@ -65,7 +65,8 @@ from localrag.core.answer.query import relevant, search_for
 from localrag.core.answer.request import AskRequest
 from localrag.core.answer.run import UNLIMITED_TOKENS, AnswerRun
 from localrag.core.errors import KnownError, ModelMissing, StoreUnavailable, describe
-from localrag.core.llm.llm import LLMProvider, LocalLLM
+from localrag.core.llm.llm import LocalLLM
+from localrag.core.llm.provider import LLMProvider
 from localrag.core.progress import Cancelled, CancelToken
 
 if TYPE_CHECKING:

@@ -9,7 +9,8 @@ from localrag.core.answer import prompts
 from localrag.core.answer.events import MODEL, SOURCES
 from localrag.core.answer.prompts import GROUNDED
 from localrag.core.errors import ModelMissing
-from localrag.core.llm.llm import LLMProvider, LocalLLM
+from localrag.core.llm.llm import LocalLLM
+from localrag.core.llm.provider import LLMProvider
 from localrag.core.progress import CancelToken
 
 # "auto" lets a model this large (parameters) lead; a smaller one only rewords the quoted sources.

@@ -8,7 +8,7 @@ import dataclasses
 import logging
 import time
 from collections.abc import Generator, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import psycopg
@@ -57,7 +57,8 @@ from localrag.core.progress import Cancelled
 from localrag.core.text.spans import flat
 
 if TYPE_CHECKING:
-    from localrag.core.answer.engine import ChatEngine
+    from localrag.core.library import Library
+    from localrag.core.llm.provider import LLMProvider
     from localrag.core.retrieve import PackedContext, Result, RetrievalResponse
 
 log = logging.getLogger("localrag.chat")
@@ -80,10 +81,20 @@ def _nothing_packed(resp: RetrievalResponse) -> PackedContext:
     return PackedContext(budget=0, dropped=[(r, "not relevant enough") for r in resp.results])
 
 
+class Answerer(Protocol):
+    """What a run needs of its ``ChatEngine``."""
+
+    library: Library
+    settings: Any
+    provider: LLMProvider | None
+    llm_error: str
+    evidence_keep: int
+
+
 class AnswerRun:
     """One question being answered (the state ``ChatEngine.ask`` and ``prepare`` thread through its steps)."""
 
-    def __init__(self, engine: ChatEngine, request: AskRequest, *, max_tokens: int | None = None) -> None:
+    def __init__(self, engine: Answerer, request: AskRequest, *, max_tokens: int | None = None) -> None:
         self.engine = engine
         self.library = engine.library
         self.settings = engine.settings

@@ -12,12 +12,15 @@ back.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
-from localrag.core.llm import machine_check
+from localrag.core.llm import machine_check, openmp
 from localrag.core.progress import CancelToken
 
 log = logging.getLogger("localrag.llm.extra_buffers")
@@ -52,3 +55,32 @@ def extra_buffers_work(model: Path, *, threads: int = 0, cancel: CancelToken | N
 
 def _probe_command(model: Path, threads: int) -> list[str]:
     return [sys.executable, "-m", "localrag.core.llm.probes", "extra-buffers", str(model), str(int(threads))]
+
+
+_params_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def extra_buffer_types(enabled: bool = False) -> Iterator[None]:
+    """Load with llama.cpp's CPU "extra" weight buffers (AMX/repacked kernels) turned on (or off).
+
+    They halve prompt processing on CPUs with AMX, and crash the process in some builds (see
+    ``extra_buffers``), so they are on only where a child process showed they work. llama-cpp-python does not
+    expose the switch, so the default model parameters are wrapped while one model loads.
+    """
+    openmp.configure()
+    from llama_cpp import llama_cpp  # the module llama.py resolves the defaults from
+
+    with _params_lock:
+        original = llama_cpp.llama_model_default_params
+
+        def params():
+            p = original()
+            p.use_extra_bufts = enabled
+            return p
+
+        llama_cpp.llama_model_default_params = params
+        try:
+            yield
+        finally:
+            llama_cpp.llama_model_default_params = original

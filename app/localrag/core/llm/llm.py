@@ -23,41 +23,36 @@ What makes the first token come sooner on a CPU (figures in docs/benchmarks.md, 
 - **Batch sizes, threads and OpenMP waiting** measured on the target machine (``N_BATCH``, ``N_UBATCH``,
   below).
 
-``LLMProvider`` loads the model once, on the thread of its first caller (the GUI's generation worker, or a
-thread the command line starts), and hands it out; ``LocalLLM.lock`` serialises use. No thread is started
-here.
+``LLMProvider`` (``provider.py``) loads the model once, on the thread of its first caller (the GUI's
+generation worker, or a thread of the command line's host), and hands it out; ``LocalLLM.lock`` serialises
+use. No thread is started here. The prompt prefix's saved state is in ``kept_state.py``.
 """
 
 from __future__ import annotations
 
-import array
 import contextlib
-import ctypes
-import hashlib
 import logging
 import os
-import struct
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from localrag.core.config import Settings
 from localrag.core.embed import model_files
-from localrag.core.errors import KnownError, ModelMissing, describe
-from localrag.core.llm import openmp
+from localrag.core.errors import ModelMissing
+from localrag.core.llm import kept_state, openmp
 from localrag.core.llm.backends import CpuBackend, cpu_backend
 from localrag.core.llm.cores import CoreWatch
-from localrag.core.llm.extra_buffers import extra_buffers_work
+from localrag.core.llm.extra_buffers import extra_buffer_types, extra_buffers_work
 from localrag.core.llm.fastcopy import ensure_fast_copy, fast_copy_path, fast_copy_type
-from localrag.core.llm.quiet import quiet_stderr
+from localrag.core.llm.quiet import quiet_stderr, route_llama_log
 from localrag.core.llm.tuning import Tuning, candidate_weights, remembered, thread_candidates, tune
-from localrag.core.progress import Cancelled, CancelToken
+from localrag.core.progress import CancelToken
 
 log = logging.getLogger("localrag.llm")
-llama_log = logging.getLogger("localrag.llm.llama_cpp")
 
 # Logical and physical batch sizes for prompt processing (measured, docs/benchmarks.md "Chat").
 N_BATCH = 512
@@ -71,9 +66,6 @@ ALIGN = 256
 ZERO_WIDTH_SPACE = "\u200b"
 # A prompt starts from the kept prefix's saved state when it shares all of it but this many final tokens.
 KEPT_SLACK = 8
-STATE_MAGIC = b"LRAGKV1\n"
-# Saved prefix states kept in the cache folder (the newest; older ones are for settings or builds gone by).
-KEPT_STATES = 6
 
 
 def gguf_path(settings: Settings) -> Path:
@@ -84,55 +76,6 @@ def gguf_path(settings: Settings) -> Path:
             raise ModelMissing(f"The language model file {path} does not exist.")
         return path
     return model_files.default_gguf()
-
-
-_params_lock = threading.Lock()
-
-
-@contextlib.contextmanager
-def _extra_buffer_types(enabled: bool = False) -> Iterator[None]:
-    """Load with llama.cpp's CPU "extra" weight buffers (AMX/repacked kernels) turned on (or off).
-
-    They halve prompt processing on CPUs with AMX, and crash the process in some builds (see
-    ``extra_buffers``), so they are on only where a child process showed they work. llama-cpp-python does not
-    expose the switch, so the default model parameters are wrapped while one model loads.
-    """
-    openmp.configure()
-    from llama_cpp import llama_cpp  # the module llama.py resolves the defaults from
-
-    with _params_lock:
-        original = llama_cpp.llama_model_default_params
-
-        def params():
-            p = original()
-            p.use_extra_bufts = enabled
-            return p
-
-        llama_cpp.llama_model_default_params = params
-        try:
-            yield
-        finally:
-            llama_cpp.llama_model_default_params = original
-
-
-_log_callback: Any = None
-
-
-def _route_llama_log() -> None:
-    """Send llama.cpp's own messages (it writes some to stderr even when not verbose) to our log instead."""
-    global _log_callback
-    if _log_callback is not None:
-        return
-    openmp.configure()
-    import llama_cpp
-
-    def callback(_level: int, text: bytes, _data: object) -> None:
-        message = text.decode("utf-8", "replace").rstrip()
-        if message:  # failures reach the caller as exceptions; the rest is detail
-            llama_log.debug("%s", message)
-
-    _log_callback = llama_cpp.llama_log_callback(callback)
-    llama_cpp.llama_log_set(_log_callback, ctypes.c_void_p(0))
 
 
 # -- the model -----------------------------------------------------------------------------------------------
@@ -199,10 +142,10 @@ class LocalLLM:
         self.threads_batch = threads_batch or self.threads
         if not self.path.is_file():
             raise ModelMissing(f"The language model file {self.path} does not exist.")
-        _route_llama_log()
+        route_llama_log()
         self.backend: CpuBackend = cpu_backend()  # the CPU kernels must be loaded before the first model
         try:
-            with quiet_stderr(), _extra_buffer_types(extra_bufts):
+            with quiet_stderr(), extra_buffer_types(extra_bufts):
                 self.llama = Llama(
                     model_path=str(self.path),
                     n_ctx=n_ctx,
@@ -405,70 +348,10 @@ class LocalLLM:
             shared += 1
         if shared < max(1, len(kept) - KEPT_SLACK):
             return
-        if self._load_state(kept):
+        if kept_state.load(self, kept):
             return
         self._evaluate(kept, 0, len(kept))
-        self._save_state(kept)
-
-    def _state_name(self, tokens: Sequence[int]) -> str:
-        from localrag.core.llm import machine_check
-
-        digest = hashlib.sha256(array.array("i", tokens).tobytes()).hexdigest()[:16]
-        key = machine_check.key(
-            machine_check.model_part(self.path),
-            self.n_ctx,
-            self.flash_attn,
-            self.n_ubatch,
-            self.kv_types,
-            self.extra_bufts,
-            digest,
-        )
-        return f"prefix-state.{key}.bin"
-
-    def _save_state(self, tokens: Sequence[int]) -> None:
-        openmp.configure()
-        import llama_cpp
-
-        from localrag.core.llm import machine_check
-
-        ctx = self.llama.ctx
-        size = int(llama_cpp.llama_state_seq_get_size(ctx, 0))
-        buffer = (ctypes.c_uint8 * size)()
-        n = int(llama_cpp.llama_state_seq_get_data(ctx, buffer, size, 0))
-        if not 0 < n <= size:
-            log.debug("llama.cpp gave no state for the prompt prefix")
-            return
-        header = STATE_MAGIC + struct.pack("<I", len(tokens)) + array.array("i", tokens).tobytes()
-        machine_check.remember(self._state_name(tokens), header + bytes(memoryview(buffer)[:n]))
-        machine_check.prune("prefix-state.*.bin", KEPT_STATES)
-
-    def _load_state(self, tokens: Sequence[int]) -> bool:
-        """Restore the saved state of exactly ``tokens`` into the empty cache; False when there is none or it
-        does not fit (then nothing changed)."""
-        openmp.configure()
-        import llama_cpp
-
-        from localrag.core.llm import machine_check
-
-        data = machine_check.recall_bytes(self._state_name(tokens))
-        head = len(STATE_MAGIC) + 4
-        if data is None or len(data) <= head or not data.startswith(STATE_MAGIC):
-            return False
-        (count,) = struct.unpack("<I", data[len(STATE_MAGIC) : head])
-        body = head + 4 * count
-        if count != len(tokens) or array.array("i", data[head:body]).tolist() != list(tokens):
-            return False
-        state = data[body:]
-        buffer = (ctypes.c_uint8 * len(state)).from_buffer_copy(state)
-        self.llama._ctx.kv_cache_seq_rm(-1, 0, -1)  # n_tokens 0 may still leave cells of an earlier prompt
-        if int(llama_cpp.llama_state_seq_set_data(self.llama.ctx, buffer, len(state), 0)) == 0:
-            log.info("the saved state of the prompt prefix does not fit this model; evaluating it")
-            self.llama._ctx.kv_cache_seq_rm(-1, 0, -1)
-            return False
-        self.llama.input_ids[: len(tokens)] = tokens
-        self.llama.n_tokens = len(tokens)
-        self.llama._requires_eval = True  # no logits yet: a prompt of exactly these tokens replays the last
-        return True
+        kept_state.save(self, kept)
 
     @contextlib.contextmanager
     def _abortable(self, cancel: CancelToken | None) -> Iterator[None]:
@@ -666,144 +549,3 @@ def tuning_for(settings: Settings) -> Tuning | None:
         defaults=_tuning_defaults(),
         other_threads=_other_threads(settings),
     )
-
-
-# -- loading in the background -------------------------------------------------------------------------------
-
-
-@dataclass
-class ProviderState:
-    """Where the model stands: ``idle``, ``loading``, ``ready`` or ``failed`` (with a message for the
-    user)."""
-
-    status: str = "idle"
-    error: str = ""
-    load_s: float = 0.0
-    model: str = ""
-    listeners: list[Callable[[ProviderState], None]] = field(default_factory=list, repr=False)
-
-
-class LLMProvider:
-    """Loads the language model once and hands it out. It starts no thread: ``load`` and ``get`` load on the
-    calling thread, or wait for the load another thread has under way. A failed load stays failed until
-    ``reload``; a cancelled one returns to ``idle``.
-
-    Args:
-        settings: which file, context size and threads.
-        loader: how to load (default ``load_llm``, which can be cancelled); tests pass a loader that fails.
-    """
-
-    def __init__(self, settings: Settings, loader: Callable[[Settings], LocalLLM] | None = None) -> None:
-        self.settings = settings
-        self._loader = loader
-        self._lock = threading.Lock()
-        self._done = threading.Event()
-        self._llm: LocalLLM | None = None
-        self.state = ProviderState()
-
-    @property
-    def ready(self) -> bool:
-        return self.state.status == "ready"
-
-    @property
-    def failed(self) -> bool:
-        return self.state.status == "failed"
-
-    def add_listener(self, callback: Callable[[ProviderState], None]) -> None:
-        """Call ``callback(state)`` after each change, on the thread that made it (the GUI re-emits it as a
-        signal)."""
-        self.state.listeners.append(callback)
-
-    def load(self, cancel: CancelToken | None = None) -> LocalLLM:
-        """Load on this thread (or wait for the load under way) and return the model.
-
-        Raises:
-            ModelMissing: the model cannot be loaded.
-            Cancelled: ``cancel`` was set (the load stops at its next step; the provider is ``idle`` again).
-        """
-        return self.get(cancel)
-
-    def get(self, cancel: CancelToken | None = None, timeout: float | None = None) -> LocalLLM:
-        """The loaded model: loaded on this thread when no load has begun, else waited for.
-
-        Raises:
-            ModelMissing: the load failed.
-            Cancelled: ``cancel`` was set while loading or waiting.
-            TimeoutError: another thread's load did not finish within ``timeout`` seconds.
-        """
-        with self._lock:
-            mine = self.state.status == "idle"
-            if mine:
-                self.state.status = "loading"
-                self._done.clear()
-        if mine:
-            self._notify()
-            self._load(cancel)
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while not self._done.wait(0.05):
-            if cancel is not None:
-                cancel.raise_if_cancelled()
-            if deadline is not None and time.monotonic() > deadline:
-                raise TimeoutError("The language model is still loading.")
-        if self._llm is None:
-            if self.state.status == "idle":  # the load under way was cancelled
-                raise Cancelled()
-            raise ModelMissing(self.state.error or "The language model is not loaded.")
-        return self._llm
-
-    @property
-    def llm(self) -> LocalLLM | None:
-        """The model if loaded, without waiting."""
-        return self._llm
-
-    def reload(self, settings: Settings | None = None) -> None:
-        """Forget the model (another file was picked, or to retry after a failure); the next ``get`` loads
-        again. The caller makes sure no load or generation runs."""
-        with self._lock:
-            if settings is not None:
-                self.settings = settings
-            self._llm = None
-            self._done.clear()
-            self.state.status = "idle"
-            self.state.error = ""
-        self._notify()
-
-    def _load(self, cancel: CancelToken | None) -> None:
-        started = time.monotonic()
-        try:
-            if self._loader is None:
-                llm = load_llm(self.settings, cancel=cancel)
-            else:
-                llm = self._loader(self.settings)
-        except Cancelled:
-            log.info("loading the language model was cancelled")
-            with self._lock:
-                self.state.status = "idle"
-                self._done.set()  # whoever waits sees the cancelled load; the next ``get`` loads again
-            self._notify()
-            raise
-        except KnownError as exc:  # an environment problem: a missing or unreadable file
-            log.warning("the language model cannot be loaded: %s", exc.message)
-            self._finish(None, exc.message)
-        except Exception as exc:  # a bug: its traceback in the log; retrieval keeps working
-            message, _known = describe(exc, "loading the language model", log)
-            self._finish(None, message)
-        else:
-            self.state.load_s = time.monotonic() - started
-            self.state.model = llm.name
-            self._finish(llm, "")
-
-    def _finish(self, llm: LocalLLM | None, error: str) -> None:
-        with self._lock:
-            self._llm = llm
-            self.state.error = error
-            self.state.status = "ready" if llm is not None else "failed"
-            self._done.set()
-        self._notify()
-
-    def _notify(self) -> None:
-        for callback in list(self.state.listeners):
-            try:
-                callback(self.state)
-            except Exception:  # a listener's bug must not break loading
-                log.exception("LLM state listener failed")
