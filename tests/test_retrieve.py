@@ -173,6 +173,34 @@ def test_hybrid_returns_the_shape_the_chat_uses(corpus, library):
     assert corpus["pending"][0] not in {r.doc_id for r in resp.candidates}
 
 
+def test_a_search_starts_no_thread_its_host_runs_the_second_leg(corpus, library, monkeypatch):
+    """The core starts no thread: without a host the BM25 leg runs after the vector leg on the searching
+    thread; with one, on the host's executor, and the results are the same. (``Thread.start`` is wrapped to
+    record which threads start: nothing is faked.)"""
+    import threading
+
+    from localrag.host import Host
+
+    question = "How do I install it on Linux?"
+    retrieve(library, question, k=3)  # the pool's own threads are up before counting
+    started: list[str] = []
+    real_start = threading.Thread.start
+
+    def recording_start(thread: threading.Thread) -> None:
+        started.append(thread.name)
+        real_start(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", recording_start)
+    alone = retrieve(library, question, k=3)
+    assert started == []
+    assert "bm25" in alone.timings and alone.results
+    with Host(library):
+        hosted = retrieve(library, question, k=3)
+    assert started and all(name.startswith("search-leg") for name in started)
+    assert library.executor is None  # the host is gone with its threads
+    assert [r.chunk_ids for r in hosted.results] == [r.chunk_ids for r in alone.results]
+
+
 def test_adjacent_chunks_merge_into_one_passage(corpus, library):
     resp = retrieve(library, "install Linux installer setup start program", k=4)
     install = [r for r in resp.results if r.doc_id == corpus["install"][0] and r.page_number == 1]

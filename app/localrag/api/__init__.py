@@ -23,5 +23,3 @@ Modules: ``app`` (the ASGI application and its routes), ``guard`` (loopback host
 """
 
 MAX_BODY_BYTES = 1_000_000
-
-DEFAULT_PORT = 8765  # ``local-rag serve`` and the window's API (``--port`` chooses another)

@@ -6,16 +6,25 @@ import argparse
 import importlib
 import logging
 import sys
+from collections.abc import Sequence
+from typing import Protocol
 
 from localrag import __version__
 from localrag.core.errors import as_known, describe
 from localrag.core.logs import set_up_logging
 
 # Modules under localrag.cli, each with ``register(subparsers)`` that sets ``func(args) -> int``.
-COMMANDS = ["doctor", "db", "ingest", "meta", "search", "eval", "bench", "ask", "serve"]
+COMMANDS = ["doctor", "db", "ingest", "meta", "search", "eval", "bench", "ask"]
 
 
-def build_parser() -> argparse.ArgumentParser:
+class Command(Protocol):
+    """A command of another front end (``local-rag serve``, in ``localrag.api.serve``), given by the entry
+    point: the command line does not import the API."""
+
+    def register(self, sub: argparse._SubParsersAction) -> None: ...
+
+
+def build_parser(extra: Sequence[Command] = ()) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="local-rag",
         description="Chat with your own documents, offline. With no command, opens the window.",
@@ -26,11 +35,14 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("gui", help="open the window (the default)")
     for name in COMMANDS:
         importlib.import_module(f"localrag.cli.{name}").register(sub)
+    for command in extra:
+        command.register(sub)
     return parser
 
 
-def run_cli(argv: list[str]) -> int:
-    parser = build_parser()
+def run_cli(argv: list[str], extra: Sequence[Command] = ()) -> int:
+    """Run one command; ``extra``: the commands of other front ends (see ``Command``)."""
+    parser = build_parser(extra)
     args = parser.parse_args(argv)
     if not hasattr(args, "func"):
         parser.print_help()

@@ -20,7 +20,6 @@ import argparse
 import contextlib
 import json
 import sys
-import threading
 import time
 from typing import Any
 
@@ -73,23 +72,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from localrag.cli.ask_output import Printer
     from localrag.core.answer.answer_json import AnswerJson
-    from localrag.core.answer.engine import (
-        MODEL,
-        MODEL_ALONE_LABEL,
-        NOT_ANSWERED,
-        ChatEngine,
-        Checked,
-        Done,
-        EvidenceReady,
-        Failed,
-        Searching,
-        Token,
-        WarmingUp,
-    )
+    from localrag.core.answer.delivery import deliver
+    from localrag.core.answer.engine import ChatEngine
     from localrag.core.answer.request import AskRequest
     from localrag.core.library import Library
     from localrag.core.llm.provider import LLMProvider
+    from localrag.host import Host
 
     started = time.monotonic()
     library = Library(owner=False)
@@ -98,9 +88,9 @@ def run(args: argparse.Namespace) -> int:
     if args.reword is not None:
         library.settings.reword = args.reword
     provider = LLMProvider(library.settings)
-    # The model loads on a thread of this command's own while the store opens and retrieval runs.
-    loading = threading.Thread(target=_load_quietly, args=(provider,), name="llm-load", daemon=True)
-    loading.start()
+    # The model loads on a thread of this command's host while the store opens and retrieval runs.
+    host = Host(library).start()
+    host.start_task("llm-load", lambda: _load_quietly(provider))
     try:
         library.open()
     except KnownError as exc:  # the answer goes on, ungrounded, and says why
@@ -108,8 +98,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"local-rag: {exc.message}", file=sys.stderr)
     engine = ChatEngine(library, provider)
     record = AnswerJson(args.question, grounded=args.grounded, strict=args.strict, started=started)
-    streamed = False
-    lead = ""
+    printer = Printer(args, record)
     try:
         request = AskRequest(
             args.question,
@@ -122,38 +111,10 @@ def run(args: argparse.Namespace) -> int:
         )
         for event in engine.ask(request):
             record.add(event)
-            if args.json:
-                continue
-            if isinstance(event, EvidenceReady):
-                lead = event.lead
-                print(event.text, flush=True)
-                if lead != MODEL:
-                    streamed = False
-            elif isinstance(event, Token):
-                if lead == MODEL or not record.out.get("sources"):
-                    if not streamed and not lead and not args.strict:  # the model alone: said first
-                        print(MODEL_ALONE_LABEL, flush=True)
-                    sys.stdout.write(event.text)
-                    sys.stdout.flush()
-                    streamed = True
-            elif isinstance(event, Checked):
-                if lead != MODEL and event.shown:
-                    print(f"  {event.sentence.shown()}", flush=True)
-            elif isinstance(event, Searching | WarmingUp):
-                label = "Searching your documents…" if isinstance(event, Searching) else "Warming up…"
-                print(label, file=sys.stderr, flush=True)
-            elif isinstance(event, Done):
-                if streamed:
-                    print()
-                _print_sources(event)
-                if event.basis == NOT_ANSWERED and not args.strict:
-                    command = f"local-rag ask --no-documents {_quoted(args.question)}"
-                    print(f"\nTo ask the model without your documents: {command}")
-            elif isinstance(event, Failed):
-                print(f"local-rag: {event.message}", file=sys.stderr)
-                _print_retrieved(record.out.get("sources", []))
+            if not args.json:
+                deliver(event, printer)
     finally:
-        loading.join()
+        host.close()
         library.close()
     out = record.finish(provider)
     if args.json:
@@ -167,51 +128,3 @@ def _load_quietly(provider: Any) -> None:
 
     with contextlib.suppress(ModelMissing):
         provider.load()
-
-
-def _print_sources(event: Any) -> None:
-    if event.notice:
-        print(f"\nNote: {event.notice}")
-    if event.citations.invalid:
-        numbers = ", ".join(f"[{n}]" for n in event.citations.invalid)
-        print(f"(not a source: {numbers})")
-    if event.sources:
-        if event.basis == "not_found":
-            print("\nThe closest passages:")
-        else:
-            print("\nSources:" if event.citations.cited else "\nSources (not cited by the answer):")
-        for s in event.sources:
-            mark = (
-                "  (quoted, not cited)"
-                if s.quoted
-                else ("" if s.cited or not event.citations.cited else "  (not cited)")
-            )
-            score = f" · score {s.score:.2f}" if s.score is not None else ""
-            print(f"[{s.number}] {s.where()}{score}{mark}")
-            print(f"    {s.path}")
-    t = event.timings
-    parts = []
-    if "retrieval_s" in t:
-        parts.append(f"retrieval {t['retrieval_s']:.2f} s")
-    if "ttft_s" in t:
-        parts.append(f"first token {t['ttft_s']:.2f} s")
-    if t.get("tokens_per_s"):
-        parts.append(f"{t['tokens_per_s']:.0f} tokens/s")
-    if event.chat_id is not None:
-        parts.append(f"chat {event.chat_id}")
-    if parts:
-        print("(" + " · ".join(parts) + ")", file=sys.stderr)
-
-
-def _quoted(text: str) -> str:
-    import shlex
-
-    return shlex.quote(text)
-
-
-def _print_retrieved(sources: list[dict[str, Any]]) -> None:
-    from localrag.core.answer.citations import Source
-
-    for s in sources:
-        source = Source.from_dict(s)
-        print(f"[{source.number}] {source.where()}\n    {source.path}")

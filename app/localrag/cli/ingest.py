@@ -9,9 +9,9 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from localrag.core.embed.service import embedding_service
 from localrag.core.ingest.pipeline import IngestEvent, Ingestor, IngestSummary
 from localrag.core.library import Library
+from localrag.host import Host
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -85,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
     ingestor = Ingestor(library, on_event=progress)
     try:
         # The embedding threads stop before the store closes (a model still loading needs it).
-        with embedding_service(library):
+        with Host(library, embedding=True):
             return _ingest(args, ingestor)
     finally:
         library.close()
@@ -166,7 +166,7 @@ def run_reembed(args: argparse.Namespace) -> int:
     library.open()
     ingestor = Ingestor(library, on_event=_ProgressLine(enabled=True))
     try:
-        with embedding_service(library):
+        with Host(library, embedding=True):
             summary = ingestor.reembed()
     finally:
         ingestor.close()

@@ -39,6 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from localrag.core.library import Library
+    from localrag.host import Host
 
     library = Library(owner=False)
     try:
@@ -47,15 +48,16 @@ def run(args: argparse.Namespace) -> int:
         resp = RetrievalResponse(mode=args.mode or "", query=args.query, reason=ERROR, error=exc.message)
     else:
         try:
-            resp = retrieve(
-                library,
-                args.query,
-                k=args.k,
-                mode=args.mode,
-                doc_types=args.doc_types,
-                path_glob=args.path_glob,
-                route=args.route,
-            )
+            with Host(library):
+                resp = retrieve(
+                    library,
+                    args.query,
+                    k=args.k,
+                    mode=args.mode,
+                    doc_types=args.doc_types,
+                    path_glob=args.path_glob,
+                    route=args.route,
+                )
         finally:
             library.close()
     if args.json:

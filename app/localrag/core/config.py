@@ -15,6 +15,9 @@ from localrag.core import paths
 log = logging.getLogger("localrag.config")
 
 # Environment names that differ from LOCALRAG_<FIELD>.
+# The port of ``local-rag serve`` and of the window's API server (``--port`` chooses another).
+API_PORT = 8765
+
 _ENV_ALIASES = {"context_tokens": "LOCALRAG_RETRIEVAL_CONTEXT_TOKENS"}
 
 

@@ -10,7 +10,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from concurrent.futures import Future
+from concurrent.futures import Executor, Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import TYPE_CHECKING, Any
 
@@ -76,6 +76,9 @@ class Library:
         self._stand_in: tuple[float, str, str, OnnxEmbedder | None] = (-1e9, "", "", None)
         # Set by a front end that runs an EmbeddingService (the GUI): embeddings then go through its queue.
         self.embedding_service: EmbeddingService | None = None
+        # Set by the process's host (``localrag.host``): the threads a hybrid search runs its second leg on.
+        # None: the legs run one after the other on the searching thread (the core starts no thread).
+        self.executor: Executor | None = None
         # Connections that retrievals and the API borrow (two at a time for a hybrid query: one per leg).
         self.pool = db.ConnectionPool(self._pool_conninfo, size=connections)
 

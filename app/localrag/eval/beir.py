@@ -22,6 +22,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Executor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,6 +43,7 @@ from localrag.core.store.migrate import Migrator
 from localrag.core.store.server import EmbeddedServer
 from localrag.core.text import identity
 from localrag.eval import metrics
+from localrag.host import Host
 
 log = logging.getLogger("localrag.eval")
 
@@ -296,6 +298,7 @@ class StoreHandle:
         self.settings = settings
         self._vectors: dict[str, np.ndarray] = {}
         self.pool = db.ConnectionPool(lambda: self.conninfo)
+        self.executor: Executor | None = None  # set by a ``Host`` (the threads of a search's second leg)
 
     def connect(self, *, autocommit: bool = False) -> psycopg.Connection[Any]:
         return db.connect(self.conninfo, autocommit=autocommit)
@@ -441,6 +444,7 @@ class EvalSession:
         ]
         bulk_load(self.conn, docs, self.chunks, vectors, emb.name, emb.dimension)
         self.handle = StoreHandle(conninfo, emb, self.settings)
+        self._stack.enter_context(Host(self.handle))
         for text in ds.queries.values():  # query vectors once, timed, so every mode pays the same
             t = time.perf_counter()
             self.handle.embed_query(text)

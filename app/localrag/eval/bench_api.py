@@ -34,13 +34,13 @@ import numpy as np
 
 from localrag.core.config import Settings
 from localrag.core.embed.onnx_embedder import load_embedder
-from localrag.core.embed.service import embedding_service
 from localrag.core.errors import KnownError
 from localrag.core.progress import Progress, print_progress
 from localrag.core.retrieve import retrieve
 from localrag.core.store import db
 from localrag.eval import beir, metrics
 from localrag.eval.bench_retrieval import build_corpus, load_chunks, machine
+from localrag.host.embedding import embedding_service
 
 WARM_QUERIES = 50  # asked both ways before measuring, others than the ones measured
 START_WITHIN_S = 180.0

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from localrag.api import DEFAULT_PORT
+from localrag.core.config import API_PORT
 from localrag.core.ingest.documents import DocumentInfo
 from localrag.core.ingest.pipeline import IngestEvent
 from localrag.core.library import Library
@@ -116,7 +116,7 @@ class AppServices(QObject):
         w.model_loading.connect(lambda: self.model_state_changed.emit("loading"))
         w.model_ready.connect(lambda: self.model_state_changed.emit("ready"))
         w.model_failed.connect(lambda _message: self.model_state_changed.emit(FAILED))
-        self.api = ApiProcess(DEFAULT_PORT, parent=self)
+        self.api = ApiProcess(API_PORT, parent=self)
         self.api.started.connect(self.api_started)
         self.api.stopped.connect(self.api_stopped)
         self.watch_timer = QTimer(self)

@@ -1,7 +1,7 @@
 """One embedding worker for the whole process: it owns the model and serves queries ahead of ingestion.
 
 ``EmbeddingService`` starts no thread. Its host runs two blocking loops on threads it owns (the GUI on its
-``WorkerThread``s; the command line and the API server on plain threads, with ``embedding_service``):
+``WorkerThread``s; the command line and the API server with ``host.embedding.embedding_service``):
 ``run``, which loads the model and embeds ingestion batches, and ``serve_queries``, the query lane: a second
 session of the same model with one thread, so a question asked during a long ingest is embedded at once
 instead of waiting for the batch in hand (p95 1.35 s → see docs/benchmarks.md). Until the lane is open, or
@@ -13,16 +13,14 @@ queries served between slices.
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import logging
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
@@ -216,24 +214,3 @@ def _embed(embedder: OnnxEmbedder, texts: list[str], *, expect_fit: bool = False
     """The vectors of ``texts``, each sized to the model's input first (ingestion batches were sized by the
     chunker: a cut among them is logged)."""
     return embedder.embed(fit_to_input(embedder, texts, expect_fit=expect_fit))
-
-
-@contextlib.contextmanager
-def embedding_service(library: Any) -> Iterator[EmbeddingService]:
-    """Serve the library's embeddings from one model while the block runs (ingestion then embeds the next
-    batch while it writes the last one); the threads are stopped and joined on the way out."""
-    service = EmbeddingService(lambda: library.embedder)
-    threads = [
-        threading.Thread(target=service.run, name="embedding", daemon=True),
-        threading.Thread(target=service.serve_queries, name="embed-queries", daemon=True),
-    ]
-    for thread in threads:
-        thread.start()
-    library.embedding_service = service
-    try:
-        yield service
-    finally:
-        library.embedding_service = None
-        service.stop()
-        for thread in threads:
-            thread.join()

@@ -6,8 +6,8 @@ import contextlib
 import itertools
 import logging
 import re
-import threading
 import time
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -24,7 +24,7 @@ from localrag.core.retrieve.results import ERROR, MODEL_MISMATCH, PAGE_LABEL, Re
 from localrag.core.store.db import SHOWN_TITLE
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
+    from collections.abc import Iterable
 
     from localrag.core.config import Settings
     from localrag.core.embed.onnx_embedder import OnnxEmbedder
@@ -193,11 +193,14 @@ def _run(
 ) -> None:
     timings = resp.timings
     depth = max(tuning.depth, k)
-    # A hybrid query runs its BM25 leg on a second connection while this thread embeds the query and runs the
-    # vector leg: the legs take max(BM25, embed + vector) instead of their sum.
-    lexical: _Leg | None = None
-    if mode == "hybrid":
-        lexical = _Leg(lambda: _bm25_leg(library, text, depth, filters, tuning, timings))
+    # A hybrid query runs its BM25 leg on a second connection, on a thread of the host's executor, while this
+    # thread embeds the query and runs the vector leg: the legs take max(BM25, embed + vector) instead of
+    # their sum. Without an executor (or one shutting down) BM25 runs after the vector leg, on its connection.
+    lexical: Future[list[tuple[int, float]] | None] | None = None
+    executor: Executor | None = getattr(library, "executor", None)
+    if mode == "hybrid" and executor is not None:
+        with contextlib.suppress(RuntimeError):  # the host is closing: BM25 runs on this thread
+            lexical = executor.submit(_bm25_leg, library, text, depth, filters, tuning, timings)
     try:
         qvec: np.ndarray | None = None
         model, dim = "", 0
@@ -253,10 +256,10 @@ def _run(
                         return
                 if cancel is not None:
                     cancel.raise_if_cancelled()
-                bm25_hits: list[tuple[int, float]] | None = []
+                bm25_hits: list[tuple[int, float]] | None = [] if mode == "vector" else None
                 if lexical is not None:
                     bm25_hits, lexical = lexical.result(), None
-                if bm25_hits is None or mode == "keyword":
+                if bm25_hits is None:
                     t = time.perf_counter()
                     bm25_hits = bm25.search(
                         c, text, n=depth, filters=filters, k1=tuning.bm25_k1, b=tuning.bm25_b
@@ -458,30 +461,6 @@ def _bm25_leg(
 
 def _limit_statement_time(conn: psycopg.Connection[Any]) -> None:
     conn.execute("SELECT set_config('statement_timeout', %s, true)", (str(STATEMENT_TIMEOUT_MS),))
-
-
-class _Leg:
-    """The BM25 leg of one hybrid query, on a thread that this call starts and always joins before it returns
-    (the leg's statements are bounded by ``STATEMENT_TIMEOUT_MS``): nothing outlives a retrieval."""
-
-    def __init__(self, fn: Callable[[], list[tuple[int, float]] | None]) -> None:
-        self._fn = fn
-        self._value: list[tuple[int, float]] | None = []
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name="bm25-leg", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        try:
-            self._value = self._fn()
-        except BaseException as exc:  # handed to the caller by ``result``
-            self._error = exc
-
-    def result(self) -> list[tuple[int, float]] | None:
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        return self._value
 
 
 def _interleave(

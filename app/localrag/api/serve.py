@@ -1,5 +1,6 @@
 """``local-rag serve [--port N] [--allow DIR]...``: the HTTP API on 127.0.0.1 (``localrag.api``), headless,
-until Ctrl+C."""
+until Ctrl+C. The command is registered with the others by the entry point (``localrag/__main__.py``), so the
+command line and the API do not import each other."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from localrag.api import DEFAULT_PORT
+from localrag.core.config import API_PORT
 from localrag.core.errors import KnownError
 
 # Pooled connections the API's handlers share (capped by the server: ``Library``).
@@ -19,7 +20,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "serve", help="an HTTP API on 127.0.0.1: search, ask, documents, OpenAI-compatible chat"
     )
     p.add_argument(
-        "--port", type=int, default=DEFAULT_PORT, help=f"the port (default {DEFAULT_PORT}; 0: any free one)"
+        "--port", type=int, default=API_PORT, help=f"the port (default {API_PORT}; 0: any free one)"
     )
     p.add_argument(
         "--allow",
@@ -39,9 +40,9 @@ def run(args: argparse.Namespace) -> int:
     from localrag.api.indexing import Indexing
     from localrag.core import paths
     from localrag.core.answer.engine import ChatEngine
-    from localrag.core.embed.service import embedding_service
     from localrag.core.library import Library
     from localrag.core.llm.provider import LLMProvider
+    from localrag.host import Host
 
     if not 0 <= args.port <= 65535:
         raise KnownError(f"--port {args.port} is not a port number (0 to 65535).")
@@ -61,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
         library.open()
         provider = LLMProvider(library.settings)
         answers = AnswerWorker(ChatEngine(library, provider))
-        with embedding_service(library):
+        with Host(library, embedding=True):
             indexing = Indexing(library)
             try:
                 indexing.start()
