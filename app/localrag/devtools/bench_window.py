@@ -39,8 +39,8 @@ import psutil
 from localrag.core.errors import KnownError
 from localrag.core.library import Library
 from localrag.eval.bench_ingest import peak_rss_mb
-from localrag.eval.bench_retrieval import machine
 from localrag.eval.corpus import make_corpus
+from localrag.eval.machine import machine
 
 TICK_MS = 10
 STALL_MS = 100

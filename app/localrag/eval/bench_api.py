@@ -1,7 +1,7 @@
 """``local-rag bench api --chunks N``: the search hot path through ``local-rag serve`` beside the same search
 in process, on one store of N chunks.
 
-The store is built as for ``bench retrieval`` (``bench_retrieval.build_corpus``: a BEIR corpus, real chunks
+The store is built as for ``bench retrieval`` (``bench_corpus.build_corpus``: a BEIR corpus, real chunks
 then synthetic ones) in a throw-away data folder whose embedded PostgreSQL this process owns. A real
 ``local-rag serve`` runs on that folder as a guest, as it would beside the window; this process opens a
 ``Library`` on the same database with the same embedding threads (``embedding_service``). Each query is then
@@ -39,7 +39,8 @@ from localrag.core.progress import Progress, print_progress
 from localrag.core.retrieve import retrieve
 from localrag.core.store import db
 from localrag.eval import beir, metrics
-from localrag.eval.bench_retrieval import build_corpus, load_chunks, machine
+from localrag.eval.bench_corpus import build_corpus, load_chunks
+from localrag.eval.machine import machine
 from localrag.host.embedding import embedding_service
 
 WARM_QUERIES = 50  # asked both ways before measuring, others than the ones measured

@@ -485,7 +485,7 @@ def machine() -> dict[str, Any]:
     openmp.configure()
     import llama_cpp
 
-    from localrag.eval.bench_retrieval import machine as basics
+    from localrag.eval.machine import machine as basics
 
     cpu = basics()["cpu"]
     features = sorted(

@@ -25,7 +25,7 @@ import numpy as np
 
 from localrag.core.errors import KnownError
 from localrag.eval.bench_api import ServeProcess
-from localrag.eval.bench_retrieval import machine
+from localrag.eval.machine import machine
 
 NOTES = {
     "glaciers.md": "# Glaciers\n\nGlacier melt rates doubled in the Alps since 2000, the survey says.\n",
