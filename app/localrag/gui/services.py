@@ -24,6 +24,7 @@ from localrag.gui.chat_worker import FAILED, ChatWorker
 from localrag.gui.qt import QObject, QTimer, Signal
 from localrag.gui.tasks import Op, task_manager
 from localrag.gui.workers import EmbeddingWorker, IngestWorker, ReembedWorker
+from localrag.host import Host
 
 log = logging.getLogger("localrag.gui.services")
 
@@ -104,6 +105,8 @@ class AppServices(QObject):
     def __init__(self, library: Library, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.library = library
+        # The threads of the library's searches (their second leg); the workers below run the other loops.
+        self.host = Host(library).start()
         self.store_is_ready = False
         self.closing = False
         self.reembed_count = 0
@@ -402,4 +405,5 @@ class AppServices(QObject):
             started = time.monotonic()
             stop()
             log.info("%s stopped in %.2f s", name, time.monotonic() - started)
+        self.host.close()  # no search runs any more: every thread that could start one has stopped
         self.library.close()
