@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import psycopg
 
-from localrag.core.answer import fallback, prompts
+from localrag.core.answer import fallback, figures, prompts
 from localrag.core.answer import history as hist
 from localrag.core.answer.citations import CitationCheck, Source, apply_citations, check_citations
 from localrag.core.answer.echo import EchoFilter
@@ -192,6 +192,7 @@ class Done:
                 for s in evidence.get("spans", [])
             ],
             "evidence_status": evidence.get("status"),
+            "figures": evidence.get("figures"),
             "generated": parts["generated"],
             "parts": parts,
             "sources": [{k: v for k, v in s.to_dict().items() if k != "text"} for s in self.sources],
@@ -724,6 +725,7 @@ class _Run:
         self.evidence_sources = list(sources)
         try:
             self.evidence = self._pick_evidence(sources, query, results)
+            figures.attach(self.evidence, self.question, sources, self.library)  # a computation asked for
         except Cancelled:
             raise
         except Exception as exc:  # the passages found are still the answer's sources, listed
