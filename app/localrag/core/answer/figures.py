@@ -157,6 +157,7 @@ def _column(text: str) -> str:
 
 def _clean(text: str) -> str:
     text = _LEAD.sub("", text.strip(" ,;:"))
+    text = re.sub(r"(?:\bthe\s+)?[\w&.-]+(?:\s[\w&.-]+)?['’]s\s+", "", text)  # whose: "3M's", "the society's"
     return re.sub(r"^(?:the|a|an|its|their|our)\s+", "", text, flags=re.IGNORECASE).strip()
 
 
@@ -450,6 +451,20 @@ def _resolve(w: Wanted, cells: list[_Placed]) -> tuple[Operand, list[Operand], l
     return Operand(w.role, w.measure, w.column, problem=problem), closest, considered
 
 
+def _resolve_all(
+    op: Operation, cells: list[_Placed]
+) -> tuple[list[Operand], dict[str, list[Operand]], list[Operand]]:
+    """Each operand of ``op`` among ``cells``; the closest cells of those not found; every cell weighed."""
+    operands, candidates, considered = [], {}, []
+    for w in op.wanted:
+        found, closest, weighed = _resolve(w, cells)
+        operands.append(found)
+        if found.problem:
+            candidates[w.role] = closest
+        considered += weighed
+    return operands, candidates, considered
+
+
 def compute(op: Operation, cells: list[_Placed]) -> Computation:
     """Find ``op``'s operands among ``cells`` — in the document of the best source that holds them all, else
     reporting what the best source's document with any of them lacks — and compute it."""
@@ -465,13 +480,7 @@ def compute(op: Operation, cells: list[_Placed]) -> Computation:
     }
     for doc_id in documents:
         own = [p for p in cells if p.doc_id == doc_id]
-        operands, candidates, considered = [], {}, []
-        for w in op.wanted:
-            found, closest, weighed = _resolve(w, own)
-            operands.append(found)
-            if found.problem:
-                candidates[w.role] = closest
-            considered += weighed
+        operands, candidates, considered = _resolve_all(op, own)
         if all(not o.problem and o.cited and o.score >= best[o.role] - TIE for o in operands):
             return _computed(op, operands, considered)
         if first is None and any(not o.problem or candidates.get(o.role) for o in operands):
