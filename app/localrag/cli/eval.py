@@ -281,12 +281,14 @@ def run_figures(args: argparse.Namespace, folder: Path) -> int:
     print(f"{report['dataset']}{which}: {s['questions']} questions")
     print(
         f"computations right {s['right']}/{s['computable']} ({s['right_share']}) · missing operand reported "
-        f"{s['missing_reported']}/{s['missing_questions']} · shown with an uncited operand {s['uncited_shown']}"
+        f"{s['missing_reported']}/{s['missing_questions']} · shown with an uncited operand "
+        f"{s['uncited_shown']}"
         f" · wrong ones shown {s['wrong_shown']}"
     )
     for row in report["rows"]:
         if not row["right"]:
-            print(f"  ✗ {row['id']}: {row.get('why', row['status'])} — {row['shown'].splitlines()[0] if row['shown'] else ''}")
+            first = row["shown"].splitlines()[0] if row["shown"] else ""
+            print(f"  ✗ {row['id']}: {row.get('why', row['status'])} — {first}")
     return 0
 
 

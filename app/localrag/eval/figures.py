@@ -11,9 +11,10 @@ missing.
 Each question goes through the real ``ask`` path (the sources lead; no language model is needed), in this data
 folder's library (its documents are indexed once and kept). A computation is **right** when its value is the
 expected one within rounding and each operand is the expected cell — its value, on its page of the question's
-document — and cited (a source ``[n]`` on that page, and the cell's place). Reported: the share right among the
-questions whose operands are in the documents, the share of the others answered "missing" (or "ambiguous"),
-the computations shown with an operand that is not cited (the target is none), and wrong ones shown.
+document — and cited (a source ``[n]`` on that page, and the cell's place). Reported: the share right among
+the questions whose operands are in the documents, the share of the others answered "missing" (or
+"ambiguous"), the computations shown with an operand that is not cited (the target is none), and the wrong
+ones shown.
 """
 
 from __future__ import annotations
@@ -115,7 +116,9 @@ def summarize(rows: list[dict[str, Any]], questions: list[Question]) -> dict[str
         "questions": len(rows),
         "computable": len(computable),
         "right": sum(r["right"] for r in computable),
-        "right_share": round(sum(r["right"] for r in computable) / len(computable), 3) if computable else None,
+        "right_share": round(sum(r["right"] for r in computable) / len(computable), 3)
+        if computable
+        else None,
         "missing_questions": len(missing),
         "missing_reported": sum(r["right"] for r in missing),
         "uncited_shown": sum(bool(r["uncited"]) for r in rows),
@@ -138,7 +141,9 @@ def evaluate(
     docs = dataset_documents(folder)
     missing = sorted({q.file for q in questions} - {p.name for p in docs})
     if missing:
-        raise FileNotFoundError(f"{', '.join(missing)} not in {folder / 'docs'}: run {folder / 'fetch.sh'} first")
+        raise FileNotFoundError(
+            f"{', '.join(missing)} not in {folder / 'docs'}: run {folder / 'fetch.sh'} first"
+        )
     library = Library(owner=True)
     library.open()
     report: dict[str, Any] = {"dataset": str(folder), "half": half}

@@ -25,6 +25,7 @@ from typing import Any
 
 from localrag.core import hooks
 from localrag.core.answer.citations import page_phrase
+from localrag.core.answer.figures_asked import YEAR, Operation, Wanted, detect
 from localrag.core.text import spans as sp
 from localrag.core.text.tables import TableCell, page_cells
 
@@ -40,166 +41,6 @@ TIE = 0.05
 # How many of the closest cells a missing or ambiguous operand lists; how many cells the developer pane gets.
 SHOWN_CANDIDATES = 4
 KEEP_CONSIDERED = 24
-
-# -- the question --------------------------------------------------------------------------------------------
-
-_PCT = r"(?:percentage|percent|per cent|%|relative)"
-_MOVE = r"(?:change|changes|increase|decrease|growth|rise|fall|drop|decline|grow|grew|rose|fell|increased|decreased)"
-_BETWEEN = r"(?:from|between)\s+(?P<a>.+?)\s+(?:to|and|until|through)\s+(?P<b>.+?)"
-_VERSUS = r"(?:in|for|at)\s+(?P<b>.+?)\s+(?:compared (?:with|to)|versus|vs\.?|over|relative to)\s+(?P<a>.+?)"
-_AT = r"(?:\s+(?:in|for|at|on|during|as of)\s+(?P<c>[^,;]+?))?"
-
-# (operation, pattern): the first that matches is the question's operation. Named groups: ``m`` a measure
-# over two columns ``a`` (the earlier) and ``b``; ``x`` and ``y`` two measures in one column ``c``.
-_TEMPLATES = tuple(
-    (op, p)
-    for op, p in (
-        ("cagr", rf"(?:compound annual growth rate|cagr)\s+(?:in|of|for)\s+(?P<m>.+?)\s+{_BETWEEN}$"),
-        ("cagr", rf"(?:\d+[- ]year\s+)?(?P<m>.+?)\s+(?:compound annual growth rate|cagr)\s+{_BETWEEN}$"),
-        ("pct_change", rf"{_PCT}\s+{_MOVE}\s+(?:in|of)\s+(?P<m>.+?)\s+{{COLS}}$"),
-        ("pct_change", rf"(?:growth rate|rate of growth)\s+(?:in|of|for)\s+(?P<m>.+?)\s+{{COLS}}$"),
-        (
-            "pct_change",
-            rf"by (?:what|how much|how many) {_PCT}(?: points)? did\s+(?P<m>.+?)\s+{_MOVE}\s+"
-            rf"{{COLS}}$",
-        ),
-        ("pct_change", rf"how much did\s+(?P<m>.+?)\s+{_MOVE}\s+in {_PCT}(?: terms)?\s+{{COLS}}$"),
-        ("change", rf"(?:{_MOVE}|difference)\s+(?:in|of)\s+(?P<m>.+?)\s+{{COLS}}$"),
-        ("change", rf"(?:by )?how much did\s+(?P<m>.+?)\s+{_MOVE}(?:\s+by)?\s+{{COLS}}$"),
-        ("share", rf"^(?P<x>.+?)\s+as\s+an?\s+(?:{_PCT}|share|proportion|fraction)\s+of\s+(?P<y>.+?){_AT}$"),
-        (
-            "share",
-            rf"(?:what|which)\s+(?:{_PCT}|share|proportion|fraction)\s+of\s+(?P<y>.+?)\s+"
-            rf"(?:was|were|is|are|came from|went (?:to|on)|did)\s+(?P<x>.+?){_AT}$",
-        ),
-        ("ratio", rf"ratio\s+(?:of|between)\s+(?P<x>.+?)\s+(?:to|and)\s+(?P<y>.+?){_AT}$"),
-        ("ratio", rf"^(?P<x>.+?)\s+(?:divided by)\s+(?P<y>.+?){_AT}$"),
-        ("ratio", rf"^(?P<x>.+?)[- ]to[- ](?P<y>.+?)\s+ratio{_AT}$"),
-        (
-            "average",
-            rf"(?:average|mean)\s+(?:of\s+)?(?P<m>.+?)\s+(?:from|between|over|across)\s+(?P<a>.+?)\s+(?:to|and|through)\s+(?P<b>.+?)$",
-        ),
-        ("difference", rf"difference between\s+(?P<x>.+?)\s+and\s+(?P<y>.+?){_AT}$"),
-        ("sum", rf"(?:sum|total|combined total|combined)\s+of\s+(?P<x>.+?)\s+and\s+(?P<y>.+?){_AT}$"),
-        ("sum", rf"^(?P<x>.+?)\s+plus\s+(?P<y>.+?){_AT}$"),
-        ("sum", rf"^(?P<x>.+?)\s+and\s+(?P<y>.+?)\s+combined{_AT}$"),
-    )
-)
-# Two columns are named "from A to B" or "in B compared with A": each template with ``{COLS}`` is both.
-_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
-    (op, re.compile(p.replace("{COLS}", cols), re.IGNORECASE))
-    for op, p in _TEMPLATES
-    for cols in ((_BETWEEN, _VERSUS) if "{COLS}" in p else ("",))
-)
-# What leads a question and names no operand ("What was the", "Calculate the").
-_LEAD = re.compile(
-    r"^(?:(?:please\s+)?(?:calculate|compute|work out|give|tell me|show)\s+)?(?:(?:what|how much)\s+"
-    r"(?:was|were|is|are|will be|would be)\s+)?(?:the\s+)?",
-    re.IGNORECASE,
-)
-_YEAR = re.compile(r"(?<!\d)(?:19|20)\d\d(?!\d)")
-NAMES = {
-    "pct_change": "Percentage change",
-    "change": "Change",
-    "cagr": "Compound annual growth rate",
-    "ratio": "Ratio",
-    "share": "Share",
-    "difference": "Difference",
-    "sum": "Sum",
-    "average": "Average",
-}
-
-
-@dataclass(frozen=True)
-class Wanted:
-    """One operand the question names: a ``measure`` (its words) in a ``column`` ('' when not named)."""
-
-    role: str
-    measure: str
-    column: str
-
-
-@dataclass(frozen=True)
-class Operation:
-    kind: str
-    wanted: tuple[Wanted, ...]
-    subject: str  # the quantity in words, for the answer ("Percentage change in turnover, 2022 to 2023")
-
-
-def detect(question: str) -> Operation | None:
-    """The computation ``question`` asks for, or None when it asks for none."""
-    text = " ".join(question.strip().rstrip("?.!").split())
-    for kind, pattern in _PATTERNS:
-        m = pattern.search(text)
-        if m is None:
-            continue
-        groups = {k: _clean(v or "") for k, v in m.groupdict().items()}
-        if "m" in groups:
-            op = _over_columns(kind, groups)
-        else:
-            op = _two_measures(kind, groups)
-        if op is not None:
-            return op
-    return None
-
-
-_PERIOD = re.compile(
-    r"(?:(?:fiscal(?: year)?|financial year|calendar year|year|FY|Q[1-4]|H[12])\s?)?(?<!\d)(?:19|20)\d\d(?!\d)",
-    re.IGNORECASE,
-)
-
-
-def _column(text: str) -> str:
-    """A column the question names: the period when it names one ("2023" of "2023 for the society")."""
-    found = _PERIOD.search(text)
-    return found.group(0) if found else text
-
-
-def _clean(text: str) -> str:
-    text = _LEAD.sub("", text.strip(" ,;:"))
-    text = re.sub(r"(?:\bthe\s+)?[\w&.-]+(?:\s[\w&.-]+)?['’]s\s+", "", text)  # whose: "3M's", "the society's"
-    return re.sub(r"^(?:the|a|an|its|their|our)\s+", "", text, flags=re.IGNORECASE).strip()
-
-
-def _over_columns(kind: str, g: dict[str, str]) -> Operation | None:
-    measure, a, b = g["m"], _column(g.get("a", "")), _column(g.get("b", ""))
-    if not measure or not a or not b:
-        return None
-    years_a, years_b = _YEAR.findall(a), _YEAR.findall(b)
-    if years_a and years_b and int(years_a[0]) > int(years_b[0]):
-        a, b = b, a  # "between 2023 and 2022": the change is from the earlier
-    if kind == "average":
-        columns = _year_range(a, b) or [a, b]
-        wanted = tuple(Wanted(f"value {i + 1}", measure, c) for i, c in enumerate(columns))
-        return Operation(kind, wanted, f"Average {measure}, {a} to {b}")
-    wanted = (Wanted("earlier", measure, a), Wanted("later", measure, b))
-    return Operation(kind, wanted, f"{NAMES[kind]} in {measure}, {a} to {b}")
-
-
-def _year_range(a: str, b: str) -> list[str]:
-    ya, yb = _YEAR.fullmatch(a.strip()), _YEAR.fullmatch(b.strip())
-    if ya is None or yb is None or not 0 < int(b) - int(a) <= 10:
-        return []
-    return [str(y) for y in range(int(a), int(b) + 1)]
-
-
-def _two_measures(kind: str, g: dict[str, str]) -> Operation | None:
-    x, y, column = g["x"], g["y"], _column(g.get("c", ""))
-    if not x or not y:
-        return None
-    if kind in ("difference", "sum") and _YEAR.fullmatch(x) and _YEAR.fullmatch(y):
-        return None  # "the difference between 2022 and 2023" names columns, not measures
-    roles = {"ratio": ("numerator", "denominator"), "share": ("part", "whole")}.get(kind, ("first", "second"))
-    wanted = (Wanted(roles[0], x, column), Wanted(roles[1], y, column))
-    at = f", {column}" if column else ""
-    subject = {
-        "ratio": f"Ratio of {x} to {y}{at}",
-        "share": f"{x[:1].upper()}{x[1:]} as a percentage of {y}{at}",
-        "difference": f"Difference between {x} and {y}{at}",
-        "sum": f"Sum of {x} and {y}{at}",
-    }[kind]
-    return Operation(kind, wanted, subject)
-
 
 # -- operands ------------------------------------------------------------------------------------------------
 
@@ -386,13 +227,13 @@ def _label_match(measure_forms: list[set[str]], label: str) -> float:
 
 def _column_match(column: str, heading: str) -> bool:
     """Whether a column heading is the column the question names ("2022", "fiscal 2022", "Station Road")."""
-    years = _YEAR.findall(column)
-    heading_years = _YEAR.findall(heading)
+    years = YEAR.findall(column)
+    heading_years = YEAR.findall(heading)
     if years:
         if not heading_years or years[0] != heading_years[0]:
             return False
-        extra = set(sp.content_terms(_YEAR.sub(" ", column))) - {"fiscal", "year", "fy", "calendar"}
-        marks = set(sp.content_terms(_YEAR.sub(" ", heading)))
+        extra = set(sp.content_terms(YEAR.sub(" ", column))) - {"fiscal", "year", "fy", "calendar"}
+        marks = set(sp.content_terms(YEAR.sub(" ", heading)))
         return not (marks & {"q1", "q2", "q3", "q4"}) or bool(extra & marks)
     words, named = set(sp.content_terms(column)), set(sp.content_terms(heading))
     return bool(words) and bool(named) and len(words & named) / len(named) >= 0.5
@@ -547,7 +388,7 @@ def _computed(op: Operation, operands: list[Operand], considered: list[Operand])
         text, out_unit = _amount(result, 1), "%"
     elif op.kind == "cagr":
         a, b = nums
-        years = [int(y) for o in operands for y in _YEAR.findall(o.heading)[:1]]
+        years = [int(y) for o in operands for y in YEAR.findall(o.heading)[:1]]
         span = years[1] - years[0] if len(years) == 2 and years[1] > years[0] else 0
         if span == 0 or a <= 0 or b <= 0:
             return _unresolved(op, operands, {}, considered, "the years apart or the signs do not allow it.")

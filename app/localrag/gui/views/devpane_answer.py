@@ -391,6 +391,7 @@ class FiguresPage(_Page):
 
     def describe(self, o: Any) -> str:
         return (
-            f"{o.named()}\n[{o.number}] {o.title or o.path} · {o.where()} · row at chars {o.row[0]}–{o.row[1]}"
+            f"{o.named()}\n[{o.number}] {o.title or o.path} · {o.where()} · row at chars "
+            f"{o.row[0]}–{o.row[1]}"
             f"\n{o.label} — {o.heading}: {o.value} ({o.unit or 'no unit'})"
         )

@@ -20,7 +20,8 @@ Links in the HTML (``ChatPanel`` opens the ``SourceViewer`` for each): ``cite:T:
 text and ``src:T:N`` a row of a sources list (source ``N`` of turn ``T``); ``ev:T:I`` quoted sentence ``I`` of
 turn ``T`` (the viewer highlights exactly that sentence); ``gen:T:I`` checked sentence ``I`` (the viewer
 highlights the source sentence that supports it); ``fig:T:I`` cell ``I`` of turn ``T``'s computation (an
-operand, then the closest cells of a missing one: the viewer outlines the cell and its heading); ``alone:T`` asks turn ``T``'s question of the model alone.
+operand, then the closest cells of a missing one: the viewer outlines the cell and its heading); ``alone:T``
+asks turn ``T``'s question of the model alone.
 """
 
 from __future__ import annotations
@@ -183,8 +184,10 @@ def figure_cells(turn: Turn) -> list[Operand]:
     """The cells a turn's computation shows, in order: its operands found, then the closest cells listed for
     one missing or ambiguous (``fig:T:I`` links index this list)."""
     worked = Computation.from_dict(turn.evidence.figures if turn.evidence is not None else None)
-    if worked is None:
-        return []
+    return _shown_cells(worked) if worked is not None else []
+
+
+def _shown_cells(worked: Computation) -> list[Operand]:
     found = [o for o in worked.operands if not o.problem]
     return found + [c for o in worked.operands for c in worked.candidates.get(o.role, [])]
 
@@ -309,7 +312,7 @@ def figures_html(turn: Turn, index: int, c: dict[str, str]) -> str:
     worked = Computation.from_dict(turn.evidence.figures if turn.evidence is not None else None)
     if worked is None:
         return ""
-    cells = figure_cells(turn)
+    cells = _shown_cells(worked)
 
     def cell_html(o: Operand) -> str:
         i = next(k for k, x in enumerate(cells) if x is o)
@@ -327,7 +330,10 @@ def figures_html(turn: Turn, index: int, c: dict[str, str]) -> str:
         lines = [f"<span style='color:{c['muted']}'>{escape(worked.formula + worked.note)}</span>"]
         lines += ["• " + cell_html(o) for o in worked.operands]
     else:
-        head = f"<span style='color:{c['warning']}'><b>{escape(worked.subject)}: not computed.</b> {escape(worked.message)}</span>"
+        head = (
+            f"<span style='color:{c['warning']}'><b>{escape(worked.subject)}: not computed.</b> "
+            f"{escape(worked.message)}</span>"
+        )
         lines = []
         for o in worked.operands:
             closest = worked.candidates.get(o.role) or []
