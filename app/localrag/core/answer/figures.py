@@ -21,6 +21,7 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
+from pathlib import PurePath
 from typing import Any
 
 from localrag.core import hooks
@@ -34,6 +35,8 @@ log = logging.getLogger("localrag.chat")
 COMPUTED, MISSING, AMBIGUOUS = "computed", "missing", "ambiguous"
 # A row label the measure's words name at least this well is a candidate (the label's words named, mostly).
 MIN_MATCH = 0.5
+# Below ``WHOLE_MATCH``, candidates within this of the best one fit as well.
+LOOSE_TIE = 0.15
 # A label and a measure that each have words the other lacks match only this well or better.
 WHOLE_MATCH = 0.8
 # Candidates within this of the best one fit as well: if their values differ, the operand is ambiguous.
@@ -188,17 +191,27 @@ class _Placed:
     domain: str
 
 
+# Words that name no row: a measure "of the society" and a row "of the year" differ in no way that counts.
+_FUNCTION_WORDS = frozenset("a an the of and or in on at for to from by with its their our his her".split())
+
+
+def _words(text: str) -> list[str]:
+    """The stems of ``text``'s words that tell rows apart: unlike a search's content words, "other", "net"
+    and "total" count ("Total other current assets" is not "Total current assets")."""
+    return [sp.stem(w) for w in re.findall(r"[a-z0-9&]+", text.lower()) if w not in _FUNCTION_WORDS]
+
+
 def _label_terms(label: str) -> set[str]:
     """A row label's words, without what it says in brackets ("Fixed assets (ovens, van…)")."""
-    return set(sp.content_terms(re.sub(r"\([^)]*\)", " ", label))) or set(sp.content_terms(label))
+    return set(_words(re.sub(r"\([^)]*\)", " ", label))) or set(_words(label))
 
 
 def _measure_forms(measure: str, domain: str) -> list[set[str]]:
     """The measure's words, and those of each phrase a domain pack says means the same."""
-    own = " ".join(sp.content_terms(measure))
+    own = " ".join(_words(measure))
     forms = [set(own.split())]
     for group in hooks.measure_synonyms(domain):
-        stems = [" ".join(sp.content_terms(p)) for p in group]
+        stems = [" ".join(_words(p)) for p in group]
         if own in stems:  # the whole measure is one of the names: each other name is a form of it
             forms += [set(other.split()) for other in stems if other != own]
     return [f for f in forms if f]
@@ -278,7 +291,8 @@ def _resolve(w: Wanted, cells: list[_Placed]) -> tuple[Operand, list[Operand], l
     if not w.column:  # no column named: the cells with a figure (one value, or ambiguous)
         fits = [(p, s) for p, s in fits if p.cell.number is not None]
     best = max((s for _, s in fits), default=0.0)
-    top = [(p, s) for p, s in fits if s >= best - TIE]
+    # A label named only in part ties with more of its neighbours: another row may as well be the one meant.
+    top = [(p, s) for p, s in fits if s >= best - (TIE if best >= WHOLE_MATCH else LOOSE_TIE)]
     values = {p.cell.number for p, _ in top}
     if top and len(values) == 1 and None not in values:
         p, s = min(top, key=lambda x: x[0].number)  # the same figure: from the best-ranked source
@@ -307,28 +321,53 @@ def _resolve_all(
 
 
 def compute(op: Operation, cells: list[_Placed]) -> Computation:
-    """Find ``op``'s operands among ``cells`` — in the document of the best source that holds them all, else
-    reporting what the best source's document with any of them lacks — and compute it."""
+    """Find ``op``'s operands among ``cells`` — in the document of the best source that holds them all (of
+    those whose title or file name names whose figures the question asks for, when one does) — and compute
+    it; else report what the first document with any of them lacks."""
+    named = [p for p in cells if _names_owner(p, op.owners)]
+    cells = named or cells
     documents = list(dict.fromkeys(p.doc_id for p in sorted(cells, key=lambda p: p.number)))
     first: tuple[list[Operand], dict[str, list[Operand]], list[Operand]] | None = None
-    # A document answers only with rows named as well as the best named anywhere (a row named in full whose
+    # A later document answers only with rows named as well as an earlier one's (a row named in full whose
     # figure is missing is not replaced by another document's row that shares a word with it).
-    best = {
-        w.role: max(
-            (_label_match(_measure_forms(w.measure, p.domain), p.cell.label) for p in cells), default=0.0
-        )
-        for w in op.wanted
-    }
+    earlier = {w.role: 0.0 for w in op.wanted}
     for doc_id in documents:
         own = [p for p in cells if p.doc_id == doc_id]
         operands, candidates, considered = _resolve_all(op, own)
-        if all(not o.problem and o.cited and o.score >= best[o.role] - TIE for o in operands):
+        if any(o.problem == AMBIGUOUS for o in operands):
+            operands = _one_table(op, own, considered) or operands
+        if all(not o.problem and o.cited and o.score >= earlier[o.role] - TIE for o in operands):
             return _computed(op, operands, considered)
         if first is None and any(not o.problem or candidates.get(o.role) for o in operands):
             first = (operands, candidates, considered)
+        for o in considered:
+            earlier[o.role] = max(earlier[o.role], o.score)
     if first is None:
         first = ([Operand(w.role, w.measure, w.column, problem=MISSING) for w in op.wanted], {}, [])
     return _unresolved(op, *first)
+
+
+def _one_table(op: Operation, cells: list[_Placed], considered: list[Operand]) -> list[Operand] | None:
+    """The operands from the one page of a document that holds them all, each named as well as anywhere in
+    it: an operand several tables of the document hold is the one beside the others (a statement's row,
+    not a summary's). None when no page, or more than one giving other figures, holds them all."""
+    best = {w.role: max((o.score for o in considered if o.role == w.role), default=0.0) for w in op.wanted}
+    found: list[list[Operand]] = []
+    for page in dict.fromkeys(p.page_number for p in sorted(cells, key=lambda p: p.number)):
+        operands = _resolve_all(op, [p for p in cells if p.page_number == page])[0]
+        if all(not o.problem and o.score >= best[o.role] - TIE for o in operands):
+            found.append(operands)
+    if len({tuple(o.amount for o in operands) for operands in found}) != 1:
+        return None
+    return found[0]
+
+
+def _names_owner(p: _Placed, owners: Sequence[str]) -> bool:
+    """Whether a cell's document is named by one of ``owners`` (its title's or file name's words)."""
+    if not owners:
+        return False
+    words = set(re.findall(r"[a-z0-9&]+", f"{p.title} {PurePath(p.path).stem}".lower().replace("_", " ")))
+    return any(o.lower() in words for o in owners)
 
 
 # -- the computation -----------------------------------------------------------------------------------------

@@ -5,6 +5,7 @@ the question's own words and the column it names ("the percentage change in whol
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 
@@ -66,6 +67,8 @@ _LEAD = re.compile(
     re.IGNORECASE,
 )
 YEAR = re.compile(r"(?<!\d)(?:19|20)\d\d(?!\d)")
+# Words before "'s" that name no one ("the year's", "last year's").
+_NOT_OWNERS = frozenset({"year", "today", "quarter", "month", "week", "it", "that", "what", "who"})
 NAMES = {
     "pct_change": "Percentage change",
     "change": "Change",
@@ -92,6 +95,7 @@ class Operation:
     kind: str
     wanted: tuple[Wanted, ...]
     subject: str  # the quantity in words, for the answer ("Percentage change in turnover, 2022 to 2023")
+    owners: tuple[str, ...] = ()  # whose figures the question asks for ("3M" of "3M's net sales")
 
 
 def detect(question: str) -> Operation | None:
@@ -104,7 +108,8 @@ def detect(question: str) -> Operation | None:
         groups = {k: _clean(v or "") for k, v in m.groupdict().items()}
         op = _over_columns(kind, groups) if "m" in groups else _two_measures(kind, groups)
         if op is not None:
-            return op
+            owners = tuple(o for o in re.findall(r"([\w&.-]+)['’]s\b", text) if o.lower() not in _NOT_OWNERS)
+            return dataclasses.replace(op, owners=owners)
     return None
 
 

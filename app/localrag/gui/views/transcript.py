@@ -318,7 +318,8 @@ def figures_html(turn: Turn, index: int, c: dict[str, str]) -> str:
         i = next(k for k, x in enumerate(cells) if x is o)
         ref = turn.sources[o.number - 1] if turn.valid(o.number) else None
         where = [escape(_title(ref, None) if ref is not None else (o.title or PurePath(o.path).name))]
-        where.append(_page_html(page_phrase(o.page_number, o.page_label)))
+        if _has_pages(ref, o.page_number):
+            where.append(_page_html(page_phrase(o.page_number, o.page_label)))
         return (
             f"{escape(o.label)}, {escape(o.heading)}: <b>{escape(o.value)}</b>&nbsp;"
             f"<a href='fig:{index}:{i}' style='{_LINK}'>[{o.number}]</a>"
