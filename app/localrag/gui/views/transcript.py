@@ -47,6 +47,7 @@ SOURCES, MODEL = "sources", "model"
 OVERVIEW_KINDS = frozenset({"outline", "summary", "compare", "which_documents"})
 FROM_DOCUMENTS = "From your documents:"
 COMPUTED = "Computed from your documents:"
+ASKED_TO_COMPUTE = "To compute from your documents:"
 REWORDED = "In other words (the model, checked against your documents):"
 REWORDING = "Rewording…"
 NOT_ANSWERED = "Your documents do not seem to answer this."
@@ -343,7 +344,7 @@ def figures_html(turn: Turn, index: int, c: dict[str, str]) -> str:
                 lines += ["• " + cell_html(x) for x in closest]
     body = "<br>".join([head, *lines])
     return (
-        _label(COMPUTED, c)
+        _label(COMPUTED if worked.computed else ASKED_TO_COMPUTE, c)
         + "<table width='100%' cellspacing='0' cellpadding='0' style='margin-bottom:4px'>"
         + f"<tr><td width='4' style='background-color:{c['quote_bar']}'></td>"
         + f"<td style='background-color:{c['quote_bg']}; padding:5px 10px 5px 10px'>{body}</td></tr></table>"
