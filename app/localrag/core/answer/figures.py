@@ -231,9 +231,7 @@ def _label_match(measure_forms: list[set[str]], label: str) -> float:
             continue
         score = 0.7 * shared / len(terms) + 0.3 * shared / len(words)
         if shared < len(terms) and shared < len(words) and score < WHOLE_MATCH:
-            score /= (
-                2  # words of each left out ("parish council grant" for "lease paid to the parish council")
-            )
+            score /= 2  # each has words the other lacks ("parish council grant", "lease paid to the council")
         best = max(best, score)
     return best
 
@@ -542,7 +540,16 @@ def work_out(
             (int(getattr(s, "doc_id", 0) or 0), int(getattr(s, "page_number", 1) or 1)) for s in sources
         )
     )
-    return compute(op, placed_cells(sources, read_pages(keys)))
+    found = compute(op, placed_cells(sources, read_pages(keys)))
+    if (
+        not found.computed
+        and not any(found.candidates.values())
+        and not any(YEAR.search(w.column) for w in op.wanted)
+    ):
+        return (
+            None  # "the difference between X and Y", no row of either anywhere and no year: not about figures
+        )
+    return found
 
 
 def attach(evidence: Any, question: str, sources: Sequence[Any], library: Any) -> None:
