@@ -80,3 +80,24 @@ def test_a_missing_operand_is_named_with_the_closest_cells_not_guessed(clean_db,
     closest = worked.candidates["earlier"]
     assert closest and closest[0].label == "Cider" and closest[0].value == "—"  # shown, with its place
     assert "= " not in done.answer.splitlines()[0]
+
+
+def test_the_operation_and_operands_are_read_from_the_question_alone():
+    from localrag.core.answer.figures import work_out
+    from localrag.core.answer.figures_asked import detect
+
+    op = detect("By what percentage did Netflix's long-term debt rise in 2017 compared with 2016?")
+    assert op is not None and op.kind == "pct_change" and op.owners == ("Netflix",)
+    assert [(w.measure, w.column) for w in op.wanted] == [
+        ("long-term debt", "2016"),
+        ("long-term debt", "2017"),
+    ]
+    op = detect("What was the ratio of the society's total income to total expenditure in 2023?")
+    assert op is not None and op.kind == "ratio"
+    assert [(w.measure, w.column) for w in op.wanted] == [
+        ("total income", "2023"),
+        ("total expenditure", "2023"),
+    ]
+    assert detect("What was turnover in 2023?") is None  # a figure to quote, nothing to compute
+    # A question that only looks like one, whose words name no row and no year, gets no computation.
+    assert work_out("What's the difference between list.sort() and sorted()?", [], lambda keys: {}) is None
