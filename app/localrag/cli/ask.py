@@ -7,7 +7,10 @@ does, and its answer is printed under "From the model alone, not your documents:
 
 ``--json`` prints one object instead: ``answer`` (what the person sees), ``evidence`` (the quoted
 sentences: ``text``, ``number``, ``path``, ``page_number``, ``char_start``, ``char_end``, ``score``),
-``generated`` (the model's sentences, each with ``supported``), ``basis`` (``documents``, ``not_found`` or
+``generated`` (the model's sentences, each with ``supported``), ``figures`` (the computation the question
+asks for, or null: ``status`` computed/missing/ambiguous, ``formula``, ``result``, ``result_text``, ``unit``,
+``operands`` each with ``label``, ``heading``, ``value``, ``number``, ``page_number``, ``marks``, and the
+``candidates`` of a missing one), ``basis`` (``documents``, ``not_found`` or
 ``model``) and ``not_found``, ``sources`` (``path``, ``page_number``, ``chunk_ids``, ``cited``…),
 ``citations``, ``notice`` and ``timings`` in seconds (``retrieval_s``,
 ``evidence_at_s``, ``ttft_s``, ``tokens_per_s``…). Nothing is kept unless ``--save`` (a new chat) or ``--chat

@@ -8,6 +8,10 @@ in this data folder's library (``LOCALRAG_HOME``; its documents are ingested onc
 ``--half``) asks only the questions of that half of the dataset's ``split.json``; all its documents are
 indexed.
 
+``local-rag eval figures DATASET_DIR [--split tune|test] [--json]``: computations from tables — the share
+right (the value within rounding, every operand the expected cell, cited on its page) and the computations
+shown with an uncited operand (see ``eval/figures.py``), in this data folder's library.
+
 ``local-rag eval sentences DATASET_DIR [--json] [--misses]``: the share of the sentences a person reads on PDF
 pages that the loader and the sentence splitter give back whole, per producer (see ``eval/sentences.py``).
 """
@@ -97,6 +101,8 @@ def run(args: argparse.Namespace) -> int:
         return run_reader(args, [Path(d) for d in args.dataset[1:]])
     if args.dataset[0] == "answers" and len(args.dataset) == 2:
         return run_answers(args, Path(args.dataset[1]))
+    if args.dataset[0] == "figures" and len(args.dataset) == 2:
+        return run_figures(args, Path(args.dataset[1]))
     if args.dataset[0] == "sentences" and len(args.dataset) == 2:
         return run_sentences(args, Path(args.dataset[1]))
     if len(args.dataset) != 1:
@@ -255,6 +261,34 @@ def run_reader(args: argparse.Namespace, folders: list[Path]) -> int:
     print(json.dumps({"cross_validated": report, "c": best_c, "fitted": fitted, "model": model.to_json()}))
     if args.out:
         args.out.write_text(json.dumps(model.to_json(), indent=1) + "\n", encoding="utf-8")
+    return 0
+
+
+def run_figures(args: argparse.Namespace, folder: Path) -> int:
+    from localrag.eval.figures import HALVES, evaluate
+
+    half = args.half or args.split
+    if half is not None and half not in HALVES:
+        print(f"local-rag: eval figures --split is tune or test, not {half!r}", file=sys.stderr)
+        return 2
+    report = _run_report(args, lambda say: evaluate(folder, half=half, say=say))
+    if report is None:
+        return 1
+    if args.json:
+        return 0
+    s = report["summary"]
+    which = f" ({half} half)" if half else ""
+    print(f"{report['dataset']}{which}: {s['questions']} questions")
+    print(
+        f"computations right {s['right']}/{s['computable']} ({s['right_share']}) · missing operand reported "
+        f"{s['missing_reported']}/{s['missing_questions']} · shown with an uncited operand "
+        f"{s['uncited_shown']}"
+        f" · wrong ones shown {s['wrong_shown']}"
+    )
+    for row in report["rows"]:
+        if not row["right"]:
+            first = row["shown"].splitlines()[0] if row["shown"] else ""
+            print(f"  ✗ {row['id']}: {row.get('why', row['status'])} — {first}")
     return 0
 
 

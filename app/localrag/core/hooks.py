@@ -20,6 +20,8 @@ The hooks, in the order a document and then a question meet them:
   line a measure is computed from).
 - ``is_title``: whether a line is a title the pack knows (never an answer).
 - ``column_headings``: column headings the pack knows beside plain years ("FY2018", "Q4 2023").
+- ``measure_synonyms``: phrases that name the same row of a table ("capital expenditure", "purchases of
+  property, plant and equipment"), for the operands of a computation a question asks for.
 """
 
 from __future__ import annotations
@@ -132,6 +134,11 @@ class Specs:
         """For a document of ``domain``: a regular expression for column headings besides plain years
         ("FY2018", "Q4 2023")."""
 
+    @hookspec
+    def measure_synonyms(self, domain: str) -> Sequence[Sequence[str]] | None:
+        """For a document of ``domain``: groups of phrases that name the same row of a table ("revenue",
+        "net sales"); a computation's operand named by one matches a row labelled by another."""
+
 
 _LOCK = threading.Lock()
 _MANAGER: pluggy.PluginManager | None = None
@@ -226,3 +233,10 @@ def column_headings(domain: str) -> str:
     if not domain or domain == NO_DOMAIN:
         return ""
     return "|".join(p for p in manager().hook.column_headings(domain=domain) if p)
+
+
+def measure_synonyms(domain: str) -> list[tuple[str, ...]]:
+    """The groups of phrases naming the same row that the packs acting on a document of ``domain`` know."""
+    if not domain or domain == NO_DOMAIN:
+        return []
+    return [tuple(g) for groups in manager().hook.measure_synonyms(domain=domain) for g in groups or ()]

@@ -114,7 +114,8 @@ class Done:
         """The answer as ``ask --json`` prints it: ``answer`` (what the person sees), ``basis`` (what it rests
         on: ``documents``, ``not_found`` — the documents do not seem to answer, its sources are the closest
         passages — or ``model``, the model alone) and ``not_found``, ``evidence`` (the quoted
-        sentences: text, number, path, page_number, char_start, char_end, score), ``generated`` (the model's
+        sentences: text, number, path, page_number, char_start, char_end, score), ``figures`` (the computation
+        the question asks for, ``figures.Computation.to_dict``, or None), ``generated`` (the model's
         sentences, each with ``supported`` and ``shown``), ``sources``, citations and timings."""
         parts = self.parts
         evidence = parts.get("evidence") or {}
@@ -133,6 +134,7 @@ class Done:
                 for s in evidence.get("spans", [])
             ],
             "evidence_status": evidence.get("status"),
+            "figures": evidence.get("figures"),
             "generated": parts["generated"],
             "parts": parts,
             "sources": [{k: v for k, v in s.to_dict().items() if k != "text"} for s in self.sources],

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from localrag.core.answer.figures import Computation
 from localrag.core.text import spans as sp
 from localrag.core.text.cells import Cells
 
@@ -86,16 +87,19 @@ class Evidence:
     kind: str = ""
     candidates: list[EvidenceSpan] = field(default_factory=list)
     seconds: float = 0.0
+    # The computation the question asks for (``figures.Computation.to_dict``), or None.
+    figures: dict[str, Any] | None = None
 
     @property
     def answered(self) -> bool:
         return self.status == ANSWERED
 
     def text(self) -> str:
-        """The answer as a person reads it: each sentence on one line with its ``[n]``."""
-        if not self.answered:
-            return NOT_FOUND_TEXT
-        return "\n".join(f"{s.shown} [{s.number}]" for s in self.spans)
+        """The answer as a person reads it: the computation the question asks for, if any (its formula and
+        each operand with its ``[n]``), then each quoted sentence on one line with its ``[n]``."""
+        quoted = "\n".join(f"{s.shown} [{s.number}]" for s in self.spans) if self.answered else NOT_FOUND_TEXT
+        worked = Computation.from_dict(self.figures)  # the computation asked for comes first
+        return "\n\n".join(t for t in (worked.text() if worked else "", quoted) if t)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -105,6 +109,7 @@ class Evidence:
             "closest": list(self.closest),
             "candidates": [s.to_dict() for s in self.candidates],
             "seconds": round(self.seconds, 4),
+            "figures": self.figures,
         }
 
     @classmethod
@@ -118,6 +123,7 @@ class Evidence:
             kind=str(data.get("kind") or ""),
             candidates=[EvidenceSpan.from_dict(s) for s in data.get("candidates") or []],
             seconds=float(data.get("seconds") or 0.0),
+            figures=data.get("figures") or None,
         )
 
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 import psycopg
 
-from localrag.core.answer import fallback, prompts
+from localrag.core.answer import fallback, figures, prompts
 from localrag.core.answer import history as hist
 from localrag.core.answer.citations import Source, apply_citations, check_citations
 from localrag.core.answer.echo import EchoFilter
@@ -336,6 +336,7 @@ class AnswerRun:
         self.evidence_sources = list(sources)
         try:
             self.evidence = self._pick_evidence(sources, query, results)
+            figures.attach(self.evidence, self.question, sources, self.library)  # a computation asked for
         except Cancelled:
             raise
         except Exception as exc:  # the passages found are still the answer's sources, listed

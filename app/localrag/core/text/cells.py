@@ -173,3 +173,23 @@ def cells_of(row: str, page: str, row_start: int, question: str = "", headings: 
     values = _figure_offsets(row, row_start, len(figures)) if page[row_start:].startswith(row) else []
     marks = [m for i in asked for m in (found[i][1], values[i])] if values else []
     return Cells(label, list(zip(names, figures, strict=True)), asked, marks)
+
+
+def row_columns(
+    row: str, page: str, row_start: int, headings: str = ""
+) -> tuple[str, list[tuple[str, tuple[int, int], str, tuple[int, int]]]] | None:
+    """``row`` (a line at ``row_start`` of ``page``) as its label and, for each of its figures, the column
+    heading above it, the heading's offsets in ``page``, the figure and its offsets; None when it is not a row
+    of figures, its headings are not found, or it does not stand at ``row_start``."""
+    split = split_row(row)
+    if split is None or not page[row_start:].startswith(row):
+        return None
+    label, figures = split
+    found = _headings_at(page, row_start, len(figures), headings)
+    values = _figure_offsets(row, row_start, len(figures))
+    if found is None or not values:
+        return None
+    return label, [
+        (name, where, figure, place)
+        for (name, where), figure, place in zip(found, figures, values, strict=True)
+    ]

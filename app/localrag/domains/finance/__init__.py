@@ -10,6 +10,8 @@ one (``local-rag meta DOC --domain finance``). For those documents it gives:
   (``statements``);
 - the rows of figures a measure is computed from, as an evidence feature; statement titles as headings;
 - fiscal column headings ("FY2018", "Q4 2023");
+- the names a statement's rows go by, for the operands of a computation ("capital expenditure" is the row
+  "purchases of property, plant and equipment");
 - the finance words of routing: words that never name a document ("revenue", "margin") and the kinds a
   question asks for ("10-K", "quarterly report").
 """
@@ -38,6 +40,16 @@ KINDS_ASKED = (
     (r"\bearnings (?:release|report)\b|\bpress release\b", "earnings"),
 )
 # Column headings of reports besides plain years: "FY2018", "FY 2018", "Q4 2023".
+# Names of the same statement row: a computation's operand named by one finds the row labelled by another.
+MEASURE_SYNONYMS = (
+    ("revenue", "revenues", "net sales", "sales", "turnover", "total revenue", "net revenue"),
+    ("capital expenditure", "capital expenditures", "capex", "purchases of property, plant and equipment"),
+    ("operating income", "operating profit", "income from operations"),
+    ("net income", "net earnings", "profit for the year"),
+    ("cost of sales", "cost of goods sold", "cost of revenue"),
+    ("depreciation and amortization", "d&a", "depreciation"),
+    ("accounts payable", "trade payables"),
+)
 COLUMN_HEADINGS = r"(?<![\w.])(?:FY\s?|Q[1-4]\s)(?:19|20)\d\d(?![\w.])"
 
 
@@ -103,3 +115,8 @@ def is_title(text: str, domain: str) -> bool | None:
 @hookimpl
 def column_headings(domain: str) -> str | None:
     return COLUMN_HEADINGS if domain == DOMAIN else None
+
+
+@hookimpl
+def measure_synonyms(domain: str) -> Sequence[Sequence[str]] | None:
+    return MEASURE_SYNONYMS if domain == DOMAIN else None

@@ -27,6 +27,7 @@ from localrag.gui.views.transcript import (
     STREAM_MARK,
     Turn,
     checked_ref,
+    figure_ref,
     link_citations,
     span_ref,
     turn_html,
@@ -595,6 +596,7 @@ class ChatPanel(QtWidgets.QWidget):
             "src": self.open_source,
             "ev": self.open_evidence,
             "gen": self.open_checked,
+            "fig": self.open_figure,
         }.get(kind)
         turn_index, _, number = rest.partition(":")
         if opener is not None:
@@ -624,6 +626,14 @@ class ChatPanel(QtWidgets.QWidget):
         if not 0 <= turn_index < len(self.turns):
             return None
         ref = checked_ref(self.turns[turn_index], index)
+        return self._open_viewer(ref) if ref is not None else None
+
+    def open_figure(self, turn_index: int, index: int) -> SourceViewer | None:
+        """Open the viewer on cell ``index`` of turn ``turn_index``'s computation, the cell and its column
+        heading outlined."""
+        if not 0 <= turn_index < len(self.turns):
+            return None
+        ref = figure_ref(self.turns[turn_index], index)
         return self._open_viewer(ref) if ref is not None else None
 
     def _open_viewer(self, ref: SourceRef) -> SourceViewer:

@@ -20,7 +20,7 @@ from localrag.core.answer.engine import UNLIMITED_TOKENS
 from localrag.core.library import Library
 from localrag.gui.qt import QtCore, QtGui, QtWidgets, Signal
 from localrag.gui.tasks import Op
-from localrag.gui.views.devpane_answer import CheckedPage, EvidencePage, shown_in
+from localrag.gui.views.devpane_answer import CheckedPage, EvidencePage, FiguresPage, shown_in
 from localrag.gui.views.devpane_answer import field_of as _get
 from localrag.gui.views.devpane_answer import fmt as _fmt
 
@@ -228,6 +228,8 @@ class DevPane(QtWidgets.QWidget):
         self.tabs.addTab(self.evidence_page, "Evidence")
         self.tabs.addTab(prompt_page, "Prompt")
         self.tabs.addTab(self.checked_page, "Checked")
+        self.figures_page = FiguresPage(self)
+        self.tabs.addTab(self.figures_page, "Figures")
 
         layout = QtWidgets.QVBoxLayout(self)
         layout.setContentsMargins(6, 6, 6, 6)
@@ -535,13 +537,16 @@ class DevPane(QtWidgets.QWidget):
             return
         lead = str(_get(event, "lead") or "")
         self.evidence_page.set_evidence(evidence, lead)
+        self.figures_page.set_figures(_get(evidence, "figures"))
         self.checked_page.set_rows([(g, shown_in(event, g)) for g in _get(event, "generated") or []], lead)
 
     def show_evidence(self, event: Any) -> None:
         """Show the evidence of the engine's ``EvidenceReady`` event (it comes before the model runs)."""
         self.evidence_page.set_evidence(_get(event, "evidence"), str(_get(event, "lead") or ""))
+        self.figures_page.set_figures(_get(_get(event, "evidence"), "figures"))
         self.checked_page.clear()
 
     def _clear_answer_parts(self, why: str = "") -> None:
         self.evidence_page.clear(why)
+        self.figures_page.set_figures(None)
         self.checked_page.clear(why)

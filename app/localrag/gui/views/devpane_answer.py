@@ -3,7 +3,8 @@
 ``EvidencePage`` lists the best-scored sentences of the retrieved passages (``Evidence.candidates``), which of
 them the answer quotes, and the score with the features behind it. ``CheckedPage`` lists every sentence the
 model wrote with its verdict, the measures behind it and the source span it matched. Both show the full text
-of the selected row below the table.
+of the selected row below the table. ``FiguresPage`` lists the table cells weighed for each operand of a
+computation the question asked for, and which ones it used.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
-from localrag.core.answer import reader, support
+from localrag.core.answer import figures, reader, support
 from localrag.core.text.spans import flat
 from localrag.gui.qt import QtCore, QtGui, QtWidgets
 
@@ -326,3 +327,71 @@ class CheckedPage(_Page):
             )
         generated, source = field_of(g, "text") or "", field_of(g, "source_text") or ""
         return f"{head}\n\nGenerated:\n{generated}\n\n{where}\n{source}"
+
+
+FIGURES_COLUMNS = ("#", "Used", "Operand", "Row", "Column", "Value", "Match", "[n]", "Page")
+FIGURES_HELP = (
+    "The table cells weighed for each operand of the computation the question asks for: Match is how well "
+    "the row's label is what the question names (a row is a candidate from "
+    f"{figures.MIN_MATCH:.2f}); Used: the cell the computation took"
+)
+
+
+class FiguresPage(_Page):
+    """The operands considered for the computation the last question asked for (``Evidence.figures``).
+
+    Public:
+        set_figures(figures): a ``Computation`` dict (``None``: the question asked for none).
+        table: one row per cell weighed; the ones used in bold.
+    """
+
+    EMPTY = "The last question asked for no computation."
+
+    def __init__(self, parent: QtWidgets.QWidget | None = None) -> None:
+        super().__init__(
+            FIGURES_COLUMNS,
+            "Operands considered",
+            FIGURES_HELP,
+            self.EMPTY,
+            "Select a row to see where the cell is.",
+            parent,
+        )
+
+    def set_figures(self, data: dict[str, Any] | None) -> None:
+        worked = figures.Computation.from_dict(data)
+        if worked is None:
+            self.items = []
+            self.info.setText(escape(self.EMPTY))
+            self._fill([], set())
+            return
+        used = {(o.doc_id, o.page_number, tuple(o.row), o.heading) for o in worked.operands if not o.problem}
+        self.items = list(worked.considered)
+        bits = [f"{escape(worked.subject)}: <b>{escape(worked.status)}</b>"]
+        bits.append(escape(f"{worked.formula} = {worked.result_text}" if worked.computed else worked.message))
+        self.info.setText(" · ".join(bits))
+        rows, bold = [], set()
+        for i, o in enumerate(self.items):
+            chosen = (o.doc_id, o.page_number, tuple(o.row), o.heading) in used
+            if chosen:
+                bold.add(i)
+            rows.append(
+                [
+                    str(i + 1),
+                    "yes" if chosen else "",
+                    o.named(),
+                    o.label,
+                    o.heading,
+                    o.value,
+                    f"{o.score:.2f}",
+                    f"[{o.number}]",
+                    o.where(),
+                ]
+            )
+        self._fill(rows, {0, 5, 6}, bold=bold)
+
+    def describe(self, o: Any) -> str:
+        return (
+            f"{o.named()}\n[{o.number}] {o.title or o.path} · {o.where()} · row at chars "
+            f"{o.row[0]}–{o.row[1]}"
+            f"\n{o.label} — {o.heading}: {o.value} ({o.unit or 'no unit'})"
+        )

@@ -51,11 +51,13 @@ class PageImage:
 
 @dataclass
 class Passage:
-    """The indexed text around a citation; ``start``..``end`` is the cited span within ``text``."""
+    """The indexed text around a citation; ``start``..``end`` is the cited span within ``text``; ``marks``
+    the cells to outline within it (``SourceRef.marks``, as offsets in ``text``)."""
 
     text: str
     start: int
     end: int
+    marks: list[tuple[int, int]] = field(default_factory=list)
 
 
 @dataclass
@@ -209,6 +211,8 @@ def passage_context(library: Library, ref: SourceRef, context_chunks: int = CONT
     length = 0
     pos: int | None = None
     span_start = span_end = -1
+    marks: list[tuple[int, int]] = []
+    seen: set[tuple[int, int]] = set()
     for start, end, text in rows:
         if pos is not None and end <= pos:
             continue
@@ -224,6 +228,10 @@ def passage_context(library: Library, ref: SourceRef, context_chunks: int = CONT
             span_start = ref.char_start + shift
         if start < ref.char_end <= end:
             span_end = ref.char_end + shift
+        for a, b in ref.marks:  # the cells to outline that lie in this piece
+            if start <= a and b <= end and (a, b) not in seen:
+                seen.add((a, b))
+                marks.append((a + shift, b + shift))
         pieces.append(text)
         length += len(text)
         pos = end
@@ -231,7 +239,7 @@ def passage_context(library: Library, ref: SourceRef, context_chunks: int = CONT
     if span_start < 0 or span_end <= span_start:
         at = assembled.find(ref.text[:200]) if ref.text else -1
         span_start, span_end = (at, at + len(ref.text)) if at >= 0 else (0, 0)
-    return Passage(assembled, span_start, span_end)
+    return Passage(assembled, span_start, span_end, marks)
 
 
 _KEEP_BREAK_AFTER = frozenset(".:;!?")
@@ -443,6 +451,15 @@ class SourceViewer(QtWidgets.QDialog):
             cursor.setPosition(min(passage.end, len(passage.text)), QtGui.QTextCursor.MoveMode.KeepAnchor)
             fmt = QtGui.QTextCharFormat()
             fmt.setBackground(QtGui.QColor(255, 228, 92))
+            cursor.mergeCharFormat(fmt)
+        for a, b in passage.marks:  # the cells asked for (a column's heading and value), set apart
+            cursor = QtGui.QTextCursor(doc)
+            cursor.setPosition(a)
+            cursor.setPosition(min(b, len(passage.text)), QtGui.QTextCursor.MoveMode.KeepAnchor)
+            fmt = QtGui.QTextCharFormat()
+            fmt.setBackground(QtGui.QColor(255, 160, 40))
+            fmt.setFontWeight(QtGui.QFont.Weight.Bold)
+            fmt.setFontUnderline(True)
             cursor.mergeCharFormat(fmt)
         self.passage_view.setDocument(doc)
         if 0 <= passage.start < passage.end:

@@ -19,7 +19,9 @@ button.
 Links in the HTML (``ChatPanel`` opens the ``SourceViewer`` for each): ``cite:T:N`` a citation in the answer
 text and ``src:T:N`` a row of a sources list (source ``N`` of turn ``T``); ``ev:T:I`` quoted sentence ``I`` of
 turn ``T`` (the viewer highlights exactly that sentence); ``gen:T:I`` checked sentence ``I`` (the viewer
-highlights the source sentence that supports it); ``alone:T`` asks turn ``T``'s question of the model alone.
+highlights the source sentence that supports it); ``fig:T:I`` cell ``I`` of turn ``T``'s computation (an
+operand, then the closest cells of a missing one: the viewer outlines the cell and its heading); ``alone:T``
+asks turn ``T``'s question of the model alone.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from typing import Any
 
 from localrag.core.answer.citations import page_phrase
 from localrag.core.answer.engine import MODEL_ALONE, MODEL_ALONE_LABEL
+from localrag.core.answer.figures import Computation, Operand
 from localrag.core.answer.history import Message
 from localrag.core.answer.quotes import Evidence, EvidenceSpan, display
 from localrag.core.answer.support import CheckedSentence
@@ -43,6 +46,8 @@ SOURCES, MODEL = "sources", "model"
 # Evidence kinds of answers about whole documents: their text (with [n] marks) is the answer.
 OVERVIEW_KINDS = frozenset({"outline", "summary", "compare", "which_documents"})
 FROM_DOCUMENTS = "From your documents:"
+COMPUTED = "Computed from your documents:"
+ASKED_TO_COMPUTE = "To compute from your documents:"
 REWORDED = "In other words (the model, checked against your documents):"
 REWORDING = "Rewording…"
 NOT_ANSWERED = "Your documents do not seem to answer this."
@@ -176,6 +181,45 @@ def span_ref(turn: Turn, index: int) -> SourceRef | None:
     return ref
 
 
+def figure_cells(turn: Turn) -> list[Operand]:
+    """The cells a turn's computation shows, in order: its operands found, then the closest cells listed for
+    one missing or ambiguous (``fig:T:I`` links index this list)."""
+    worked = Computation.from_dict(turn.evidence.figures if turn.evidence is not None else None)
+    return _shown_cells(worked) if worked is not None else []
+
+
+def _shown_cells(worked: Computation) -> list[Operand]:
+    found = [o for o in worked.operands if not o.problem]
+    return found + [c for o in worked.operands for c in worked.candidates.get(o.role, [])]
+
+
+def figure_ref(turn: Turn, index: int) -> SourceRef | None:
+    """Cell ``index`` of a turn's computation as a ``SourceRef``: its row highlighted, the cell and its
+    column heading outlined."""
+    cells = figure_cells(turn)
+    if not 0 <= index < len(cells):
+        return None
+    o = cells[index]
+    fallback = EvidenceSpan(
+        text=o.label,
+        number=o.number,
+        doc_id=o.doc_id,
+        title=o.title,
+        path=o.path,
+        page_number=o.page_number,
+        char_start=o.row[0],
+        char_end=o.row[1],
+        score=0.0,
+        page_label=o.page_label,
+    )
+    ref = _ref_for(
+        turn, o.number, page=o.page_number, start=o.row[0], end=o.row[1], text=o.label, fallback=fallback
+    )
+    if ref is not None and o.row[0] >= 0:
+        ref.marks = [tuple(m) for m in o.marks]  # type: ignore[misc]
+    return ref
+
+
 def checked_ref(turn: Turn, index: int) -> SourceRef | None:
     """The source span that checked sentence ``index`` of ``turn`` matched, as a ``SourceRef``."""
     if not 0 <= index < len(turn.generated):
@@ -262,6 +306,51 @@ def _label(text: str, c: dict[str, str]) -> str:
 # -- the parts of an answer ----------------------------------------------------------------------------------
 
 
+def figures_html(turn: Turn, index: int, c: dict[str, str]) -> str:
+    """The computation the question asked for: the result, the formula with the values and each operand
+    with its ``[n]`` (a link that outlines the cell on its page); or, not computed, which operand is missing
+    or ambiguous and the closest cells."""
+    worked = Computation.from_dict(turn.evidence.figures if turn.evidence is not None else None)
+    if worked is None:
+        return ""
+    cells = _shown_cells(worked)
+
+    def cell_html(o: Operand) -> str:
+        i = next(k for k, x in enumerate(cells) if x is o)
+        ref = turn.sources[o.number - 1] if turn.valid(o.number) else None
+        where = [escape(_title(ref, None) if ref is not None else (o.title or PurePath(o.path).name))]
+        if _has_pages(ref, o.page_number):
+            where.append(_page_html(page_phrase(o.page_number, o.page_label)))
+        return (
+            f"{escape(o.label)}, {escape(o.heading)}: <b>{escape(o.value)}</b>&nbsp;"
+            f"<a href='fig:{index}:{i}' style='{_LINK}'>[{o.number}]</a>"
+            f"<span style='color:{c['muted']}'> · {' · '.join(where)}</span>"
+        )
+
+    if worked.computed:
+        head = f"<b>{escape(worked.subject)} = {escape(worked.result_text)}</b>"
+        lines = [f"<span style='color:{c['muted']}'>{escape(worked.formula + worked.note)}</span>"]
+        lines += ["• " + cell_html(o) for o in worked.operands]
+    else:
+        head = (
+            f"<span style='color:{c['warning']}'><b>{escape(worked.subject)}: not computed.</b> "
+            f"{escape(worked.message)}</span>"
+        )
+        lines = []
+        for o in worked.operands:
+            closest = worked.candidates.get(o.role) or []
+            if closest:
+                lines.append(f"Closest to {escape(o.named())}:")
+                lines += ["• " + cell_html(x) for x in closest]
+    body = "<br>".join([head, *lines])
+    return (
+        _label(COMPUTED if worked.computed else ASKED_TO_COMPUTE, c)
+        + "<table width='100%' cellspacing='0' cellpadding='0' style='margin-bottom:4px'>"
+        + f"<tr><td width='4' style='background-color:{c['quote_bar']}'></td>"
+        + f"<td style='background-color:{c['quote_bg']}; padding:5px 10px 5px 10px'>{body}</td></tr></table>"
+    )
+
+
 def evidence_html(turn: Turn, index: int, c: dict[str, str]) -> str:
     """The quoted sentences, each with its ``[n]`` (a link to exactly that sentence) and page, as a quotation;
     or, when the documents do not seem to answer, a muted line and the closest passages."""
@@ -270,6 +359,8 @@ def evidence_html(turn: Turn, index: int, c: dict[str, str]) -> str:
         return ""
     if not ev.answered:
         return not_found_html(turn, index, c)
+    if not ev.spans:  # a computation alone answers
+        return ""
     rows = []
     for i, span in enumerate(ev.spans):
         ref = turn.sources[span.number - 1] if turn.valid(span.number) else None
@@ -387,16 +478,16 @@ def answer_html(turn: Turn, index: int, c: dict[str, str]) -> str:
         reworded = checked_html(turn, index, c)
         if reworded:
             reworded = _label(REWORDED, c) + reworded
-        return evidence_html(turn, index, c) + reworded + status
+        return figures_html(turn, index, c) + evidence_html(turn, index, c) + reworded + status
     # The model leads: its checked answer (streamed while pending), then what the documents say.
     if turn.pending:
-        return status + stream + evidence_html(turn, index, c)
+        return status + stream + figures_html(turn, index, c) + evidence_html(turn, index, c)
     body = checked_html(turn, index, c)
     if not body and turn.generated:
         body = f"<p style='color:{c['muted']}'><i>{escape(NOTHING_CHECKED)}</i></p>"
     elif not body and not ev.answered and turn.answer:  # the model wrote nothing: the engine says so
         body = text_html(turn.answer)
-    return body + evidence_html(turn, index, c)
+    return body + figures_html(turn, index, c) + evidence_html(turn, index, c)
 
 
 def sources_html(turn: Turn, index: int, c: dict[str, str]) -> str:
