@@ -12,6 +12,7 @@ from fixtures_docs import write_docx
 from localrag.core.answer.engine import ChatEngine, Done
 from localrag.core.answer.figures import COMPUTED, MISSING, Computation
 from localrag.core.answer.pages import page_texts
+from localrag.core.answer.request import AskRequest
 from localrag.gui.views.source_ref import SourceRef
 from localrag.gui.views.transcript import Turn, figure_ref, turn_html
 
@@ -38,7 +39,7 @@ def _report(tmp_path):
 
 def _ask(library, question: str) -> Done:
     with changed_settings(library, answer_lead="sources", reword=False):
-        events = list(ChatEngine(library, None).ask(None, question, persist=False))
+        events = list(ChatEngine(library, None).ask(AskRequest(question, persist=False)))
     done = events[-1]
     assert isinstance(done, Done), events
     return done
