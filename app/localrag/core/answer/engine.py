@@ -299,6 +299,7 @@ class ChatEngine:
         doc_ids: Sequence[int] | None = None,
         doc_types: Sequence[str] | None = None,
         cancel: CancelToken | None = None,
+        collection_id: int | None = None,
     ) -> Retrieved:
         """Search without answering (no model, or the developer pane); a follow-up in ``chat_id`` is searched
         with the chat's previous question. Packs with the model's tokenizer when loaded, else an estimate."""
@@ -307,7 +308,14 @@ class ChatEngine:
         earlier = self._earlier_questions(chat_id)
 
         def search(query: str) -> tuple[RetrievalResponse, list[Result]]:
-            resp = retrieve(self.library, query, doc_ids=doc_ids, doc_types=doc_types, cancel=cancel)
+            resp = retrieve(
+                self.library,
+                query,
+                doc_ids=doc_ids,
+                doc_types=doc_types,
+                collection=collection_id,
+                cancel=cancel,
+            )
             return resp, relevant(resp.results) if resp.reason is None else []
 
         query, resp, results = search_for(question, earlier, search)
@@ -335,6 +343,7 @@ class ChatEngine:
         max_tokens: int | None = None,
         persist: bool = True,
         history: Sequence[Turn] | None = None,
+        collection_id: int | None = None,
     ) -> Iterator[ChatEvent]:
         """Answer ``question`` in chat ``chat_id`` (``None``: a new chat, created when the answer is saved).
 
@@ -342,6 +351,7 @@ class ChatEngine:
             grounded: "Use my documents"; False is plain local chat (no retrieval, no sources).
             strict: answer only from the documents; says so plainly when nothing relevant was found.
             doc_ids, doc_types: limit retrieval.
+            collection_id: search only this collection's documents (a new chat is scoped to it when saved).
             cancel: Esc; ends the events with ``Done(cancelled=True)``.
             max_tokens: the answer's length limit (default ``Settings.max_tokens``).
             persist: save the question and answer (the CLI passes False unless asked to keep them).
@@ -359,6 +369,7 @@ class ChatEngine:
             cancel or CancelToken(),
             max_tokens or self.settings.max_tokens,
             persist,
+            collection_id,
         )
         if history is not None:
             run.given_history = list(history)
@@ -380,6 +391,7 @@ class ChatEngine:
         doc_ids: Sequence[int] | None = None,
         doc_types: Sequence[str] | None = None,
         cancel: CancelToken | None = None,
+        collection_id: int | None = None,
     ) -> int:
         """Evaluate now the prompt a question still being typed would get, so that its answer starts at once
         if it is asked as it stands (the model continues from the longest prefix it holds: the system prompt,
@@ -406,6 +418,7 @@ class ChatEngine:
             cancel,
             self.settings.max_tokens,
             persist=False,
+            collection_id=collection_id,
         )
         try:
             prompt = run.draft_prompt(llm)
@@ -482,6 +495,7 @@ class _Run:
         cancel: CancelToken,
         max_tokens: int,
         persist: bool,
+        collection_id: int | None = None,
     ) -> None:
         self.engine = engine
         self.library = engine.library
@@ -491,6 +505,7 @@ class _Run:
         self.grounded = grounded
         self.strict = strict and grounded
         self.doc_ids, self.doc_types = doc_ids, doc_types
+        self.collection_id = collection_id
         self.cancel = cancel
         self.max_tokens = max_tokens
         self.persist = persist
@@ -802,7 +817,15 @@ class _Run:
         if intent is None:
             return None
         try:
-            return overview.answer(self.library, self.question, intent, list(self.doc_ids or []) or None)
+            ids = list(self.doc_ids or [])
+            if not ids and self.collection_id is not None:  # a collection stands for a selection
+                from localrag.core.store.collections import document_ids
+
+                with self.library.connect() as conn:
+                    ids = document_ids(conn, self.collection_id)
+                if not ids:
+                    return None
+            return overview.answer(self.library, self.question, intent, ids or None)
         except (StoreUnavailable, psycopg.OperationalError) as exc:  # the store is down
             log.warning("cannot answer from the documents' structure: %s", exc)
             return None
@@ -873,7 +896,12 @@ class _Run:
 
         t = time.monotonic()
         resp = retrieve(
-            self.library, query, doc_ids=self.doc_ids, doc_types=self.doc_types, cancel=self.cancel
+            self.library,
+            query,
+            doc_ids=self.doc_ids,
+            doc_types=self.doc_types,
+            collection=self.collection_id,
+            cancel=self.cancel,
         )
         self.timings["retrieval_s"] = time.monotonic() - t
         return resp, relevant(resp.results, self.strict) if resp.reason is None else []
@@ -993,7 +1021,8 @@ class _Run:
         try:
             with self.library.connect() as conn:
                 if self.chat_id is None:
-                    self.chat_id = hist.create_chat(conn, hist.title_from(self.question)).id
+                    title = hist.title_from(self.question)
+                    self.chat_id = hist.create_chat(conn, title, self.collection_id).id
                 return hist.add_exchange(
                     conn,
                     self.chat_id,
