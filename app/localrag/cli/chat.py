@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "pdf":
         from localrag.printing import gui_application, html_to_pdf
 
-        out = args.output or Path(export.file_name(chat, "pdf"))
+        out = args.output or Path(export.file_name(chat.title, "pdf", chat.id))
         gui_application()
         html_to_pdf(text, out, title=chat.title)
         print(f"wrote {out}", file=sys.stderr)

@@ -77,7 +77,7 @@ def _run(library: Library, args: argparse.Namespace) -> int:
             print("local-rag: name documents by id, or give --folder DIR")
             return 2
         c = library.collection(args.name)
-        n = library.add_to_collection(c.id, args.doc_ids, folder=args.folder)
+        n = library.add_to_collection(c.id, args.doc_ids, paths=[args.folder] if args.folder else None)
         print(f"added {n} document(s) to “{c.name}”")
     elif args.action == "remove":
         c = library.collection(args.name)

@@ -186,12 +186,12 @@ class Library:
             return coll.delete_collection(conn, collection_id)
 
     def add_to_collection(
-        self, collection_id: int, doc_ids: list[int] | None = None, *, folder: str | None = None
+        self, collection_id: int, doc_ids: list[int] | None = None, *, paths: list[str] | None = None
     ) -> int:
-        """Put documents in a collection: these ids, and the library's documents in ``folder`` (and below).
-        Returns how many joined it."""
+        """Put documents in a collection: these ids, and the library's documents at ``paths`` (files, or
+        folders and what is below them). Returns how many joined it."""
         with self.connect() as conn:
-            ids = list(doc_ids or []) + (coll.documents_under(conn, folder) if folder else [])
+            ids = list(doc_ids or []) + (coll.documents_at(conn, paths) if paths else [])
             return coll.add_documents(conn, collection_id, ids)
 
     def remove_from_collection(self, collection_id: int, doc_ids: list[int]) -> int:

@@ -41,6 +41,7 @@ class AskRequest:
         grounded: use the documents ("Use my documents"); ``False`` is plain local chat.
         strict: answer only from the documents, and say so plainly when nothing relevant was found.
         doc_ids, doc_types: limit retrieval to these documents / types (``None``: all).
+        collection_id: limit retrieval to a collection's documents (a new chat is scoped to it).
         max_tokens: the answer's length limit (``None``: the settings' ``max_tokens``).
         cancel: set by ``ChatWorker.cancel`` (Esc).
     """
@@ -51,6 +52,7 @@ class AskRequest:
     strict: bool = False
     doc_ids: list[int] | None = None
     doc_types: list[str] | None = None
+    collection_id: int | None = None
     max_tokens: int | None = None
     cancel: CancelToken = field(default_factory=CancelToken)
 
@@ -302,6 +304,7 @@ class ChatWorker(QObject):
                     strict=request.strict,
                     doc_ids=request.doc_ids,
                     doc_types=request.doc_types,
+                    collection_id=request.collection_id,
                     cancel=request.cancel,
                 )
             except (
@@ -326,6 +329,7 @@ class ChatWorker(QObject):
                 strict=request.strict,
                 doc_ids=request.doc_ids,
                 doc_types=request.doc_types,
+                collection_id=request.collection_id,
                 cancel=request.cancel,
                 max_tokens=request.max_tokens,
             )

@@ -357,7 +357,7 @@ def export_chat(conn: Any, chat_id: int, fmt: str) -> tuple[Chat, str]:
     return chat, render(fmt, chat, load_messages(conn, chat_id))
 
 
-def file_name(chat: Chat, fmt: str) -> str:
+def file_name(title: str, fmt: str, chat_id: int = 0) -> str:
     """A file name for the export: the chat's title, made safe for any file system."""
-    stem = re.sub(r"[^\w .-]+", "", chat.title).strip(" .")[:60] or f"chat-{chat.id}"
+    stem = re.sub(r"[^\w .-]+", "", title).strip(" .")[:60] or f"chat-{chat_id}"
     return f"{stem}.{fmt}"

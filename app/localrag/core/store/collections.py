@@ -146,16 +146,20 @@ def add_documents(conn: psycopg.Connection[Any], collection_id: int, doc_ids: It
     return cur.rowcount
 
 
-def documents_under(conn: psycopg.Connection[Any], folder: str) -> list[int]:
-    """The library's documents whose file is in ``folder`` or below it (current versions only)."""
-    base = os.path.abspath(os.path.expanduser(folder)).rstrip("/\\")
-    like = base.replace("\\", "\\\\").replace("%", r"\%").replace("_", r"\_")
-    rows = conn.execute(
-        "SELECT d.id FROM documents d WHERE (d.path LIKE %s OR d.path LIKE %s)"
-        " AND NOT EXISTS (SELECT 1 FROM documents n WHERE n.replaces_id = d.id AND n.status = 'ready')",
-        (like + "/%", like + "\\\\%"),
-    ).fetchall()
-    return [int(r[0]) for r in rows]
+def documents_at(conn: psycopg.Connection[Any], paths: Iterable[str]) -> list[int]:
+    """The library's documents whose file is one of ``paths`` or in one of them (a folder, and below it);
+    current versions only."""
+    found: list[int] = []
+    for path in paths:
+        base = os.path.abspath(os.path.expanduser(path)).rstrip("/\\")
+        like = base.replace("\\", "\\\\").replace("%", r"\%").replace("_", r"\_")
+        rows = conn.execute(
+            "SELECT d.id FROM documents d WHERE (d.path = %s OR d.path LIKE %s OR d.path LIKE %s)"
+            " AND NOT EXISTS (SELECT 1 FROM documents n WHERE n.replaces_id = d.id AND n.status = 'ready')",
+            (base, like + "/%", like + "\\\\%"),
+        ).fetchall()
+        found += [int(r[0]) for r in rows]
+    return found
 
 
 def remove_documents(conn: psycopg.Connection[Any], collection_id: int, doc_ids: Iterable[int]) -> int:
