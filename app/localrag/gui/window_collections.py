@@ -16,6 +16,19 @@ from localrag.gui.views.collections import CollectionsPanel
 from localrag.gui.views.export_chat import export_dialog
 
 
+def fall_back(chat: Any, say: Any, collection_id: int, name: str, chats: list[int]) -> None:
+    """A collection was deleted: the chat shown, if it used it, searches all documents and says why; ``say``
+    (the status bar) tells how many chats did."""
+    note = f"The collection “{name}” was deleted: this chat now searches all documents."
+    if chat.scope.collection_id == collection_id:
+        chat.set_collection(None, note=note, save=False)  # the store already says so
+    n = len(chats)
+    others = (
+        f" {n} chat{'s' if n != 1 else ''} scoped to it now search{'' if n != 1 else 'es'} all documents."
+    )
+    say(f"Collection “{name}” deleted." + (others if chats else ""))
+
+
 def install(window: Any) -> CollectionsPanel:
     """Build the collections panel into ``window`` (a ``MainWindow``) and add File → Export chat…."""
     documents, chat = window.documents_panel, window.chat_panel
@@ -36,20 +49,12 @@ def install(window: Any) -> CollectionsPanel:
         documents.set_collection(collection.name if collection else "", ids)
         chat.set_collection(collection.id if collection else None, collection.name if collection else "")
 
-    def deleted(collection_id: int, name: str, chats: list[int]) -> None:
-        note = f"The collection “{name}” was deleted: this chat now searches all documents."
-        if chat.scope.collection_id == collection_id:
-            chat.set_collection(None, note=note, save=False)  # the store already says so
-        n = len(chats)
-        others = f" {n} chat{'s' if n != 1 else ''} scoped to it now search{'' if n != 1 else 'es'} all documents."
-        say(f"Collection “{name}” deleted." + (others if chats else ""))
-
     def renamed(collection_id: int, name: str) -> None:
         if chat.scope.collection_id == collection_id:
             chat.set_collection(collection_id, name)
 
     panel.chosen.connect(chosen)
-    panel.deleted.connect(deleted)
+    panel.deleted.connect(lambda *args: fall_back(chat, say, *args))
     panel.renamed.connect(renamed)
     panel.message.connect(say)
     chat.collection_loaded.connect(panel.select)
