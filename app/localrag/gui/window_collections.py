@@ -37,7 +37,6 @@ def install(window: Any) -> CollectionsPanel:
         return [r.doc_id for r in documents.selected_rows() if r.doc_id is not None]
 
     panel = CollectionsPanel(window.library, window, selected_documents=selected)
-    panel.setMinimumHeight(96)
     window.left_splitter.insertWidget(1, panel)
     window.left_splitter.setStretchFactor(1, 1)
     documents.collection_menu = panel.add_menu

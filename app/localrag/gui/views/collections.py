@@ -204,6 +204,7 @@ class CollectionsPanel(QtWidgets.QWidget):
 
         self.list = _DropList(self)
         self.list.setObjectName("collections-list")
+        self.list.setMinimumHeight(40)  # the window's smallest height stays as it was
         self.list.setAccessibleName("Collection list")
         self.list.setToolTip(
             "Pick a collection to search only its documents; drop documents or folders on one"
