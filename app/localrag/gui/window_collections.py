@@ -47,6 +47,7 @@ def install(window: Any) -> CollectionsPanel:
     def chosen(collection: Collection | None, ids: list[int] | None) -> None:
         documents.set_collection(collection.name if collection else "", ids)
         chat.set_collection(collection.id if collection else None, collection.name if collection else "")
+        window.dev_pane.collection_id = collection.id if collection else None  # its retrieval-only box too
 
     def renamed(collection_id: int, name: str) -> None:
         if chat.scope.collection_id == collection_id:
