@@ -22,6 +22,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from localrag.core.answer.citations import Source
+from localrag.core.errors import KnownError
 
 log = logging.getLogger("localrag.chat.history")
 
@@ -108,10 +109,18 @@ def get_chat(conn: psycopg.Connection[Any], chat_id: int) -> Chat | None:
 
 
 def set_chat_collection(conn: psycopg.Connection[Any], chat_id: int, collection_id: int | None) -> bool:
-    """Scope a chat to a collection (``None``: every document); clears its scope note. False: no such chat."""
-    cur = conn.execute(
-        "UPDATE chats SET collection_id = %s, scope_note = '' WHERE id = %s", (collection_id, chat_id)
-    )
+    """Scope a chat to a collection (``None``: every document); clears its scope note. False: no such chat.
+
+    Raises:
+        KnownError: the collection was deleted meanwhile.
+    """
+    try:
+        cur = conn.execute(
+            "UPDATE chats SET collection_id = %s, scope_note = '' WHERE id = %s", (collection_id, chat_id)
+        )
+    except psycopg.errors.ForeignKeyViolation:
+        conn.rollback()
+        raise KnownError("That collection was deleted meanwhile: the chat keeps its scope.") from None
     conn.commit()
     return cur.rowcount > 0
 

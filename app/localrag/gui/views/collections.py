@@ -374,7 +374,10 @@ class CollectionsPanel(QtWidgets.QWidget):
             if answer != QtWidgets.QMessageBox.StandardButton.Yes:
                 return
 
+        self._seq += 1  # what was being read for it is not shown any more
+
         def done(chats: list[int]) -> None:  # the list, read again, picks "All documents"
+            self._seq += 1
             self.deleted.emit(c.id, c.name, list(chats))
 
         self._run(lambda: self.library.delete_collection(c.id), done)
