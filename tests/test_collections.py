@@ -154,7 +154,7 @@ def test_scoped_answer_is_kept_with_its_chat_and_exported_with_pages_and_links(
     assert QUESTION in " ".join(text.split()) and link in uris
 
 
-def test_window_collections_scope_the_chat_and_say_what_went_wrong(library, corpus, qtbot):
+def test_window_collections_scope_the_chat_and_say_what_went_wrong(library, corpus, qtbot, monkeypatch):
     """The collections list and the chat panel as the window wires them (``window_collections``): picking,
     adding, a duplicate name, a chat opened in its collection, and a deletion that leaves the chat on all
     documents."""
@@ -190,8 +190,17 @@ def test_window_collections_scope_the_chat_and_say_what_went_wrong(library, corp
         panel.create_collection("shop FLOOR")
     assert "already exists" in said.args[0] and panel.error_label.isVisibleTo(panel)
 
+    # The Delete key on the list asks first (the question is answered Yes here, the only stand-in).
+    from localrag.gui.qt import QtCore, QtWidgets
+
+    yes = QtWidgets.QMessageBox.StandardButton.Yes
+    monkeypatch.setattr(QtWidgets.QMessageBox, "question", lambda *_a, **_k: yes)
+    panel.show()
+    panel.activateWindow()
+    panel.list.setFocus()
+    qtbot.waitUntil(panel.list.hasFocus)
     with qtbot.waitSignal(panel.deleted) as deleted:
-        panel.delete_current(confirm=False)
+        qtbot.keyClick(panel.list, QtCore.Qt.Key.Key_Delete)
     assert deleted.args[2] == [chat_id]
     qtbot.waitUntil(lambda: panel.current is None)
     assert "its collection was deleted" in chat.scope_label.text()
