@@ -296,7 +296,7 @@ def empty_store(library: Any, *, watched_folders: bool = False) -> None:
     """Empties the document store and chat history (the schema and registered models stay)."""
     tables = (
         "documents, document_chunks, chunk_embeddings, bm25_postings, bm25_terms, chats, messages, "
-        "document_files"
+        "document_files, collections"
     )
     with library.connect() as conn:
         # A connection an earlier test left inside a transaction would block the TRUNCATE for ever: fail

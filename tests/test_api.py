@@ -185,6 +185,23 @@ def test_search_gives_what_the_command_line_prints(api, docs):
     assert got == printed
 
 
+def test_search_and_ask_take_a_collection(api, docs, library):
+    install = library.create_collection("Install docs")
+    library.add_to_collection(
+        install.id, [d["id"] for d in docs.values() if d["path"].endswith("install.md")]
+    )
+    r = api.client.post("/v1/search", json={"query": "back up the data folder", "collection": "install DOCS"})
+    assert r.status_code == 200, r.text
+    assert all(p["path"].endswith("install.md") for p in r.json()["results"])  # never backup.md
+    r = api.client.post("/v1/search", json={"query": "back up the data folder", "collection": install.id})
+    assert r.status_code == 200 and "backup.md" not in r.text
+    for body in ({"query": "x y z", "collection": "Nope"}, {"question": "Why?", "collection": "Nope"}):
+        r = api.client.post("/v1/search" if "query" in body else "/v1/ask", json=body)
+        assert r.status_code == 404 and "no collection named “Nope”" in r.json()["error"]
+    r = api.client.post("/v1/search", json={"query": "x y z", "collection": ["a"]})
+    assert r.status_code == 422 and "'collection'" in r.json()["error"]
+
+
 def test_ask_answers_with_evidence_and_streams_the_same(api, docs):
     r = api.client.post("/v1/ask", json={"question": INSTALL_Q})
     assert r.status_code == 200, r.text

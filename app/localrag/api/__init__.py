@@ -4,10 +4,12 @@ Every request carries the token kept in the data folder (``api.token``, mode 060
 ``Authorization: Bearer TOKEN``; the OpenAI client sends its ``api_key`` that way. Bodies are JSON (at most
 ``MAX_BODY_BYTES``); every error is a JSON object ``{"error": "..."}`` with a 4xx or 5xx status.
 
-- ``POST /v1/search``: ``{"query", "k"?, "mode"?, "doc_types"?, "path"?}`` → what ``search --json`` prints.
-- ``POST /v1/ask``: ``{"question", "grounded"?, "strict"?, "doc_types"?, "max_tokens"?, "chat_id"?,
-  "save"?, "stream"?}`` → what ``ask --json`` prints; with ``"stream": true``, server-sent events
-  (``answers.py``).
+- ``POST /v1/search``: ``{"query", "k"?, "mode"?, "doc_types"?, "path"?, "collection"?}`` → what ``search
+  --json`` prints.
+- ``POST /v1/ask``: ``{"question", "grounded"?, "strict"?, "doc_types"?, "collection"?, "max_tokens"?,
+  "chat_id"?, "save"?, "stream"?}`` → what ``ask --json`` prints; with ``"stream": true``, server-sent events
+  (``answers.py``). ``collection`` (a name or an id; default: the chat's with ``chat_id``, else every
+  document) limits the search to a collection's documents; an unknown one is a 404.
 - ``POST /v1/documents``: ``{"paths": [absolute file or folder paths]}`` → the files queued (202); they are
   indexed in the background. Only paths in the folders the person allowed are read (``folders.py``); any
   other answers the same 403, whether it exists or not. ``GET /v1/documents`` (status and progress of each),

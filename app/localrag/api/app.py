@@ -98,8 +98,16 @@ async def search(request: Request) -> JSONResponse:
     types = doc_types(body)
     path_glob = optional_text(body, "path")
     ctx: ApiContext = request.app.state.ctx
+    collection = await run_in_threadpool(_collection_id, ctx.library, body, None)
     resp = await run_in_threadpool(
-        retrieve, ctx.library, query, k=k, mode=mode, doc_types=types, path_glob=path_glob
+        retrieve,
+        ctx.library,
+        query,
+        k=k,
+        mode=mode,
+        doc_types=types,
+        path_glob=path_glob,
+        collection=collection,
     )
     if resp.busy:
         return JSONResponse(resp.to_dict(), status_code=503, headers=RETRY)
@@ -124,6 +132,8 @@ async def ask(request: Request) -> Response:
     ctx: ApiContext = request.app.state.ctx
     if chat_id is not None and not await run_in_threadpool(_chat_exists, ctx.library, chat_id):
         raise ApiError(404, f"There is no chat {chat_id}.")
+    if grounded:
+        options["collection_id"] = await run_in_threadpool(_collection_id, ctx.library, body, chat_id)
     record = AnswerJson(question, grounded=grounded, strict=strict)
     if flag(body, "stream", False):
         return sse_response(sse_events(ctx.answers, record, ctx.provider, question, **options))
@@ -136,6 +146,26 @@ def _chat_exists(library: Any, chat_id: int) -> bool:
 
     with library.pool.connection() as conn:
         return history.get_chat(conn, chat_id) is not None
+
+
+def _collection_id(library: Any, body: dict[str, Any], chat_id: int | None) -> int | None:
+    """The collection the body names (``collection``: a name or an id), else the chat's, else None."""
+    from localrag.core.answer import history
+    from localrag.core.store.collections import CollectionError
+
+    value = body.get("collection")
+    if value is None:
+        if chat_id is None:
+            return None
+        with library.pool.connection() as conn:
+            chat = history.get_chat(conn, chat_id)
+        return chat.collection_id if chat is not None else None
+    if isinstance(value, bool) or not isinstance(value, int | str) or not str(value).strip():
+        raise ApiError(422, "'collection' must be a collection's name or id.")
+    try:
+        return int(library.collection(value).id)
+    except CollectionError as exc:
+        raise ApiError(404, exc.message) from None
 
 
 async def _api_error(request: Request, exc: Exception) -> Response:

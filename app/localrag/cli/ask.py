@@ -1,4 +1,5 @@
-"""``local-rag ask QUESTION [--no-documents] [--strict] [--doc-type T] [--chat ID | --save] [--json]``.
+"""``local-rag ask QUESTION [--no-documents] [--strict] [--doc-type T] [--collection NAME]
+[--chat ID | --save] [--json]``.
 
 Prints the answer quoted from the sources at once, then streams what the model adds (each sentence checked),
 then the sources. When the documents do not seem to answer, it says so and lists the closest passages
@@ -50,6 +51,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         dest="doc_types",
         metavar="T",
         help="only documents of this type (pdf, markdown, text, html, docx, image); repeatable",
+    )
+    p.add_argument(
+        "--collection",
+        metavar="NAME",
+        help="only the documents of this collection (default: the chat's, with --chat; else all)",
     )
     keep = p.add_mutually_exclusive_group()
     keep.add_argument(
@@ -103,6 +109,7 @@ def run(args: argparse.Namespace) -> int:
     record = AnswerJson(args.question, grounded=args.grounded, strict=args.strict, started=started)
     printer = Printer(args, record)
     try:
+        collection = _collection(library, args) if args.grounded and library.conninfo else None
         request = AskRequest(
             args.question,
             chat_id=args.chat,
@@ -111,6 +118,7 @@ def run(args: argparse.Namespace) -> int:
             doc_types=args.doc_types,
             max_tokens=args.max_tokens,
             persist=bool(args.chat or args.save),
+            collection_id=collection,
         )
         for event in engine.ask(request):
             record.add(event)
@@ -123,6 +131,19 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(out, ensure_ascii=False, indent=2))
     return 1 if record.failed else 0
+
+
+def _collection(library: Any, args: argparse.Namespace) -> int | None:
+    """The collection asked for by name, else the one the chat continued is scoped to, else none."""
+    if args.collection:
+        return int(library.collection(args.collection).id)
+    if args.chat:
+        from localrag.core.answer import history
+
+        with library.connect() as conn:
+            chat = history.get_chat(conn, args.chat)
+        return chat.collection_id if chat is not None else None
+    return None
 
 
 def _load_quietly(provider: Any) -> None:

@@ -91,6 +91,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--out", type=Path, help="reader: where the fitted weights go")
     p.add_argument("--c", type=float, action="append", help="reader: regularisation strengths to compare")
+    p.add_argument(
+        "--collection", metavar="NAME", help="page datasets and answers: search only this collection"
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--misses", action="store_true", help="sentences: list the sentences not found whole")
     p.set_defaults(func=run)
@@ -173,6 +176,7 @@ def run_pages(args: argparse.Namespace) -> int:
             limit=args.limit,
             route=args.route,
             indexed_only=args.indexed_only,
+            collection=args.collection,
             say=say,
         ),
     )
@@ -209,6 +213,7 @@ def run_answers(args: argparse.Namespace, folder: Path) -> int:
             limit=args.limit,
             kinds=args.kinds,
             half=half,
+            collection=args.collection,
             say=say,
         ),
     )

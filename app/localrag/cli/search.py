@@ -1,4 +1,4 @@
-"""``local-rag search QUERY [--k N] [--mode M] [--doc-type T] [--path GLOB] [--json]``."""
+"""``local-rag search QUERY [--k N] [--mode M] [--doc-type T] [--path GLOB] [--collection NAME] [--json]``."""
 
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="only documents of this type (pdf, markdown, text, html, docx, image); repeatable",
     )
     p.add_argument("--path", dest="path_glob", metavar="GLOB", help="only documents whose path matches")
+    p.add_argument("--collection", metavar="NAME", help="only the documents of this collection")
     p.add_argument(
         "--route",
         action=argparse.BooleanOptionalAction,
@@ -48,6 +49,7 @@ def run(args: argparse.Namespace) -> int:
         resp = RetrievalResponse(mode=args.mode or "", query=args.query, reason=ERROR, error=exc.message)
     else:
         try:
+            collection = library.collection(args.collection).id if args.collection else None
             with Host(library):
                 resp = retrieve(
                     library,
@@ -56,6 +58,7 @@ def run(args: argparse.Namespace) -> int:
                     mode=args.mode,
                     doc_types=args.doc_types,
                     path_glob=args.path_glob,
+                    collection=collection,
                     route=args.route,
                 )
         finally:

@@ -23,6 +23,7 @@ from localrag.core.embed.onnx_embedder import OnnxEmbedder, load_embedder
 from localrag.core.embed.sizing import fit_to_input
 from localrag.core.errors import KnownError, StoreUnavailable, as_known
 from localrag.core.progress import Cancelled, CancelToken
+from localrag.core.store import collections as coll
 from localrag.core.store import db, models
 from localrag.core.store.migrate import Migrator
 from localrag.core.store.server import EmbeddedServer
@@ -158,6 +159,51 @@ class Library:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    # -- collections ---------------------------------------------------------------------------------------
+    # Named sets of documents (``core/store/collections.py``); each call opens its own connection and blocks.
+    # A bad name, a name already taken or a collection gone raise ``CollectionError`` (a ``KnownError``).
+
+    def collections(self) -> list[coll.Collection]:
+        with self.connect() as conn:
+            return coll.list_collections(conn)
+
+    def collection(self, name_or_id: str | int) -> coll.Collection:
+        """A collection by its id, or by its name (any case) or ``#id`` as a person types it."""
+        with self.connect() as conn:
+            if isinstance(name_or_id, int):
+                return coll.get_collection(conn, name_or_id)
+            return coll.find_collection(conn, name_or_id)
+
+    def create_collection(self, name: str) -> coll.Collection:
+        with self.connect() as conn:
+            return coll.create_collection(conn, name)
+
+    def rename_collection(self, collection_id: int, name: str) -> coll.Collection:
+        with self.connect() as conn:
+            return coll.rename_collection(conn, collection_id, name)
+
+    def delete_collection(self, collection_id: int) -> list[int]:
+        """Delete it (not its documents); returns the chats that were scoped to it (now to every document)."""
+        with self.connect() as conn:
+            return coll.delete_collection(conn, collection_id)
+
+    def add_to_collection(
+        self, collection_id: int, doc_ids: list[int] | None = None, *, paths: list[str] | None = None
+    ) -> int:
+        """Put documents in a collection: these ids, and the library's documents at ``paths`` (files, or
+        folders and what is below them). Returns how many joined it."""
+        with self.connect() as conn:
+            ids = list(doc_ids or []) + (coll.documents_at(conn, paths) if paths else [])
+            return coll.add_documents(conn, collection_id, ids)
+
+    def remove_from_collection(self, collection_id: int, doc_ids: list[int]) -> int:
+        with self.connect() as conn:
+            return coll.remove_documents(conn, collection_id, doc_ids)
+
+    def collection_documents(self, collection_id: int) -> list[int]:
+        with self.connect() as conn:
+            return coll.document_ids(conn, collection_id)
 
     # -- models --------------------------------------------------------------------------------------------
 

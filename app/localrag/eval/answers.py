@@ -343,12 +343,13 @@ def evaluate(
     limit: int | None = None,
     kinds: Iterable[str] | None = None,
     half: str | None = None,
+    collection: str | None = None,
     say: Callable[[str], None] = lambda _s: None,
 ) -> dict[str, Any]:
     """Ingest the folder's documents (``docs/`` or ``pdfs/``) into the library of this data folder (documents
     already indexed are skipped), then ask every question — only those of ``half`` (``tune``/``test``, from
     ``split.json``) when given; all documents are indexed either way — in each mode. Returns the report
-    (``modes``: per-mode summary and rows)."""
+    (``modes``: per-mode summary and rows). ``collection``: answer from that collection's documents only."""
     from localrag.core.answer.engine import ChatEngine
     from localrag.core.ingest.pipeline import index_paths
     from localrag.core.library import Library
@@ -379,6 +380,8 @@ def evaluate(
         summary = index_paths(library, pdfs)
         report["ingest"] = {"seconds": round(time.monotonic() - t, 1), "indexed": summary.ready}
         say(f"library ready ({summary.ready} newly indexed)")
+        scope = {"collection_id": library.collection(collection).id} if collection else {}
+        report["collection"] = collection
         provider = LLMProvider(library.settings)
         engine = ChatEngine(library, provider)
         engine.warm_up()  # loads the model
@@ -389,7 +392,7 @@ def evaluate(
                 setattr(library.settings, k, v)
             rows = []
             for i, q in enumerate(questions, 1):
-                result = ask_json(engine, q.question)
+                result = ask_json(engine, q.question, **scope)
                 rows.append(score_answer(q, result, mode))
                 say(
                     f"{mode} {i}/{len(questions)} {q.id}: "

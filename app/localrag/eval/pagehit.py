@@ -89,11 +89,13 @@ def evaluate(
     settings_names: Iterable[str] = ("pooled", "scoped"),
     route: bool | None = None,
     indexed_only: bool = False,
+    collection: str | None = None,
     say: Callable[[str], None] = lambda _s: None,
 ) -> dict[str, Any]:
     """Ingest the folder's documents into this data folder's library (skipping those indexed), then search
     every question pooled and scoped. ``route``: routing on or off (default: the setting).
-    ``indexed_only``: ingest nothing and ask only the questions whose document is in the library."""
+    ``indexed_only``: ingest nothing and ask only the questions whose document is in the library.
+    ``collection``: search only that collection's documents (its name), pooled."""
     from localrag.core.ingest.pipeline import index_paths
     from localrag.core.library import Library
     from localrag.core.retrieve import retrieve
@@ -117,6 +119,9 @@ def evaluate(
                 "chunks": summary.chunks,
             }
             say(f"library ready ({summary.ready} newly indexed)")
+        collection_id = library.collection(collection).id if collection else None
+        if collection:
+            report["collection"] = collection
         with library.pool.connection() as conn:
             rows = conn.execute("SELECT id, path FROM documents WHERE status = 'ready'").fetchall()
         by_name = {Path(str(p).replace("\\", "/")).name: int(i) for i, p in rows}
@@ -131,7 +136,9 @@ def evaluate(
             for q in questions:
                 doc_ids = [by_name[q.file]] if setting == "scoped" and q.file in by_name else None
                 started = time.perf_counter()
-                resp = retrieve(library, q.question, k=k, doc_ids=doc_ids, route=route)
+                resp = retrieve(
+                    library, q.question, k=k, doc_ids=doc_ids, collection=collection_id, route=route
+                )
                 latencies.append((time.perf_counter() - started) * 1000.0)
                 ranked = [(r.file_name, r.page_number) for r in resp.results]
                 hit = first_hit(ranked, q)

@@ -31,6 +31,7 @@ from localrag.gui.views.documents import DocumentsPanel
 from localrag.gui.views.drop_overlay import DropOverlay, local_paths
 from localrag.gui.views.settings import SettingsDialog
 from localrag.gui.views.watched import WatchedFoldersDialog
+from localrag.gui.window_collections import install as install_collections
 from localrag.gui.workers import EmbeddingWorker, IngestWorker, ReembedWorker
 
 log = logging.getLogger("localrag.gui")
@@ -139,6 +140,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self._connect_services()
         self._connect_documents()
         self._build_menus()
+        self.collections_panel = install_collections(self)  # between the chats and the documents
         self._restore_layout()
         app = QtWidgets.QApplication.instance()
         if app is not None:
@@ -173,7 +175,7 @@ class MainWindow(QtWidgets.QMainWindow):
 
     def _build_menus(self) -> None:
         bar = self.menuBar()
-        file_menu = bar.addMenu("&File")
+        file_menu = self.file_menu = bar.addMenu("&File")
         self.add_action = self._action(
             "&Add documents…",
             self.add_documents_dialog,
@@ -668,6 +670,7 @@ class MainWindow(QtWidgets.QMainWindow):
             )
             and isinstance(obj, QtWidgets.QWidget)
             and (obj is self or self.isAncestorOf(obj))
+            and not self.collections_panel.isAncestorOf(obj)  # a folder dropped on a collection joins it
         ):
             return self._drag_event(event)
         return super().eventFilter(obj, event)

@@ -176,6 +176,7 @@ class ChatEngine:
         doc_ids: Sequence[int] | None = None,
         doc_types: Sequence[str] | None = None,
         cancel: CancelToken | None = None,
+        collection_id: int | None = None,
     ) -> Retrieved:
         """Search without answering (no model, or the developer pane); a follow-up in ``chat_id`` is searched
         with the chat's previous question. Packs with the model's tokenizer when loaded, else an estimate."""
@@ -184,7 +185,14 @@ class ChatEngine:
         earlier = self._earlier_questions(chat_id)
 
         def search(query: str) -> tuple[RetrievalResponse, list[Result]]:
-            resp = retrieve(self.library, query, doc_ids=doc_ids, doc_types=doc_types, cancel=cancel)
+            resp = retrieve(
+                self.library,
+                query,
+                doc_ids=doc_ids,
+                doc_types=doc_types,
+                collection=collection_id,
+                cancel=cancel,
+            )
             return resp, relevant(resp.results) if resp.reason is None else []
 
         query, resp, results = search_for(question, earlier, search)

@@ -1,5 +1,8 @@
 """Chats and their messages in PostgreSQL (tables ``chats`` and ``messages``, migration 0001).
 
+A chat is scoped to a collection or to every document (``Chat.collection_id``, migration 0011); when its
+collection is deleted it falls back to every document and ``scope_note`` says so until its scope is set again.
+
 Every function takes an open connection and commits its own change (the caller owns the connection; one per
 thread). An assistant message keeps what its answer rests on: ``grounded``/``strict``, the ids of the chunks
 it cited (``chunk_ids``), its numbered sources (``sources``, JSON, each marked ``cited`` or not) and
@@ -19,6 +22,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from localrag.core.answer.citations import Source
+from localrag.core.errors import KnownError
 
 log = logging.getLogger("localrag.chat.history")
 
@@ -33,6 +37,9 @@ class Chat:
     created_at: datetime
     updated_at: datetime
     message_count: int = 0
+    collection_id: int | None = None
+    collection_name: str = ""
+    scope_note: str = ""  # why the scope changed by itself (its collection was deleted)
 
 
 @dataclass
@@ -69,33 +76,53 @@ def title_from(question: str) -> str:
     return (cut or line[:TITLE_CHARS]) + "…"
 
 
-def create_chat(conn: psycopg.Connection[Any], title: str = DEFAULT_TITLE) -> Chat:
+def create_chat(
+    conn: psycopg.Connection[Any], title: str = DEFAULT_TITLE, collection_id: int | None = None
+) -> Chat:
     row = conn.execute(
-        "INSERT INTO chats (title) VALUES (%s) RETURNING id, title, created_at, updated_at",
-        (title.strip() or DEFAULT_TITLE,),
+        "INSERT INTO chats (title, collection_id) VALUES (%s, %s) RETURNING id",
+        (title.strip() or DEFAULT_TITLE, collection_id),
     ).fetchone()
     conn.commit()
     assert row is not None
-    return Chat(*row)
+    chat = get_chat(conn, int(row[0]))
+    assert chat is not None
+    return chat
+
+
+_CHAT = (
+    "SELECT c.id, c.title, c.created_at, c.updated_at,"
+    " (SELECT count(*) FROM messages m WHERE m.chat_id = c.id), c.collection_id, coalesce(k.name, ''),"
+    " c.scope_note FROM chats c LEFT JOIN collections k ON k.id = c.collection_id"
+)
 
 
 def list_chats(conn: psycopg.Connection[Any]) -> list[Chat]:
     """All chats, the most recently active first."""
-    rows = conn.execute(
-        "SELECT c.id, c.title, c.created_at, c.updated_at, count(m.id)"
-        " FROM chats c LEFT JOIN messages m ON m.chat_id = c.id"
-        " GROUP BY c.id ORDER BY c.updated_at DESC, c.id DESC"
-    ).fetchall()
+    rows = conn.execute(_CHAT + " ORDER BY c.updated_at DESC, c.id DESC").fetchall()
     return [Chat(*r) for r in rows]
 
 
 def get_chat(conn: psycopg.Connection[Any], chat_id: int) -> Chat | None:
-    row = conn.execute(
-        "SELECT c.id, c.title, c.created_at, c.updated_at,"
-        " (SELECT count(*) FROM messages m WHERE m.chat_id = c.id) FROM chats c WHERE c.id = %s",
-        (chat_id,),
-    ).fetchone()
+    row = conn.execute(_CHAT + " WHERE c.id = %s", (chat_id,)).fetchone()
     return Chat(*row) if row else None
+
+
+def set_chat_collection(conn: psycopg.Connection[Any], chat_id: int, collection_id: int | None) -> bool:
+    """Scope a chat to a collection (``None``: every document); clears its scope note. False: no such chat.
+
+    Raises:
+        KnownError: the collection was deleted meanwhile.
+    """
+    try:
+        cur = conn.execute(
+            "UPDATE chats SET collection_id = %s, scope_note = '' WHERE id = %s", (collection_id, chat_id)
+        )
+    except psycopg.errors.ForeignKeyViolation:
+        conn.rollback()
+        raise KnownError("That collection was deleted meanwhile: the chat keeps its scope.") from None
+    conn.commit()
+    return cur.rowcount > 0
 
 
 def rename_chat(conn: psycopg.Connection[Any], chat_id: int, title: str) -> bool:

@@ -18,6 +18,7 @@ class AskRequest:
         question: what the person asked (stripped by the engine).
         chat_id: the chat to add to, or ``None`` for a new chat (created when the answer is saved).
         doc_ids, doc_types: the scope: limit retrieval to these documents / types (``None``: all).
+        collection_id: limit retrieval to a collection's documents (a new chat is scoped to it when saved).
         history: the earlier turns of a conversation kept by the caller (an API client's messages), used
             instead of a stored chat's when ``chat_id`` is ``None``.
         grounded: the mode: use the documents ("Use my documents"); ``False`` is plain local chat (no
@@ -34,6 +35,7 @@ class AskRequest:
     strict: bool = False
     doc_ids: Sequence[int] | None = None
     doc_types: Sequence[str] | None = None
+    collection_id: int | None = None
     history: Sequence[Turn] | None = None
     max_tokens: int | None = None
     persist: bool = True

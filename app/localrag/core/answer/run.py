@@ -103,6 +103,7 @@ class AnswerRun:
         self.grounded = request.grounded
         self.strict = request.strict and request.grounded
         self.doc_ids, self.doc_types = request.doc_ids, request.doc_types
+        self.collection_id = request.collection_id
         self.cancel = request.cancel
         self.max_tokens = max_tokens or request.max_tokens or engine.settings.max_tokens
         self.persist = request.persist
@@ -389,7 +390,15 @@ class AnswerRun:
         if intent is None:
             return None
         try:
-            return overview.answer(self.library, self.question, intent, list(self.doc_ids or []) or None)
+            ids = list(self.doc_ids or [])
+            if not ids and self.collection_id is not None:  # a collection stands for a selection
+                from localrag.core.store.collections import document_ids
+
+                with self.library.connect() as conn:
+                    ids = document_ids(conn, self.collection_id)
+                if not ids:
+                    return None
+            return overview.answer(self.library, self.question, intent, ids or None)
         except (StoreUnavailable, psycopg.OperationalError) as exc:  # the store is down
             log.warning("cannot answer from the documents' structure: %s", exc)
             return None
@@ -460,7 +469,12 @@ class AnswerRun:
 
         t = time.monotonic()
         resp = retrieve(
-            self.library, query, doc_ids=self.doc_ids, doc_types=self.doc_types, cancel=self.cancel
+            self.library,
+            query,
+            doc_ids=self.doc_ids,
+            doc_types=self.doc_types,
+            collection=self.collection_id,
+            cancel=self.cancel,
         )
         self.timings["retrieval_s"] = time.monotonic() - t
         return resp, relevant(resp.results, self.strict) if resp.reason is None else []
@@ -580,7 +594,8 @@ class AnswerRun:
         try:
             with self.library.connect() as conn:
                 if self.chat_id is None:
-                    self.chat_id = hist.create_chat(conn, hist.title_from(self.question)).id
+                    title = hist.title_from(self.question)
+                    self.chat_id = hist.create_chat(conn, title, self.collection_id).id
                 return hist.add_exchange(
                     conn,
                     self.chat_id,

@@ -1,4 +1,5 @@
-"""Which documents a query may return: ids, types, a path pattern and an added-between range, all ANDed."""
+"""Which documents a query may return: ids, types, a collection, a path pattern and an added-between range,
+all ANDed."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ class Filters:
         doc_types: only these types (``pdf``, ``markdown``, ``text``, ``html``, ``docx``, ``image``).
         path_glob: a shell pattern (``*``, ``?``; case-insensitive). Without a ``/`` or ``\\`` it is matched
             against the file name (``*.pdf``, ``report*``); with one, against the whole path.
+        collection_id: only the documents of this collection (``core/store/collections.py``).
         added_after / added_before: when the document was added (``documents.created_at``), inclusive after,
             exclusive before. Dates, datetimes or ISO strings; naive values are taken as UTC.
     """
@@ -28,6 +30,7 @@ class Filters:
     path_glob: str | None = None
     added_after: dt.datetime | None = None
     added_before: dt.datetime | None = None
+    collection_id: int | None = None
 
     @classmethod
     def build(
@@ -37,6 +40,7 @@ class Filters:
         path_glob: str | None = None,
         added_after: DateLike | None = None,
         added_before: DateLike | None = None,
+        collection_id: int | None = None,
     ) -> Filters:
         if isinstance(doc_types, str):
             doc_types = [doc_types]
@@ -46,13 +50,21 @@ class Filters:
             path_glob=path_glob or None,
             added_after=_to_datetime(added_after),
             added_before=_to_datetime(added_before),
+            collection_id=int(collection_id) if collection_id is not None else None,
         )
 
     @property
     def active(self) -> bool:
         return any(
             v is not None
-            for v in (self.doc_ids, self.doc_types, self.path_glob, self.added_after, self.added_before)
+            for v in (
+                self.doc_ids,
+                self.doc_types,
+                self.path_glob,
+                self.added_after,
+                self.added_before,
+                self.collection_id,
+            )
         )
 
     def sql(self, doc: str = "d") -> tuple[str, dict[str, Any]]:
@@ -77,6 +89,12 @@ class Filters:
         if self.added_before is not None:
             clauses.append(f"{doc}.created_at < %(f_before)s")
             params["f_before"] = self.added_before
+        if self.collection_id is not None:
+            clauses.append(
+                "EXISTS (SELECT 1 FROM collection_documents f_cd"
+                f" WHERE f_cd.document_id = {doc}.id AND f_cd.collection_id = %(f_collection)s)"
+            )
+            params["f_collection"] = self.collection_id
         return " AND ".join(clauses), params
 
 

@@ -109,6 +109,7 @@ def retrieve(
     path_glob: str | None = None,
     added_after: DateLike | None = None,
     added_before: DateLike | None = None,
+    collection: int | None = None,
     mode: str | None = None,
     cancel: CancelToken | None = None,
     conn: psycopg.Connection[Any] | None = None,
@@ -123,7 +124,7 @@ def retrieve(
 
     ``route``: whether a question that names documents of the library searches them first (``routing``;
     default: the ``routing`` setting). A search with a filter is never routed. ``resp.routing`` says what was
-    decided and why.
+    decided and why. ``collection``: only the documents of that collection (its id).
 
     Raises:
         Cancelled: ``cancel`` was cancelled between two stages.
@@ -140,7 +141,7 @@ def retrieve(
     if sum(ch.isalnum() for ch in text) < MIN_QUERY_CHARS or k <= 0:
         resp.timings["total"] = _ms(started)
         return resp
-    filters = Filters.build(doc_ids, doc_types, path_glob, added_after, added_before)
+    filters = Filters.build(doc_ids, doc_types, path_glob, added_after, added_before, collection)
     try:
         decision = _route(library, text, filters, tuning if route is None else route, conn)
         resp.routing = decision.to_dict()

@@ -21,6 +21,7 @@ from localrag.gui.chat_worker import FAILED, LOADING, AskRequest, ChatWorker, Pr
 from localrag.gui.qt import QtCore, QtGui, QtWidgets, Signal
 from localrag.gui.tasks import STOP_WAIT_MS, Op
 from localrag.gui.views import turns
+from localrag.gui.views.chat_scope import ChatScope, save_scope
 from localrag.gui.views.elided_label import ElidedLabel
 from localrag.gui.views.sources import SourceRef, SourceViewer
 from localrag.gui.views.transcript import (
@@ -59,6 +60,9 @@ class ChatPanel(QtWidgets.QWidget):
 
     Public:
         set_scope(doc_ids, doc_types): limit retrieval to these documents / types (``None``: all).
+        set_collection(collection_id, name, note, save): scope the chat to a collection (``None``: all
+            documents); a saved chat keeps it (``chat_scope.save_scope``) unless ``save`` is False; ``note``
+            says why it changed by itself.
         ask(question) -> bool: send a question as if typed (False when empty or while answering).
         ask_model_alone(turn_index) -> bool: ask turn ``turn_index``'s question of the model without the
             documents (the not-found answer's button); its answer is headed as the model's alone.
@@ -90,6 +94,7 @@ class ChatPanel(QtWidgets.QWidget):
         model_state_changed(str): ``"loading" | "ready" | "failed"``, with ``model_error`` when failed.
         source_opened(object): a ``SourceViewer`` was opened.
         history_loaded(int): a kept chat's messages are shown.
+        collection_loaded(object): a kept chat was opened: the collection it is scoped to (id or None).
     """
 
     generation_started = Signal()
@@ -106,6 +111,7 @@ class ChatPanel(QtWidgets.QWidget):
     model_state_changed = Signal(str)
     source_opened = Signal(object)
     history_loaded = Signal(int)
+    collection_loaded = Signal(object)
 
     def __init__(
         self, library: Library, parent: QtWidgets.QWidget | None = None, *, worker: ChatWorker | None = None
@@ -118,6 +124,7 @@ class ChatPanel(QtWidgets.QWidget):
         self.turns: list[Turn] = []
         self.doc_ids: list[int] | None = None
         self.doc_types: list[str] | None = None
+        self.scope = ChatScope()
         self.generating = False
         self.warmed = False
         self._held: AskRequest | None = None  # asked before warm_up
@@ -289,19 +296,28 @@ class ChatPanel(QtWidgets.QWidget):
         self.doc_types = [str(t) for t in doc_types] if doc_types else None
         self._update_scope_label()
 
+    def set_collection(
+        self, collection_id: int | None, name: str = "", note: str = "", *, save: bool = True
+    ) -> None:
+        if self.scope.set(collection_id, name, note) and save and self.chat_id is not None:
+            save_scope(self, self.library, self.chat_id, collection_id)
+        self._update_scope_label()
+
     def _update_scope_label(self) -> None:
         if not self.use_documents.isChecked():
             self.scope_label.setText("Scope: no documents")
             self.scope_label.setToolTip("“Use my documents” is off: questions go to the model alone")
             return
-        bits = []
+        bits = [self.scope.label] if self.scope.label else []
         if self.doc_ids:
             n = len(self.doc_ids)
             bits.append(f"{n} selected document{'s' if n != 1 else ''}")
         if self.doc_types:
             bits.append(", ".join(t.upper() if t == "pdf" else t for t in self.doc_types))
         self.scope_label.setText("Scope: " + " · ".join(bits) if bits else "Scope: all documents")
-        self.scope_label.setToolTip("Questions search these documents (select documents to narrow it)")
+        self.scope_label.setToolTip(
+            self.scope.note or "Questions search these documents (pick a collection, or select documents)"
+        )
 
     # -- asking --------------------------------------------------------------------------------------------
 
@@ -350,6 +366,7 @@ class ChatPanel(QtWidgets.QWidget):
             strict=grounded and self.strict.isChecked(),
             doc_ids=self.doc_ids if grounded else None,
             doc_types=self.doc_types if grounded else None,
+            collection_id=self.scope.collection_id if grounded else None,
         )
 
     def _on_typing(self) -> None:
@@ -556,6 +573,10 @@ class ChatPanel(QtWidgets.QWidget):
             self.turns = turns_from_messages(messages)
             self.title_label.setText((chat.title if chat is not None else "") or "Chat")
             self.status_label.setText("")
+            if chat is not None:
+                self.scope.set(chat.collection_id, chat.collection_name, chat.scope_note)
+                self._update_scope_label()
+                self.collection_loaded.emit(chat.collection_id)
             self._render(scroll_to_end=True)
             self.chat_opened.emit(chat_id)
             self.history_loaded.emit(chat_id)

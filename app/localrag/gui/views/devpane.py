@@ -126,6 +126,7 @@ class DevPane(QtWidgets.QWidget):
         self.setObjectName("developer-pane-content")
         self.setAccessibleName("Developer pane")
         self.doc_ids: list[int] | None = None
+        self.collection_id: int | None = None  # the chat's collection (set by the window)
         self.doc_types: list[str] | None = None
         self.response: Any = None
         self.packed: Any = None
@@ -265,10 +266,18 @@ class DevPane(QtWidgets.QWidget):
         self.run_button.setEnabled(False)
         self.status_label.setText("Retrieving…")
         mode, k = self.mode_box.currentText(), self.k_box.value()
-        doc_ids, doc_types = self.doc_ids, self.doc_types
+        doc_ids, doc_types, collection = self.doc_ids, self.doc_types, self.collection_id
 
         def work() -> Any:
-            return retrieve(self.library, query, k=k, mode=mode, doc_ids=doc_ids, doc_types=doc_types)
+            return retrieve(
+                self.library,
+                query,
+                k=k,
+                mode=mode,
+                doc_ids=doc_ids,
+                doc_types=doc_types,
+                collection=collection,
+            )
 
         def done(response: Any) -> None:
             self._finish_run()

@@ -23,6 +23,7 @@ from localrag.gui.views.documents_model import (
     ModelIndex,
     format_eta,
 )
+from localrag.gui.views.drop_overlay import EmptyLibrary
 
 
 class _StatusDelegate(QtWidgets.QStyledItemDelegate):
@@ -74,6 +75,9 @@ class DocumentsPanel(QtWidgets.QWidget):
 
     Public (besides the signals' actions): set_grounding(on): whether the chat uses the documents at all
     ("Use my documents"); off, the line under the list says the chat does not use them.
+    set_collection(name, doc_ids): show only a collection's documents (``None``: all); rows drag out as
+    document ids (``DOC_IDS_MIME``) to drop on a collection. ``collection_menu(menu, doc_ids)``, when set,
+    adds the "Add to collection" entries to the list's context menu.
     """
 
     add_files_requested = Signal()
@@ -97,6 +101,8 @@ class DocumentsPanel(QtWidgets.QWidget):
         self._removed: set[str] = set()
         self._scope: tuple[list[int], list[str]] = ([], [])
         self._grounding = True
+        self._collection = ""
+        self.collection_menu: Any = None
         self._flush_timer = QtCore.QTimer(self)
         self._flush_timer.setSingleShot(True)
         self._flush_timer.setInterval(int(1000 / repaints_per_s))
@@ -152,7 +158,7 @@ class DocumentsPanel(QtWidgets.QWidget):
         layout.addLayout(filters)
 
         self.stack = QtWidgets.QStackedWidget(self)
-        self.empty = _EmptyState(self)
+        self.empty = EmptyLibrary(self)
         self.empty.add_clicked.connect(self.add_files_requested.emit)
         self.table = QtWidgets.QTableView(self)
         self.table.setObjectName("documents-table")
@@ -167,6 +173,8 @@ class DocumentsPanel(QtWidgets.QWidget):
         self.table.verticalHeader().hide()
         self.table.verticalHeader().setDefaultSectionSize(30)
         self.table.setSortingEnabled(False)
+        self.table.setDragEnabled(True)  # onto a collection
+        self.table.setDragDropMode(QtWidgets.QAbstractItemView.DragDropMode.DragOnly)
         self.table.setContextMenuPolicy(QtCore.Qt.ContextMenuPolicy.CustomContextMenu)
         self.table.customContextMenuRequested.connect(self._context_menu)
         self.table.doubleClicked.connect(lambda _i: self._open_selected())
@@ -440,6 +448,12 @@ class DocumentsPanel(QtWidgets.QWidget):
         i = self.type_filter.findData(doc_type)
         self.type_filter.setCurrentIndex(max(0, i))
 
+    def set_collection(self, name: str, doc_ids: list[int] | None) -> None:
+        """Show only the documents of the collection ``name`` (``doc_ids``), or every document (``None``)."""
+        self._collection = name if doc_ids is not None else ""
+        self.proxy.set_members(doc_ids)
+        self._selection_changed()
+
     @property
     def scope(self) -> tuple[list[int], list[str]]:
         return self._scope
@@ -461,6 +475,10 @@ class DocumentsPanel(QtWidgets.QWidget):
             text = f"The chat searches the {n} selected document{'s' if n != 1 else ''}."
         elif doc_type:
             text = f"The chat searches {TYPE_LABELS.get(doc_type, doc_type)} documents only."
+        elif self._collection:
+            n = self.proxy.rowCount()
+            plural = "s" if n != 1 else ""
+            text = f"The chat searches the collection “{self._collection}” ({n} document{plural})."
         else:
             text = "The chat searches all documents. Select some to narrow it."
         self.scope_label.setText(text)
@@ -518,6 +536,9 @@ class DocumentsPanel(QtWidgets.QWidget):
         details = menu.addAction("Details…", self.request_details)
         details.setShortcut(QtGui.QKeySequence("Alt+Return"))
         details.setEnabled(self._details_row() is not None)
+        ids = [r.doc_id for r in self.selected_rows() if r.doc_id is not None]
+        if self.collection_menu is not None and ids:
+            self.collection_menu(menu, ids)
         menu.exec(self.table.viewport().mapToGlobal(pos))
 
     def _details_row(self) -> DocumentRow | None:
@@ -544,45 +565,6 @@ class DocumentsPanel(QtWidgets.QWidget):
             self.request_details()
             return
         super().keyPressEvent(event)
-
-
-class _EmptyState(QtWidgets.QWidget):
-    """What an empty library shows: where to drop, and a button.
-
-    Signals:
-        add_clicked(): the button was pressed.
-    """
-
-    add_clicked = Signal()
-
-    def __init__(self, parent: QtWidgets.QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.setAccessibleName("No documents yet")
-        layout = QtWidgets.QVBoxLayout(self)
-        layout.addStretch(1)
-        icon = QtWidgets.QLabel(self)
-        icon.setPixmap(
-            self.style().standardIcon(QtWidgets.QStyle.StandardPixmap.SP_DirOpenIcon).pixmap(48, 48)
-        )
-        icon.setAlignment(QtCore.Qt.AlignmentFlag.AlignCenter)
-        text = QtWidgets.QLabel(
-            "<p style='font-size:12pt'><b>Drop files or folders here</b></p>"
-            "<p>PDF, Word, Markdown, HTML, text and images.<br>They are indexed on this computer.</p>",
-            self,
-        )
-        text.setAlignment(QtCore.Qt.AlignmentFlag.AlignCenter)
-        text.setWordWrap(True)
-        button = QtWidgets.QPushButton("Add documents…", self)
-        button.setAccessibleName("Add documents")
-        button.clicked.connect(self.add_clicked.emit)
-        layout.addWidget(icon)
-        layout.addWidget(text)
-        row = QtWidgets.QHBoxLayout()
-        row.addStretch(1)
-        row.addWidget(button)
-        row.addStretch(1)
-        layout.addLayout(row)
-        layout.addStretch(2)
 
 
 def _escape(text: str) -> str:

@@ -56,6 +56,8 @@ ERROR_LABELS = {
 }
 
 ROW_ROLE = QtCore.Qt.ItemDataRole.UserRole + 1
+# What a drag of rows carries: the documents' ids, comma-separated (dropped on a collection to add them).
+DOC_IDS_MIME = "application/x-localrag-document-ids"
 
 
 @dataclass
@@ -159,6 +161,21 @@ class DocumentsModel(QtCore.QAbstractTableModel):
         self._index: dict[str, int] = {}
 
     # -- Qt model -----------------------------------------------------------------------------------------
+
+    def flags(self, index: ModelIndex) -> QtCore.Qt.ItemFlag:
+        flags = super().flags(index)
+        if index.isValid() and self.rows[index.row()].doc_id is not None:
+            flags |= QtCore.Qt.ItemFlag.ItemIsDragEnabled
+        return flags
+
+    def mimeTypes(self) -> list[str]:  # noqa: N802
+        return [DOC_IDS_MIME]
+
+    def mimeData(self, indexes: Any) -> QtCore.QMimeData:  # noqa: N802
+        ids = sorted({d for i in indexes if i.isValid() and (d := self.rows[i.row()].doc_id) is not None})
+        mime = QtCore.QMimeData()
+        mime.setData(DOC_IDS_MIME, QtCore.QByteArray(",".join(map(str, ids)).encode()))
+        return mime
 
     def rowCount(self, parent: ModelIndex = QtCore.QModelIndex()) -> int:  # noqa: N802, B008
         return 0 if parent.isValid() else len(self.rows)
@@ -279,12 +296,17 @@ class DocumentsModel(QtCore.QAbstractTableModel):
 
 
 class DocumentsFilter(QtCore.QSortFilterProxyModel):
-    """Filters by a search text (title, path, error) and a document type."""
+    """Filters by a search text (title, path, error), a document type and a collection's documents."""
 
     def __init__(self, parent: QtCore.QObject | None = None) -> None:
         super().__init__(parent)
         self.search = ""
         self.doc_type = ""
+        self.members: frozenset[int] | None = None  # a collection's documents (None: every document)
+
+    def set_members(self, doc_ids: Iterable[int] | None) -> None:
+        self.members = frozenset(doc_ids) if doc_ids is not None else None
+        self.invalidateRowsFilter()
 
     def set_filter(self, search: str, doc_type: str) -> None:
         if hasattr(self, "beginFilterChange"):  # Qt 6.9+
@@ -297,6 +319,8 @@ class DocumentsFilter(QtCore.QSortFilterProxyModel):
 
     def filterAcceptsRow(self, source_row: int, source_parent: ModelIndex) -> bool:  # noqa: N802
         row = cast(DocumentsModel, self.sourceModel()).rows[source_row]
+        if self.members is not None and row.doc_id not in self.members:
+            return False
         if self.doc_type and row.doc_type != self.doc_type:
             return False
         if self.search:

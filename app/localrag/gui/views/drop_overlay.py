@@ -1,9 +1,10 @@
-"""Dragging files over the window: which local paths a drag carries, and the "drop to add" sheet."""
+"""Dragging files over the window: which local paths a drag carries, the "drop to add" sheet, and what an
+empty library shows (where to drop)."""
 
 from __future__ import annotations
 
 from localrag.gui import theme
-from localrag.gui.qt import QtCore, QtGui, QtWidgets
+from localrag.gui.qt import QtCore, QtGui, QtWidgets, Signal
 
 
 def local_paths(mime: QtCore.QMimeData) -> list[str]:
@@ -53,3 +54,42 @@ class DropOverlay(QtWidgets.QWidget):
             QtCore.Qt.AlignmentFlag.AlignCenter,
             "Files and folders are indexed on this computer · a .gguf file becomes the language model",
         )
+
+
+class EmptyLibrary(QtWidgets.QWidget):
+    """What an empty library shows: where to drop, and a button.
+
+    Signals:
+        add_clicked(): the button was pressed.
+    """
+
+    add_clicked = Signal()
+
+    def __init__(self, parent: QtWidgets.QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setAccessibleName("No documents yet")
+        layout = QtWidgets.QVBoxLayout(self)
+        layout.addStretch(1)
+        icon = QtWidgets.QLabel(self)
+        icon.setPixmap(
+            self.style().standardIcon(QtWidgets.QStyle.StandardPixmap.SP_DirOpenIcon).pixmap(48, 48)
+        )
+        icon.setAlignment(QtCore.Qt.AlignmentFlag.AlignCenter)
+        text = QtWidgets.QLabel(
+            "<p style='font-size:12pt'><b>Drop files or folders here</b></p>"
+            "<p>PDF, Word, Markdown, HTML, text and images.<br>They are indexed on this computer.</p>",
+            self,
+        )
+        text.setAlignment(QtCore.Qt.AlignmentFlag.AlignCenter)
+        text.setWordWrap(True)
+        button = QtWidgets.QPushButton("Add documents…", self)
+        button.setAccessibleName("Add documents")
+        button.clicked.connect(self.add_clicked.emit)
+        layout.addWidget(icon)
+        layout.addWidget(text)
+        row = QtWidgets.QHBoxLayout()
+        row.addStretch(1)
+        row.addWidget(button)
+        row.addStretch(1)
+        layout.addLayout(row)
+        layout.addStretch(2)
