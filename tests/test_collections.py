@@ -15,6 +15,7 @@ from fixtures_chat import index
 from fixtures_docs import write_pdf
 from localrag.core.answer import export, history
 from localrag.core.answer.engine import ChatEngine, Done
+from localrag.core.answer.request import AskRequest
 from localrag.core.config import Settings
 from localrag.core.llm.llm import load_llm
 from localrag.core.retrieve import retrieve
@@ -117,7 +118,7 @@ def test_scoped_answer_is_kept_with_its_chat_and_exported_with_pages_and_links(
     reports = library.create_collection("Reports only")
     library.add_to_collection(reports.id, paths=[str(corpus / "reports")])
     engine = ChatEngine(library, load_llm(Settings(n_ctx=2048)))
-    events = list(engine.ask(None, QUESTION, collection_id=reports.id, max_tokens=24))
+    events = list(engine.ask(AskRequest(QUESTION, collection_id=reports.id, max_tokens=24)))
     done = events[-1]
     assert isinstance(done, Done), events[-1]
     assert done.sources and {s.doc_id for s in done.sources} == {docs["northwind.pdf"]}
