@@ -25,6 +25,8 @@ from localrag.gui.views.about import AboutDialog, collect_versions
 from localrag.gui.views.banners import BannerArea
 from localrag.gui.views.chat import ChatPanel
 from localrag.gui.views.chats_list import ChatsList
+from localrag.gui.views.checks import TestQuestionsWindow
+from localrag.gui.views.checks_save import SaveCheckDialog, save_from_turn
 from localrag.gui.views.details import DocumentDetailsDialog
 from localrag.gui.views.devpane import DevPane
 from localrag.gui.views.documents import DocumentsPanel
@@ -228,6 +230,14 @@ class MainWindow(QtWidgets.QMainWindow):
         self.chats_action = QtGui.QAction("&Chats list", self, checkable=True, checked=True)
         self.chats_action.toggled.connect(self.chats_list.setVisible)
         view_menu.addAction(self.chats_action)
+        self.checks_action = self._action(
+            "&Test questions…",
+            self.show_test_questions,
+            "Ctrl+T",
+            "Questions kept with the page that answers them: run them to see what a change did",
+        )
+        view_menu.addAction(self.checks_action)
+        self.chat_panel.test_question_requested.connect(self.save_test_question)
 
         help_menu = bar.addMenu("&Help")
         self.about_action = self._action("&About Local RAG", self.show_about)
@@ -626,6 +636,31 @@ class MainWindow(QtWidgets.QMainWindow):
             dialog.set_versions
         ).run_in_background()
         dialog.open()
+        return dialog
+
+    def show_test_questions(self) -> TestQuestionsWindow:
+        """The Test questions window (one; raised when already open)."""
+        window = getattr(self, "checks_window", None)
+        if window is None:
+            window = self.checks_window = TestQuestionsWindow(self.library, self)
+        else:
+            window.reload()
+        window.show()
+        window.raise_()
+        window.activateWindow()
+        return window
+
+    def save_test_question(self, turn_index: int) -> SaveCheckDialog | None:
+        """ "Save as a test question…" under answer ``turn_index``."""
+        turns = self.chat_panel.turns
+        if not 0 <= turn_index < len(turns):
+            return None
+        dialog = save_from_turn(self.library, turns[turn_index], self)
+        if dialog is not None:
+            dialog.saved.connect(lambda _id: self.statusBar().showMessage("Saved as a test question.", 4000))
+            window = getattr(self, "checks_window", None)
+            if window is not None:
+                dialog.saved.connect(lambda _id: window.reload())
         return dialog
 
     # -- coming back to the window -------------------------------------------------------------------------

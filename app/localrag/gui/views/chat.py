@@ -89,6 +89,7 @@ class ChatPanel(QtWidgets.QWidget):
         model_state_changed(str): ``"loading" | "ready" | "failed"``, with ``model_error`` when failed.
         source_opened(object): a ``SourceViewer`` was opened.
         history_loaded(int): a kept chat's messages are shown.
+        test_question_requested(int): "Save as a test question…" was clicked under turn ``index``'s answer.
     """
 
     generation_started = Signal()
@@ -105,6 +106,7 @@ class ChatPanel(QtWidgets.QWidget):
     model_state_changed = Signal(str)
     source_opened = Signal(object)
     history_loaded = Signal(int)
+    test_question_requested = Signal(int)
 
     def __init__(
         self, library: Library, parent: QtWidgets.QWidget | None = None, *, worker: ChatWorker | None = None
@@ -589,6 +591,10 @@ class ChatPanel(QtWidgets.QWidget):
         if kind == "alone":
             with contextlib.suppress(ValueError):
                 self.ask_model_alone(int(rest))
+            return
+        if kind == "check":
+            with contextlib.suppress(ValueError):
+                self.test_question_requested.emit(int(rest))
             return
         opener = {
             "cite": self.open_source,
