@@ -77,7 +77,8 @@ class CheckRun:
 
 def what_changed(before: CheckRun | None, after: CheckRun) -> list[str]:
     """What ``after`` ran with that ``before`` did not: each setting that differs (``"k 8 → 5"``), another
-    model, a library of another size. Empty for the first run, or when nothing differs."""
+    model, a library of another size, another number of questions. Empty for the first run, or when nothing
+    differs."""
     if before is None:
         return []
     out = [
@@ -91,4 +92,6 @@ def what_changed(before: CheckRun | None, after: CheckRun) -> list[str]:
         out.append(f"language model {after.llm_model}")
     if (before.documents, before.chunks) != (after.documents, after.chunks):
         out.append(f"library {after.documents} documents, {after.chunks} chunks")
+    if before.questions != after.questions:
+        out.append(f"questions {before.questions} → {after.questions}")
     return out

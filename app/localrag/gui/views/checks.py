@@ -152,7 +152,7 @@ class TestQuestionsWindow(QtWidgets.QWidget):
         history = QtWidgets.QSplitter(QtCore.Qt.Orientation.Horizontal, self)
         history.addWidget(self.chart)
         history.addWidget(self.runs_table)
-        history.setSizes([380, 620])
+        history.setSizes([460, 540])
         split = QtWidgets.QSplitter(QtCore.Qt.Orientation.Vertical, self)
         questions = QtWidgets.QWidget(self)
         qlayout = QtWidgets.QVBoxLayout(questions)

@@ -12,10 +12,10 @@ from localrag.gui.qt import QtCore, QtGui, QtWidgets
 
 # Each line: its name in the legend, the measure (a rank, or None for quoted from the page) and its colour.
 SERIES = (
-    ("found at 1", 1, "#2563eb"),
-    ("within 5", 5, "#0891b2"),
-    ("within 10", 10, "#16a34a"),
-    ("quoted from the page", None, "#d97706"),
+    ("rank 1", 1, "#2563eb"),
+    ("top 5", 5, "#0891b2"),
+    ("top 10", 10, "#16a34a"),
+    ("quoted", None, "#d97706"),
 )
 # The runs shown (the latest).
 SHOWN_RUNS = 20
@@ -35,7 +35,7 @@ class RunsChart(QtWidgets.QWidget):
         super().__init__(parent)
         self.setObjectName("checks-chart")
         self.setAccessibleName("History of runs")
-        self.setMinimumHeight(150)
+        self.setMinimumSize(340, 150)
         self.setMouseTracking(True)
         self.points: list[_Point] = []
 

@@ -1,4 +1,4 @@
-""" "Save as a test question": an answer's question kept with the document and page that answer it.
+"""Save as a test question: an answer's question kept with the document and page that answer it.
 
 The dialog starts from what the answer quoted (its first quoted sentence's document and page), else its first
 cited source. When the answer was wrong, the person picks another of its sources, or any document of the
@@ -7,6 +7,9 @@ library and its page. The same dialog edits a question of the Test questions vie
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from localrag.core.answer.citations import page_phrase
 from localrag.core.checks.questions import Question, file_name
 from localrag.core.library import Library
 from localrag.gui.qt import QtCore, QtWidgets, Signal
@@ -14,23 +17,38 @@ from localrag.gui.tasks import Op
 from localrag.gui.views.transcript import Turn
 
 
-def from_turn(turn: Turn) -> tuple[Question | None, list[tuple[str, str, int]]]:
-    """The test question an answer suggests (``None`` when it has no source) and its sources to pick from,
-    as (label, file name, page)."""
-    picks: list[tuple[str, str, int]] = []
+def from_turn(turn: Turn) -> tuple[Question | None, list[Pick]]:
+    """The test question an answer suggests (``None`` when it has no source) and its sources to pick from."""
+    picks: list[Pick] = []
     ev = turn.evidence
     quoted = list(ev.spans) if ev is not None and ev.answered else []
     for span in quoted:
-        picks.append((f"Quoted: {span.title} p. {span.page_number}", file_name(span.path), span.page_number))
+        where = page_phrase(span.page_number, span.page_label)
+        picks.append(
+            Pick(f"Quoted: {span.title} {where}", file_name(span.path), span.page_number, span.shown)
+        )
     for i, ref in enumerate(turn.sources, 1):
-        picks.append((f"[{i}] {ref.title} {ref.page_phrase()}", file_name(ref.path), ref.page_number))
+        heading = ref.heading_path.rsplit(" > ", 1)[-1] if ref.heading_path else ""
+        label = f"[{i}] {ref.title} {ref.page_phrase()}" + (f" · {heading}" if heading else "")
+        picks.append(Pick(label, file_name(ref.path), ref.page_number))
     if not picks:
         return None, []
     cited = [p for p, ref in zip(picks[len(quoted) :], turn.sources, strict=True) if ref.cited]
-    _label, file, page = picks[0] if quoted else (cited or picks)[0]
-    answer = " ".join(s.shown for s in quoted)
-    evidence = " ".join(s.text for s in quoted)
-    return Question(turn.question, file, [page], answer=answer, evidence=evidence), picks
+    first = picks[0] if quoted else (cited or picks)[0]
+    on_page = [s for s in quoted if (file_name(s.path), s.page_number) == (first.file, first.page)]
+    answer = " ".join(s.shown for s in on_page)
+    evidence = " ".join(s.text for s in on_page)
+    return Question(turn.question, first.file, [first.page], answer=answer, evidence=evidence), picks
+
+
+@dataclass(frozen=True)
+class Pick:
+    """One source of the answer to pick: its label, file name, page, and what the answer quoted from it."""
+
+    label: str
+    file: str
+    page: int
+    quoted: str = ""
 
 
 class SaveCheckDialog(QtWidgets.QDialog):
@@ -47,12 +65,13 @@ class SaveCheckDialog(QtWidgets.QDialog):
         self,
         library: Library,
         question: Question,
-        picks: list[tuple[str, str, int]] | None = None,
+        picks: list[Pick] | None = None,
         parent: QtWidgets.QWidget | None = None,
     ) -> None:
         super().__init__(parent)
         self.library = library
         self.original = question
+        self._picked_answer = question.answer
         self.setObjectName("save-test-question")
         self.setWindowTitle("Save as a test question" if question.id is None else "Edit the test question")
         self.setMinimumWidth(560)
@@ -63,8 +82,10 @@ class SaveCheckDialog(QtWidgets.QDialog):
         self.picks = QtWidgets.QComboBox(self)
         self.picks.setAccessibleName("The answer's sources")
         self.picks.addItem("—", None)
-        for label, file, page in picks or []:
-            self.picks.addItem(label, (file, page))
+        for pick in picks or []:
+            self.picks.addItem(pick.label, pick)
+            if (pick.file, [pick.page]) == (question.file, question.pages) and self.picks.currentIndex() == 0:
+                self.picks.setCurrentIndex(self.picks.count() - 1)
         self.picks.activated.connect(self._pick)
         self.picks.setVisible(bool(picks))
         if picks:
@@ -77,7 +98,10 @@ class SaveCheckDialog(QtWidgets.QDialog):
         self.pages_edit = QtWidgets.QLineEdit(", ".join(map(str, question.pages)), self)
         self.pages_edit.setAccessibleName("Pages that answer it")
         self.pages_edit.setPlaceholderText("e.g. 12, or 12, 13")
-        form.addRow("&Page:", self.pages_edit)
+        self.pages_edit.setToolTip(
+            "The page's place in the file (for a PDF that prints “p. 10” on its 14th page: 14)"
+        )
+        form.addRow("&Page in the file:", self.pages_edit)
         self.answer_edit = QtWidgets.QPlainTextEdit(question.answer, self)
         self.answer_edit.setAccessibleName("Expected answer")
         self.answer_edit.setTabChangesFocus(True)
@@ -130,10 +154,13 @@ class SaveCheckDialog(QtWidgets.QDialog):
             self.document.setEditText(current)
 
     def _pick(self, index: int) -> None:
-        data = self.picks.itemData(index)
-        if not data:
+        pick = self.picks.itemData(index)
+        if not isinstance(pick, Pick):
             return
-        file, page = data
+        file, page = pick.file, pick.page
+        if self.answer_edit.toPlainText().strip() in ("", self.original.answer, self._picked_answer):
+            self._picked_answer = pick.quoted  # what the answer quoted from that page, unless one was typed
+            self.answer_edit.setPlainText(pick.quoted)
         found = self.document.findData(file)
         if found >= 0:
             self.document.setCurrentIndex(found)
