@@ -58,6 +58,12 @@ class CheckRun:
         ranks = " · ".join(f"{k}: {self.hits[k]}/{n}" for k in KS)
         return f"found at {ranks} · quoted from the page: {self.quoted}/{n}"
 
+    def library(self) -> str:
+        """ "1 document, 252 chunks"."""
+        docs = "document" if self.documents == 1 else "documents"
+        chunks = "chunk" if self.chunks == 1 else "chunks"
+        return f"{self.documents} {docs}, {self.chunks} {chunks}"
+
     def to_json(self) -> dict[str, Any]:
         return {
             "id": self.id,
@@ -91,7 +97,7 @@ def what_changed(before: CheckRun | None, after: CheckRun) -> list[str]:
     if before.llm_model != after.llm_model:
         out.append(f"language model {after.llm_model}")
     if (before.documents, before.chunks) != (after.documents, after.chunks):
-        out.append(f"library {after.documents} documents, {after.chunks} chunks")
+        out.append(f"library {after.library()}")
     if before.questions != after.questions:
         out.append(f"questions {before.questions} → {after.questions}")
     return out

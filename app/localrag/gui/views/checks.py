@@ -218,7 +218,7 @@ class TestQuestionsWindow(QtWidgets.QWidget):
                     f"{run.quoted} of {n}",
                     "; ".join(changed) or ("first run" if before is None else "—"),
                     f"{run.embedding_model} · {run.llm_model}",
-                    f"{run.documents} documents, {run.chunks} chunks",
+                    run.library(),
                 ]
             )
             item.setToolTip(4, "\n".join(changed))

@@ -154,7 +154,7 @@ class RunsChart(QtWidgets.QWidget):
             f"Run #{run.id} · {when}",
             run.totals(),
             f"Embedding model: {run.embedding_model} · language model: {run.llm_model}",
-            f"Library: {run.documents} documents, {run.chunks} chunks",
+            f"Library: {run.library()}",
             "Changed: " + ("; ".join(point.changed) if point.changed else "nothing since the run before"),
         ]
         return "\n".join(lines)
