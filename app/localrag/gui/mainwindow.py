@@ -47,6 +47,9 @@ class MainWindow(QtWidgets.QMainWindow):
         library: the facade; the window closes it (stopping an embedded server it owns) after its workers.
         layout_file: where the window layout is kept (default: ``window.ini`` in the data folder).
 
+    Test questions: ``show_test_questions()`` (View → Test questions…, Ctrl+T) opens ``checks_window``;
+    ``save_test_question(turn_index)`` opens "Save as a test question…" for an answer.
+
     Signals:
         store_ready(): the database is open and migrated.
         store_failed(str): the database could not be opened or went away (the message says why).
@@ -72,6 +75,7 @@ class MainWindow(QtWidgets.QMainWindow):
     paths_dropped = Signal(list)
     settings_applied = Signal(list)
     shut_down = Signal()
+    checks_window: TestQuestionsWindow | None = None
 
     def __init__(self, library: Library, *, layout_file: Path | None = None) -> None:
         super().__init__()
@@ -640,7 +644,7 @@ class MainWindow(QtWidgets.QMainWindow):
 
     def show_test_questions(self) -> TestQuestionsWindow:
         """The Test questions window (one; raised when already open)."""
-        window = getattr(self, "checks_window", None)
+        window = self.checks_window
         if window is None:
             window = self.checks_window = TestQuestionsWindow(self.library, self)
         else:
@@ -651,14 +655,14 @@ class MainWindow(QtWidgets.QMainWindow):
         return window
 
     def save_test_question(self, turn_index: int) -> SaveCheckDialog | None:
-        """ "Save as a test question…" under answer ``turn_index``."""
+        """Open "Save as a test question…" for the answer of turn ``turn_index``."""
         turns = self.chat_panel.turns
         if not 0 <= turn_index < len(turns):
             return None
         dialog = save_from_turn(self.library, turns[turn_index], self)
         if dialog is not None:
             dialog.saved.connect(lambda _id: self.statusBar().showMessage("Saved as a test question.", 4000))
-            window = getattr(self, "checks_window", None)
+            window = self.checks_window
             if window is not None:
                 dialog.saved.connect(lambda _id: window.reload())
         return dialog

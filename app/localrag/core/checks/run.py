@@ -27,7 +27,7 @@ from localrag.core.answer.quotes import Evidence
 from localrag.core.checks import store
 from localrag.core.checks.questions import KS, Question, file_name, first_hit, hits_at
 from localrag.core.checks.results import CheckRun, QuestionResult
-from localrag.core.errors import ModelMissing, describe
+from localrag.core.errors import KnownError, ModelMissing, describe
 from localrag.core.progress import Cancelled, CancelToken, Progress
 
 if TYPE_CHECKING:
@@ -121,8 +121,8 @@ def quoted_evidence(engine: ChatEngine, question: str, cancel: CancelToken | Non
                 if event.cancelled:
                     raise Cancelled()
                 return event.evidence
-            if isinstance(event, Failed):
-                raise RuntimeError(event.message)
+            if isinstance(event, Failed):  # already logged by the engine when it is a bug
+                raise KnownError(event.message)
     finally:
         close = getattr(events, "close", None)  # a generator: its run ends here, with nothing more asked
         if close is not None:
