@@ -9,6 +9,8 @@ by the real pipeline.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 
@@ -195,3 +197,39 @@ def test_saving_a_test_question_from_an_answer_and_running_it_in_the_window(qtbo
             for gen in (panel_gen, worker_gen):
                 with pytest.raises(StopIteration):
                     next(gen)
+
+
+def _checks(*args: str) -> subprocess.CompletedProcess[str]:
+    cmd = [sys.executable, "-m", "localrag", "checks", *args]
+    return subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=300)
+
+
+def test_the_command_line_imports_runs_and_exports(no_checks, tmp_path):
+    """``local-rag checks``: a bad file adds nothing; a dataset file goes in, runs (one page found first and
+    quoted, one not in the library), and comes back out line for line."""
+    lines = [
+        {"id": "c-1", "file": "tidal.pdf", "page": 2, "question": SCREENS, "answer": "once a month",
+         "evidence": "", "kind": "numeric"},
+        {"id": "c-2", "file": "absent.pdf", "page": 3, "question": FOG, "answer": "", "evidence": "",
+         "kind": "factual"},
+    ]  # fmt: skip
+    good = tmp_path / "good.jsonl"
+    good.write_text("".join(json.dumps(d) + "\n" for d in lines), encoding="utf-8")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps(lines[0]) + "\n{not json\n", encoding="utf-8")
+
+    out = _checks("import", str(bad))
+    assert out.returncode == 2 and "bad.jsonl, line 2" in out.stderr, out.stderr
+    out = _checks("import", str(good), "--json")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == {"added": 2, "updated": 0, "skipped": 0}
+    out = _checks("run", "--json")
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    by_label = {r["id"]: r for r in report["results"]}
+    assert (by_label["c-1"]["rank"], by_label["c-1"]["quoted_on_page"]) == (1, True)
+    assert (by_label["c-2"]["rank"], by_label["c-2"]["quoted_on_page"]) == (None, False)
+    assert (report["run"]["questions"], report["run"]["hit@1"], report["run"]["documents"]) == (2, 1, 2)
+    out = _checks("export", "-")
+    assert out.returncode == 0, out.stderr
+    assert [json.loads(line) for line in out.stdout.splitlines()] == lines
