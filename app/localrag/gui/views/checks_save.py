@@ -224,7 +224,10 @@ class SaveCheckDialog(QtWidgets.QDialog):
 
 def save_from_turn(library: Library, turn: Turn, parent: QtWidgets.QWidget) -> SaveCheckDialog | None:
     """Open the dialog for an answer (``None`` when it has no source to point at)."""
-    question, picks = from_turn(turn)
+    try:
+        question, picks = from_turn(turn)
+    except ValueError:  # a turn with no question to keep
+        return None
     if question is None:
         return None
     dialog = SaveCheckDialog(library, question, picks, parent)
