@@ -293,10 +293,10 @@ def text_image_png(path: Path, text: str) -> Path:
 
 
 def empty_store(library: Any, *, watched_folders: bool = False) -> None:
-    """Empties the document store and chat history (the schema and registered models stay)."""
+    """Empties the document store, chat history and test questions (the schema and registered models stay)."""
     tables = (
         "documents, document_chunks, chunk_embeddings, bm25_postings, bm25_terms, chats, messages, "
-        "document_files, collections"
+        "document_files, collections, test_questions, check_runs"
     )
     with library.connect() as conn:
         # A connection an earlier test left inside a transaction would block the TRUNCATE for ever: fail

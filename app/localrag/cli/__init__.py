@@ -14,7 +14,19 @@ from localrag.core.errors import as_known, describe
 from localrag.core.logs import set_up_logging
 
 # Modules under localrag.cli, each with ``register(subparsers)`` that sets ``func(args) -> int``.
-COMMANDS = ["doctor", "db", "ingest", "meta", "search", "eval", "bench", "ask", "chat", "collections"]
+COMMANDS = [
+    "doctor",
+    "db",
+    "ingest",
+    "meta",
+    "search",
+    "eval",
+    "bench",
+    "ask",
+    "chat",
+    "collections",
+    "checks",
+]
 
 
 class Command(Protocol):

@@ -2,8 +2,9 @@
 
 A page-hit dataset is a folder with the documents (``docs/`` or ``pdfs/``) and questions, either one
 ``questions.jsonl`` or ``questions/*.jsonl``; each question has ``question``, ``file`` (the document's file
-name) and ``pages`` (1-based; or one ``page``). A question counts at k when one of the first k passages
-``retrieve`` returns is on one of its pages of its file.
+name) and ``pages`` (1-based; or one ``page``), the lines of the test questions (``core/checks/questions``).
+A question counts at k when one of the first k passages ``retrieve`` returns is on one of its pages of its
+file.
 
 Two settings: **pooled** (the whole library, as a person asks) and **scoped** (only the question's document,
 as if the person had picked it). The documents are ingested into the library of this data folder first
@@ -16,22 +17,15 @@ import json
 import statistics
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from localrag.core.checks.questions import KS, Question, first_hit, hits_at, read_jsonl
 from localrag.eval import metrics
 
-KS = (1, 5, 10)
+__all__ = ["KS", "first_hit"]
+
 DOC_SUFFIXES = (".pdf", ".md", ".txt", ".html", ".htm", ".docx")
-
-
-@dataclass
-class PageQuestion:
-    id: str
-    question: str
-    file: str
-    pages: list[int]
 
 
 def is_page_dataset(folder: Path) -> bool:
@@ -41,17 +35,16 @@ def is_page_dataset(folder: Path) -> bool:
     return (folder / "questions.jsonl").exists() or any((folder / "questions").glob("*.jsonl"))
 
 
-def load_questions(folder: Path) -> list[PageQuestion]:
+def load_questions(folder: Path) -> list[Question]:
+    """Every question of the folder (the lines of the test questions' JSONL); a line without an ``id`` is
+    labelled by its file's name and line number."""
     files = [folder / "questions.jsonl"] if (folder / "questions.jsonl").exists() else []
     files += sorted((folder / "questions").glob("*.jsonl"))
     out = []
     for path in files:
-        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            if not line.strip():
-                continue
-            d = json.loads(line)
-            pages = d.get("pages") or ([d["page"]] if d.get("page") else [])
-            out.append(PageQuestion(str(d.get("id", f"{path.stem}-{n}")), d["question"], d["file"], pages))
+        for n, q in enumerate(read_jsonl(path), 1):
+            q.label = q.label or f"{path.stem}-{n}"
+            out.append(q)
     if not out:
         raise FileNotFoundError(f"no questions in {folder}")
     return out
@@ -64,17 +57,9 @@ def document_files(folder: Path) -> list[Path]:
     return []
 
 
-def first_hit(ranked: list[tuple[str, int]], q: PageQuestion) -> int | None:
-    """The 1-based rank of the first passage on a gold page, or None."""
-    for i, (name, page) in enumerate(ranked, 1):
-        if name == q.file and page in q.pages:
-            return i
-    return None
-
-
 def summarize(hits: list[int | None], latencies: list[float]) -> dict[str, Any]:
     n = max(1, len(hits))
-    out: dict[str, Any] = {f"hit@{k}": round(sum(1 for h in hits if h and h <= k) / n, 4) for k in KS}
+    out: dict[str, Any] = {f"hit@{k}": round(count / n, 4) for k, count in hits_at(hits).items()}
     out["mrr@10"] = round(sum(1.0 / h for h in hits if h and h <= 10) / n, 4)
     if latencies:
         out["latency_ms"] = {**metrics.percentiles(latencies), "mean": round(statistics.fmean(latencies), 2)}
@@ -141,11 +126,11 @@ def evaluate(
                 )
                 latencies.append((time.perf_counter() - started) * 1000.0)
                 ranked = [(r.file_name, r.page_number) for r in resp.results]
-                hit = first_hit(ranked, q)
+                hit = first_hit(ranked, q.file, q.pages)
                 hits.append(hit)
                 per_question.append(
                     {
-                        "id": q.id,
+                        "id": q.label,
                         "file": q.file,
                         "pages": q.pages,
                         "hit": hit,

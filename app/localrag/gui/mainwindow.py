@@ -25,6 +25,8 @@ from localrag.gui.views.about import AboutDialog, collect_versions
 from localrag.gui.views.banners import BannerArea
 from localrag.gui.views.chat import ChatPanel
 from localrag.gui.views.chats_list import ChatsList
+from localrag.gui.views.checks import TestQuestionsWindow
+from localrag.gui.views.checks_save import SaveCheckDialog, save_from_turn
 from localrag.gui.views.details import DocumentDetailsDialog
 from localrag.gui.views.devpane import DevPane
 from localrag.gui.views.documents import DocumentsPanel
@@ -45,6 +47,9 @@ class MainWindow(QtWidgets.QMainWindow):
     Args:
         library: the facade; the window closes it (stopping an embedded server it owns) after its workers.
         layout_file: where the window layout is kept (default: ``window.ini`` in the data folder).
+
+    Test questions: ``show_test_questions()`` (View → Test questions…, Ctrl+T) opens ``checks_window``;
+    ``save_test_question(turn_index)`` opens "Save as a test question…" for an answer.
 
     Signals:
         store_ready(): the database is open and migrated.
@@ -71,6 +76,7 @@ class MainWindow(QtWidgets.QMainWindow):
     paths_dropped = Signal(list)
     settings_applied = Signal(list)
     shut_down = Signal()
+    checks_window: TestQuestionsWindow | None = None
 
     def __init__(self, library: Library, *, layout_file: Path | None = None) -> None:
         super().__init__()
@@ -230,6 +236,14 @@ class MainWindow(QtWidgets.QMainWindow):
         self.chats_action = QtGui.QAction("&Chats list", self, checkable=True, checked=True)
         self.chats_action.toggled.connect(self.chats_list.setVisible)
         view_menu.addAction(self.chats_action)
+        self.checks_action = self._action(
+            "&Test questions…",
+            self.show_test_questions,
+            "Ctrl+T",
+            "Questions kept with the page that answers them: run them to see what a change did",
+        )
+        view_menu.addAction(self.checks_action)
+        self.chat_panel.test_question_requested.connect(self.save_test_question)
 
         help_menu = bar.addMenu("&Help")
         self.about_action = self._action("&About Local RAG", self.show_about)
@@ -628,6 +642,31 @@ class MainWindow(QtWidgets.QMainWindow):
             dialog.set_versions
         ).run_in_background()
         dialog.open()
+        return dialog
+
+    def show_test_questions(self) -> TestQuestionsWindow:
+        """The Test questions window (one; raised when already open)."""
+        window = self.checks_window
+        if window is None:
+            window = self.checks_window = TestQuestionsWindow(self.library, self)
+        else:
+            window.reload()
+        window.show()
+        window.raise_()
+        window.activateWindow()
+        return window
+
+    def save_test_question(self, turn_index: int) -> SaveCheckDialog | None:
+        """Open "Save as a test question…" for the answer of turn ``turn_index``."""
+        turns = self.chat_panel.turns
+        if not 0 <= turn_index < len(turns):
+            return None
+        dialog = save_from_turn(self.library, turns[turn_index], self)
+        if dialog is not None:
+            dialog.saved.connect(lambda _id: self.statusBar().showMessage("Saved as a test question.", 4000))
+            window = self.checks_window
+            if window is not None:
+                dialog.saved.connect(lambda _id: window.reload())
         return dialog
 
     # -- coming back to the window -------------------------------------------------------------------------

@@ -95,6 +95,7 @@ class ChatPanel(QtWidgets.QWidget):
         source_opened(object): a ``SourceViewer`` was opened.
         history_loaded(int): a kept chat's messages are shown.
         collection_loaded(object): a kept chat was opened: the collection it is scoped to (id or None).
+        test_question_requested(int): "Save as a test question…" was clicked under turn ``index``'s answer.
     """
 
     generation_started = Signal()
@@ -112,6 +113,7 @@ class ChatPanel(QtWidgets.QWidget):
     source_opened = Signal(object)
     history_loaded = Signal(int)
     collection_loaded = Signal(object)
+    test_question_requested = Signal(int)
 
     def __init__(
         self, library: Library, parent: QtWidgets.QWidget | None = None, *, worker: ChatWorker | None = None
@@ -611,6 +613,10 @@ class ChatPanel(QtWidgets.QWidget):
         if kind == "alone":
             with contextlib.suppress(ValueError):
                 self.ask_model_alone(int(rest))
+            return
+        if kind == "check":
+            with contextlib.suppress(ValueError):
+                self.test_question_requested.emit(int(rest))
             return
         opener = {
             "cite": self.open_source,

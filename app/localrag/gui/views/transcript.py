@@ -21,7 +21,9 @@ text and ``src:T:N`` a row of a sources list (source ``N`` of turn ``T``); ``ev:
 turn ``T`` (the viewer highlights exactly that sentence); ``gen:T:I`` checked sentence ``I`` (the viewer
 highlights the source sentence that supports it); ``fig:T:I`` cell ``I`` of turn ``T``'s computation (an
 operand, then the closest cells of a missing one: the viewer outlines the cell and its heading); ``alone:T``
-asks turn ``T``'s question of the model alone.
+asks turn ``T``'s question of the model alone;
+``check:T`` saves turn ``T``'s question as a test question (``SAVE_AS_CHECK``, under every answer from the
+documents).
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ CLOSEST = "The closest passages:"
 NOT_FOUND = "not found in your documents"
 NOTHING_CHECKED = "Nothing the model wrote could be found in your documents."
 ASK_MODEL_ALONE = "Ask the model without my documents"
+SAVE_AS_CHECK = "Save as a test question…"
 # Where streamed tokens go in a pending turn: ``ChatPanel`` replaces this character with them.
 STREAM_MARK = "\ue000"
 TITLE_CHARS = 48
@@ -533,6 +536,11 @@ def turn_html(index: int, turn: Turn, c: dict[str, str]) -> str:
     listed = ev is not None and not ev.answered and len(closest_numbers(turn)) == len(turn.sources)
     if turn.sources and not listed:  # a not-found answer's closest passages are its whole sources list
         parts.append(sources_html(turn, index, c))
+    if turn.sources and not turn.model_alone:
+        parts.append(
+            f"<p style='margin-top:4px'><a href='check:{index}' style='color:{c['muted']}; "
+            f"text-decoration:none'>{escape(SAVE_AS_CHECK)}</a></p>"
+        )
     return "".join(parts)
 
 
