@@ -55,7 +55,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--collection",
         metavar="NAME",
-        help="only the documents of this collection (default: the chat's, with --chat; else all)",
+        help="only this collection's documents (kept with a --chat; default: the chat's, else all)",
     )
     keep = p.add_mutually_exclusive_group()
     keep.add_argument(
@@ -134,16 +134,18 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _collection(library: Any, args: argparse.Namespace) -> int | None:
-    """The collection asked for by name, else the one the chat continued is scoped to, else none."""
-    if args.collection:
-        return int(library.collection(args.collection).id)
-    if args.chat:
-        from localrag.core.answer import history
+    """The collection asked for by name (a chat continued is scoped to it from now on), else the one the chat
+    continued is scoped to, else none."""
+    from localrag.core.answer import history
 
+    collection = int(library.collection(args.collection).id) if args.collection else None
+    if args.chat:
         with library.connect() as conn:
+            if collection is not None:
+                history.set_chat_collection(conn, args.chat, collection)
             chat = history.get_chat(conn, args.chat)
         return chat.collection_id if chat is not None else None
-    return None
+    return collection
 
 
 def _load_quietly(provider: Any) -> None:
