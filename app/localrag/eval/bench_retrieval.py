@@ -134,6 +134,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"  {stage:8} p50 {v['p50']:7.2f}  p95 {v['p95']:7.2f}")
     f = report["filtered_ms"]
     print(f"filtered (doc type markdown): p50 {f['p50']} ms, p95 {f['p95']} ms")
+    r = report["routed_ms"]
+    print(f"routed (one document): p50 {r['p50']} ms, p95 {r['p95']} ms")
     print(f"HNSW recall@10 vs exact (ef_search {report['ef_search_used']}): {rec}")
     print(f"BM25 recall@10 vs scoring every posting: {report['bm25_recall@10']}")
     if "while_ingesting" in report:
@@ -382,7 +384,21 @@ def bench(
         )
         report["filtered_ms"] = filt["total"]
         say(f"  filtered ms {filt['total']}")
-        _mark_seen(conn, hot_texts + filtered_texts)
+        # A question that names a document searches it alone (``routing``): each of these is limited to the
+        # document of its best BM25 passage.
+        routed_texts = (fresh[queries:] + seen)[queries : 2 * queries] or filtered_texts
+        say("routed queries (limited to one document)")
+        docs_of = _best_documents(conn, routed_texts, tuning)
+        routed = _measure(
+            beir.StoreHandle(conninfo, query_embedder, settings),
+            [t for t in routed_texts if t in docs_of],
+            tuning,
+            settings.k,
+            doc_for=docs_of,
+        )
+        report["routed_ms"], report["routed_stages_ms"] = routed["total"], routed["stages"]
+        say(f"  routed ms {routed['total']}, stages {routed['stages']}")
+        _mark_seen(conn, hot_texts + filtered_texts + routed_texts)
         say("HNSW recall against exact search")
         report["hnsw_recall@10"] = _recall(handle, conn, vecs, recall_texts, tuning, embedder)
         say(f"  recall@10 {report['hnsw_recall@10']}")
@@ -446,18 +462,35 @@ def load_chunks(
         conn.autocommit = False
 
 
+def _best_documents(conn: Any, texts: Sequence[str], tuning: Tuning) -> dict[str, int]:
+    """The document of each text's best BM25 passage (texts with no passage are left out)."""
+    found: dict[str, int] = {}
+    for text in texts:
+        hits = bm25.search(conn, text, n=1, k1=tuning.bm25_k1, b=tuning.bm25_b)
+        if hits:
+            row = conn.execute("SELECT doc_id FROM document_chunks WHERE id = %s", (hits[0][0],)).fetchone()
+            found[text] = int(row[0])
+    conn.commit()
+    return found
+
+
 def _measure(
     handle: beir.StoreHandle,
     texts: Sequence[str],
     tuning: Tuning,
     k: int,
     pause_s: float = 0.0,
+    doc_for: dict[str, int] | None = None,
     **filters: Any,
 ) -> dict[str, Any]:
+    """Latency percentiles of ``texts`` asked in turn; ``doc_for``: each text limited to that document (a
+    routed question)."""
     totals: list[float] = []
     stages: dict[str, list[float]] = {"embed": [], "vector": [], "bm25": [], "fuse+fetch+merge": []}
     for text in texts:
         time.sleep(pause_s)
+        if doc_for is not None:
+            filters = {"doc_ids": [doc_for[text]]}
         t = time.perf_counter()
         resp = retrieve(
             handle, text, k=k, tuning=tuning, **filters

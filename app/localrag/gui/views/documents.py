@@ -182,6 +182,13 @@ class DocumentsPanel(QtWidgets.QWidget):
             head.setSectionResizeMode(col, QtWidgets.QHeaderView.ResizeMode.Interactive)
             self.table.setColumnWidth(col, width)
         head.setHighlightSections(False)
+        # A click on a heading sorts by that column (in the model, by a key per row); a third click goes back
+        # to newest first.
+        head.setSectionsClickable(True)
+        head.setSortIndicatorShown(True)
+        head.setSortIndicatorClearable(True)
+        head.setSortIndicator(-1, QtCore.Qt.SortOrder.AscendingOrder)
+        head.sortIndicatorChanged.connect(self.model.sort)
         self.table.selectionModel().selectionChanged.connect(lambda *_: self._selection_changed())
         self.stack.addWidget(self.empty)
         self.stack.addWidget(self.table)
@@ -324,6 +331,7 @@ class DocumentsPanel(QtWidgets.QWidget):
                 error_code=event.error_code,
                 error=event.message if event.status == FAILED else None,
                 bytes=old.bytes if old else 0,
+                searchable=event.searchable,
             )
             self._pending[key] = row
         if not self._flush_timer.isActive():
