@@ -377,7 +377,9 @@ def test_new_document_is_searchable_while_it_is_read_and_a_pause_redoes_only_the
     from localrag.core.ingest import chunk_writer, chunking
 
     # Commit after every chunk, and chunk pages in small groups: what a long book does, in a short test.
+    monkeypatch.setattr(chunk_writer, "FIRST_COMMIT_SECONDS", 0.0)
     monkeypatch.setattr(chunk_writer, "COMMIT_SECONDS", 0.0)
+    monkeypatch.setattr(chunking, "_FIRST_GROUP_CHARS", 500)
     monkeypatch.setattr(chunking, "_GROUP_CHARS", 500)
     f = tmp_path / "atlas.pdf"
     _write_pdf(f, [f"Page {i}: the moraine survey {i * 11} crossed the valley." for i in range(300)])

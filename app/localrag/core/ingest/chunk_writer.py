@@ -5,17 +5,18 @@ is, per chunk, its heading path and page (to write each chunk's context) and, pe
 A chunk's context depends on the document's metadata (found in its first pages) and on its page's head,
 from which running headers seen on many pages are removed: rows copied before the end carry the context
 known then, and the few whose context changed by the end are rewritten (and indexed again) at the end. A
-document read in less than ``COMMIT_SECONDS`` (nearly all) is copied once, with its final contexts.
+document read in less than ``FIRST_COMMIT_SECONDS`` (nearly all) is copied once, with its final contexts.
 
-A new document (``searchable``: not the next version of a ready one, which answers until this one is ready) is
-searchable by keywords as soon as its first pages are read: every ``COMMIT_SECONDS`` the chunks cut so far are
-copied with their postings and committed. A kill or a pause leaves those committed; the next attempt removes
-them (postings first) and reads the file again. Any other document is written in the one transaction that
-ends its extraction, and indexed when it becomes ready.
+A new document (``searchable``: not the next version of a ready one, which answers until this one is ready)
+is searchable by keywords as soon as its first pages are read: the chunks cut after ``FIRST_COMMIT_SECONDS``
+of reading, and then every ``COMMIT_SECONDS``, are copied with their postings and committed. A kill or a
+pause leaves those committed; the next attempt removes them (postings first) and reads the file again. Any
+other document is written in the one transaction that ends its extraction, and indexed when it becomes
+ready.
 
 The chunk count is bounded by the ``max_document_chunks`` setting: a document is refused as soon as the
 share of its file read so far shows it would pass the limit by a quarter, and in any case when it reaches
-it. The transaction is rolled back then, so nothing of it stays.
+it. Nothing of it stays then (what was committed of a searchable document is deleted with its postings).
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ from localrag.core.retrieve import bm25
 from localrag.core.text import identity
 
 FLUSH_CHUNKS = 2_000
-COMMIT_SECONDS = 2.0  # how often a searchable document's chunks read so far are committed
+FIRST_COMMIT_SECONDS = 0.5  # a searchable document's first chunks are committed after this much reading
+COMMIT_SECONDS = 2.0  # and then the chunks read since, this often
 ESTIMATE_AFTER_CHUNKS = 500  # chunks cut before the file's size is trusted for an estimate
 ESTIMATE_MARGIN = 1.25  # refuse early only when the estimate passes the limit by this much
 
@@ -75,7 +77,7 @@ class ChunkWriter:
         self.conn, self.doc_id, self.path, self.edited, self.limit = conn, doc_id, path, edited, limit
         self.searchable = searchable
         self.committed = False  # whether some of its chunks are committed (searchable) already
-        self.committed_at = time.monotonic()
+        self.committed_at = time.monotonic() - COMMIT_SECONDS + FIRST_COMMIT_SECONDS
         self.title = ""
         self.pdf_meta = metadata.pdf_metadata(path)
         self.page_labels = metadata.pdf_page_labels(path)
