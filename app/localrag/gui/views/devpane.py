@@ -356,6 +356,11 @@ class DevPane(QtWidgets.QWidget):
                 + (f" ({below} under the floor)" if below else "")
                 + "."
             )
+        pending = sum(1 for r in results if _get(r, "keywords_only"))
+        if pending:
+            notes.append(
+                f"{pending} found by keywords only: their document is still being embedded (column Vector)."
+            )
         self.status_label.setText(" ".join(notes))
         self._fill_table(self._rows_to_show())
         self._render_timings()

@@ -177,7 +177,7 @@ class DocumentsPanel(QtWidgets.QWidget):
             (DocumentsModel.TYPE, 84),
             (DocumentsModel.PAGES, 52),
             (DocumentsModel.CHUNKS, 58),
-            (DocumentsModel.STATUS, 112),
+            (DocumentsModel.STATUS, 172),  # "Searchable · embedding 40 %"
         ):
             head.setSectionResizeMode(col, QtWidgets.QHeaderView.ResizeMode.Interactive)
             self.table.setColumnWidth(col, width)
