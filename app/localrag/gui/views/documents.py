@@ -174,10 +174,10 @@ class DocumentsPanel(QtWidgets.QWidget):
         head = self.table.horizontalHeader()
         head.setSectionResizeMode(DocumentsModel.TITLE, QtWidgets.QHeaderView.ResizeMode.Stretch)
         for col, width in (
-            (DocumentsModel.TYPE, 84),
+            (DocumentsModel.TYPE, 72),
             (DocumentsModel.PAGES, 52),
             (DocumentsModel.CHUNKS, 58),
-            (DocumentsModel.STATUS, 172),  # "Searchable · embedding 40 %"
+            (DocumentsModel.STATUS, 188),  # "Searchable · embedding 40 %"
         ):
             head.setSectionResizeMode(col, QtWidgets.QHeaderView.ResizeMode.Interactive)
             self.table.setColumnWidth(col, width)
