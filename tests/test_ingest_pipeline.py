@@ -372,8 +372,8 @@ def test_new_document_is_searchable_while_it_is_read_and_a_pause_redoes_only_the
     clean_db, tmp_path, monkeypatch
 ):
     """A new document's chunks are searchable by keywords as soon as they are read (committed with their
-    postings as reading goes on); paused while it is read, it stays searchable, and the next run reads it again
-    from the start without counting a chunk twice."""
+    postings as reading goes on); paused while it is read, it stays searchable, and the next run reads it
+    again from the start without counting a chunk twice."""
     from localrag.core.ingest import chunk_writer, chunking
 
     # Commit after every chunk, and chunk pages in small groups: what a long book does, in a short test.
