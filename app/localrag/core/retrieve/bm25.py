@@ -244,7 +244,7 @@ def search(
     Postings exist only for documents a search may return (``filters.SEARCHABLE``) and carry their chunk's
     document and length, so an unfiltered query reads only indexes. A query limited to some documents (a
     question that names one) reads only their postings (the ``bm25_postings_doc`` index) and scores them all;
-    another filter joins each posting it reads to its document.
+    another filter joins each posting it reads to its chunk and document.
 
     In a large library a query term found in many chunks ("cell", "use") has tens of thousands of postings and
     little weight. When a term has more than ``TERM_POSTINGS_READ`` postings, an unfiltered query reads only
@@ -278,7 +278,10 @@ def search(
         where, fparams = filters.sql("d")
         params.update(fparams)
         if not filters.only_documents:
-            join = f" JOIN documents d ON d.id = p.doc_id AND {where}"
+            join = (
+                " JOIN document_chunks c ON c.id = p.chunk_id"
+                f" JOIN documents d ON d.id = c.doc_id AND {where}"
+            )
         if filters.doc_ids is not None:
             found = conn.execute(
                 f"SELECT p.chunk_id, sum({_TERM_SCORE}) AS score"
