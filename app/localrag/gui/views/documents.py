@@ -278,11 +278,11 @@ class DocumentsPanel(QtWidgets.QWidget):
     # -- feeding ------------------------------------------------------------------------------------------
 
     def set_documents(self, infos: list[Any]) -> None:
-        """Show a fresh listing (``DocumentInfo`` rows from ``list_documents``); the selected documents (the
-        chat's scope) stay selected."""
+        """Show a fresh listing (``DocumentRow``s, or ``DocumentInfo``s from ``list_documents``); the selected
+        documents (the chat's scope) stay selected."""
         selected = [r.doc_id for r in self.selected_rows() if r.doc_id is not None]
         self._pending.clear()
-        self.model.set_rows([DocumentRow.from_info(i) for i in infos])
+        self.model.set_rows([i if isinstance(i, DocumentRow) else DocumentRow.from_info(i) for i in infos])
         if selected:
             self.select_documents(selected)
         self._update_views()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 from localrag.core.ingest.metadata import shown_title
@@ -78,9 +78,12 @@ class DocumentRow:
     identity: str = ""  # what the document is, as found at ingest: organisation · kind · period
     searchable: bool = False  # still being indexed, and found by searches already (by keywords first)
 
-    @property
-    def key(self) -> str:
-        return f"doc:{self.doc_id}" if self.doc_id is not None else f"path:{self.path}"
+    # ``doc:ID``, or ``path:PATH`` for a file not yet recorded; made with the row (on the worker that lists
+    # them): a row is replaced, never re-keyed.
+    key: str = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self.key = f"doc:{self.doc_id}" if self.doc_id is not None else f"path:{self.path}"
 
     @property
     def fraction(self) -> float | None:
