@@ -405,6 +405,63 @@ def test_progress_is_shown_and_repaints_are_coalesced(qtbot):
     assert "1 failed" in panel.summary_label.text()
 
 
+def test_the_documents_list_filters_and_sorts_many_rows_and_the_selection_follows(qtbot):
+    """The list's filter and sort work on the model's rows (no call per row from Qt): the rows shown match the
+    search and the type, in the order chosen, and the selected documents stay selected while rows come, go
+    and move."""
+    from localrag.gui.qt import QtCore
+    from localrag.gui.views.documents import DocumentsPanel
+    from localrag.gui.views.documents_model import DocumentRow
+
+    panel = DocumentsPanel()
+    qtbot.addWidget(panel)
+    kinds = ["pdf", "markdown", "text"]
+    rows = [
+        DocumentRow(
+            i,
+            f"/lib/doc-{i}.{kinds[i % 3]}",
+            f"Handbook {i}",
+            doc_type=kinds[i % 3],
+            status="ready",
+            pages=i % 40,
+        )
+        for i in range(3000, 0, -1)
+    ]
+    panel.set_documents(rows)
+    assert panel.proxy.rowCount() == 3000
+    panel.select_documents([1234, 2001])
+
+    def matching(search: str, doc_type: str = "") -> list[str]:
+        return [
+            r.title
+            for r in rows
+            if all(w in f"{r.title}\n{r.path}".lower() for w in search.split())
+            and (not doc_type or r.doc_type == doc_type)
+        ]
+
+    panel.search.setText("handbook 12")  # 1234 matches, 2001 does not
+    shown = [panel.proxy.index(i, 0).data() for i in range(panel.proxy.rowCount())]
+    assert shown == matching("handbook 12") and 0 < len(shown) < 3000
+    assert [r.doc_id for r in panel.selected_rows()] == [1234]
+    panel.type_filter.setCurrentIndex(panel.type_filter.findData("pdf"))  # 1234 is markdown (1234 % 3 == 1)
+    assert panel.selected_rows() == [] and panel.proxy.rowCount() == len(matching("handbook 12", "pdf"))
+    panel.type_filter.setCurrentIndex(0)
+    panel.search.clear()
+    panel.select_documents([1234])
+    head = panel.table.horizontalHeader()
+    head.setSortIndicator(panel.model.PAGES, QtCore.Qt.SortOrder.DescendingOrder)
+    pages = [panel.proxy.index(i, panel.model.PAGES).data() for i in range(3)]
+    assert pages == ["39", "39", "39"]
+    assert [r.doc_id for r in panel.selected_rows()] == [1234]
+    # Rows added and removed while a filter is on: the filter holds, the selection stays on its row.
+    panel.search.setText("handbook 123")
+    panel.model.upsert_many([DocumentRow(5000, "/lib/new.pdf", "Handbook 1235 new", doc_type="pdf")])
+    panel.model.remove_keys(["doc:123"])
+    titles = {panel.proxy.index(i, 0).data() for i in range(panel.proxy.rowCount())}
+    assert "Handbook 1235 new" in titles and "Handbook 123" not in titles and "Handbook 1230" in titles
+    assert [r.doc_id for r in panel.selected_rows()] == [1234]
+
+
 def test_dropping_a_gguf_makes_it_the_language_model(qtbot, window, saved_settings):
     from localrag.core.config import Settings
     from localrag.core.embed.model_files import default_gguf

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from localrag.core.ingest.pipeline import Ingestor
+from localrag.core.retrieve import bm25, retrieve
 from localrag.core.text import identity
 
 LOREM = (
@@ -318,7 +319,14 @@ def test_killed_ingest_resumes_to_the_same_state(clean_db, tmp_path, embedder):
         status, done, total = conn.execute(
             "SELECT status, chunks_embedded, chunks_total FROM documents"
         ).fetchone()
-    assert status == "embedding" and done < total  # killed mid-way, invisible to retrieval
+    assert status == "embedding" and done < total  # killed mid-way
+    # Searchable all the same: by keywords, the chunks not embedded yet marked so; by meaning, those embedded.
+    for mode in ("keyword", "hybrid"):
+        found = retrieve(clean_db, "sediment sample 1393", k=8, mode=mode, route=False).results
+        late = [r for r in found if r.page_number == 200]
+        assert late and late[0].keywords_only and late[0].scores["bm25_rank"] == 1, mode
+    early = retrieve(clean_db, "sediment sample 7 delta", k=3, mode="vector", route=False).results
+    assert early and not any(r.keywords_only for r in early)
 
     resumed = subprocess.run(
         [sys.executable, "-m", "localrag", "ingest", "--json"],
@@ -354,6 +362,59 @@ def test_killed_ingest_resumes_to_the_same_state(clean_db, tmp_path, embedder):
     )
     got = np.array([np.asarray(rows[i][2].to_list()) for i in sample])
     assert np.allclose(got, want, atol=1e-5)
+    late = retrieve(clean_db, "sediment sample 1393", k=1, mode="hybrid", route=False).results
+    assert late and late[0].page_number == 200 and not late[0].keywords_only
+    with clean_db.connect() as conn:
+        assert set(bm25.stats_drift(conn).values()) == {0}
+
+
+def test_new_document_is_searchable_while_it_is_read_and_a_pause_redoes_only_the_reading(
+    clean_db, tmp_path, monkeypatch
+):
+    """A new document's chunks are searchable by keywords as soon as they are read (committed with their
+    postings as reading goes on); paused while it is read, it stays searchable, and the next run reads it
+    again from the start without counting a chunk twice."""
+    from localrag.core.ingest import chunk_writer, chunking
+
+    # Commit after every chunk, and chunk pages in small groups: what a long book does, in a short test.
+    monkeypatch.setattr(chunk_writer, "FIRST_COMMIT_SECONDS", 0.0)
+    monkeypatch.setattr(chunk_writer, "COMMIT_SECONDS", 0.0)
+    monkeypatch.setattr(chunking, "_FIRST_GROUP_CHARS", 500)
+    monkeypatch.setattr(chunking, "_GROUP_CHARS", 500)
+    f = tmp_path / "atlas.pdf"
+    _write_pdf(f, [f"Page {i}: the moraine survey {i * 11} crossed the valley." for i in range(300)])
+    ing = Ingestor(clean_db)
+    found: list = []
+
+    def on_event(e):
+        if e.status == "extracting" and e.searchable and 10 <= e.pages_done < e.pages and not found:
+            found.extend(retrieve(clean_db, "moraine survey 22", k=1, mode="hybrid", route=False).results)
+            ing.pause()
+
+    ing.on_event = on_event
+    try:
+        ing.enqueue([f])
+        first = ing.run()
+    finally:
+        ing.close()
+    assert first.ready == 0
+    assert found and found[0].page_number == 3 and found[0].keywords_only
+    with clean_db.connect() as conn:
+        state, postings = conn.execute(
+            "SELECT status, (SELECT count(*) FROM bm25_postings) FROM documents"
+        ).fetchone()
+        assert state == "extracting" and postings > 0
+        assert set(bm25.stats_drift(conn).values()) == {0}
+    _, second, _ = _ingest(clean_db, [])
+    assert second.ready == 1
+    with clean_db.connect() as conn:
+        total, chunks = conn.execute(
+            "SELECT chunks_total, (SELECT count(*) FROM document_chunks) FROM documents"
+        ).fetchone()
+        assert total == chunks
+        assert set(bm25.stats_drift(conn).values()) == {0}
+    hit = retrieve(clean_db, "moraine survey 3289", k=1, mode="hybrid", route=False).results
+    assert hit and hit[0].page_number == 300 and not hit[0].keywords_only
 
 
 def test_pause_keeps_committed_work_and_the_next_run_carries_on(clean_db, tmp_path):

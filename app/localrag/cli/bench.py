@@ -11,7 +11,10 @@ import importlib
 # Modules under localrag.eval named bench_<name>, one per subcommand.
 BENCHES = ["retrieval", "ingest", "chat", "api", "load"]
 # Modules under localrag.devtools named bench_<name>, with what each measures; they parse their own arguments.
-TOOL_BENCHES = {"window": "drop a folder on the real window and measure its event loop while it indexes"}
+TOOL_BENCHES = {
+    "window": "drop a folder on the real window and measure its event loop while it indexes",
+    "documents-list": "time the documents panel (show, search, filter, sort, scroll) over N documents",
+}
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -27,4 +30,5 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _run_tool(name: str, args: argparse.Namespace) -> int:
-    return int(importlib.import_module(f"localrag.devtools.bench_{name}").main(args.argv))
+    module = name.replace("-", "_")
+    return int(importlib.import_module(f"localrag.devtools.bench_{module}").main(args.argv))

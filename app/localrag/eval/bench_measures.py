@@ -35,15 +35,19 @@ def measure(
     tuning: Tuning,
     k: int,
     pause_s: float = 0.0,
+    doc_for: dict[str, int] | None = None,
     **filters: Any,
 ) -> dict[str, Any]:
     """Latency of ``retrieve`` for each of ``texts``, p50/p95 in total and by stage, hosted as in the app:
-    pooled connections, the BM25 leg on the host's executor beside the vector leg."""
+    pooled connections, the BM25 leg on the host's executor beside the vector leg. ``doc_for``: each text
+    limited to that document (a routed question)."""
     totals: list[float] = []
     stages: dict[str, list[float]] = {"embed": [], "vector": [], "bm25": [], "fuse+fetch+merge": []}
     with Host(handle):
         for text in texts:
             time.sleep(pause_s)
+            if doc_for is not None:
+                filters = {"doc_ids": [doc_for[text]]}
             t = time.perf_counter()
             resp = retrieve(handle, text, k=k, tuning=tuning, **filters)
             totals.append((time.perf_counter() - t) * 1000)
@@ -57,6 +61,18 @@ def measure(
         "total": metrics.percentiles(totals),
         "stages": {s: metrics.percentiles(v) for s, v in stages.items()},
     }
+
+
+def best_documents(conn: Any, texts: Sequence[str], tuning: Tuning) -> dict[str, int]:
+    """The document of each text's best BM25 passage (texts with no passage are left out)."""
+    found: dict[str, int] = {}
+    for text in texts:
+        hits = bm25.search(conn, text, n=1, k1=tuning.bm25_k1, b=tuning.bm25_b)
+        if hits:
+            row = conn.execute("SELECT doc_id FROM document_chunks WHERE id = %s", (hits[0][0],)).fetchone()
+            found[text] = int(row[0])
+    conn.commit()
+    return found
 
 
 def hnsw_recall(

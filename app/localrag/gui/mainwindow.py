@@ -30,6 +30,7 @@ from localrag.gui.views.checks_save import SaveCheckDialog, save_from_turn
 from localrag.gui.views.details import DocumentDetailsDialog
 from localrag.gui.views.devpane import DevPane
 from localrag.gui.views.documents import DocumentsPanel
+from localrag.gui.views.documents_model import DocumentRow
 from localrag.gui.views.drop_overlay import DropOverlay, local_paths
 from localrag.gui.views.settings import SettingsDialog
 from localrag.gui.views.watched import WatchedFoldersDialog
@@ -524,9 +525,9 @@ class MainWindow(QtWidgets.QMainWindow):
         """Reload the documents panel from the store (off the UI thread)."""
         self.services.refresh_documents()
 
-    def _on_documents_listed(self, infos: list[DocumentInfo]) -> None:
-        self.documents_panel.set_documents(infos)
-        self.documents_loaded.emit(len(infos))
+    def _on_documents_listed(self, rows: list[DocumentRow]) -> None:
+        self.documents_panel.set_documents(rows)
+        self.documents_loaded.emit(len(rows))
 
     def show_details(self, info: DocumentInfo) -> DocumentDetailsDialog:
         """The details dialog of one document (loaded by ``services.load_details``)."""

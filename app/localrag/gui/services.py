@@ -67,7 +67,8 @@ class AppServices(QObject):
         (``model_error``).
         ingest_event(IngestEvent): what happened to one file (ingestion or re-embedding).
         paths_enqueued(list): these dropped paths (strings) are walked and recorded.
-        documents_listed(list): a fresh listing: a list of ``DocumentInfo``.
+        documents_listed(list): a fresh listing: a list of ``DocumentRow`` (the panel's rows, made off the UI
+            thread).
         details_loaded(object): ``load_details``' document (a ``DocumentInfo``).
         details_saved(int, bool): a document's edited metadata was saved; whether its chunks must be embedded
             again (their context changed).
@@ -199,10 +200,12 @@ class AppServices(QObject):
     def refresh_documents(self) -> None:
         """List the documents (off the UI thread); ``documents_listed`` brings them."""
         from localrag.core.ingest.documents import list_documents
+        from localrag.gui.views.documents_model import DocumentRow
 
-        def listing() -> list[DocumentInfo]:
+        def listing() -> list[DocumentRow]:
             with self.library.connect() as conn:
-                return list_documents(conn)
+                infos = list_documents(conn)
+            return [DocumentRow.from_info(i) for i in infos]  # made here: 20,000 take the UI thread long
 
         self._op(listing).success(self.documents_listed.emit).failure(
             lambda message, known: self._on_store_lost(message) if known else None

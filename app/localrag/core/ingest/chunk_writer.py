@@ -1,19 +1,27 @@
-"""A document's chunks written to the store as they are cut, inside the transaction that ends extraction.
+"""A document's chunks written to the store as they are cut, with their BM25 postings.
 
 Memory does not grow with the document: rows are copied to the store ``FLUSH_CHUNKS`` at a time; what stays
 is, per chunk, its heading path and page (to write each chunk's context) and, per page, its first lines.
 A chunk's context depends on the document's metadata (found in its first pages) and on its page's head,
 from which running headers seen on many pages are removed: rows copied before the end carry the context
-known then, and the few whose context changed by the end are rewritten in the same transaction. A document
-that fits in one flush (nearly all) is copied once, with its final contexts.
+known then, and the few whose context changed by the end are rewritten (and indexed again) at the end. A
+document read in less than ``FIRST_COMMIT_SECONDS`` (nearly all) is copied once, with its final contexts.
+
+A new document (``searchable``: not the next version of a ready one, which answers until this one is ready)
+is searchable by keywords as soon as its first pages are read: the chunks cut after ``FIRST_COMMIT_SECONDS``
+of reading, and then every ``COMMIT_SECONDS``, are copied with their postings and committed. A kill or a
+pause leaves those committed; the next attempt removes them (postings first) and reads the file again. Any
+other document is written in the one transaction that ends its extraction, and indexed when it becomes
+ready.
 
 The chunk count is bounded by the ``max_document_chunks`` setting: a document is refused as soon as the
 share of its file read so far shows it would pass the limit by a quarter, and in any case when it reaches
-it. The transaction is rolled back then, so nothing of it stays.
+it. Nothing of it stays then (what was committed of a searchable document is deleted with its postings).
 """
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +32,12 @@ from localrag.core.ingest import metadata
 from localrag.core.ingest.loaders._common import display_name
 from localrag.core.ingest.queue import path_to_db
 from localrag.core.ingest.types import Chunk
+from localrag.core.retrieve import bm25
 from localrag.core.text import identity
 
 FLUSH_CHUNKS = 2_000
+FIRST_COMMIT_SECONDS = 0.5  # a searchable document's first chunks are committed after this much reading
+COMMIT_SECONDS = 2.0  # and then the chunks read since, this often
 ESTIMATE_AFTER_CHUNKS = 500  # chunks cut before the file's size is trusted for an estimate
 ESTIMATE_MARGIN = 1.25  # refuse early only when the estimate passes the limit by this much
 
@@ -49,12 +60,24 @@ class ChunkWriter:
         path: its file.
         edited: metadata a person set by hand.
         limit: the most chunks a document may have.
+        searchable: whether the document may be searched while it is read (its chunks and postings are then
+            committed every ``COMMIT_SECONDS``).
     """
 
     def __init__(
-        self, conn: psycopg.Connection[Any], doc_id: int, path: Path, edited: dict[str, Any], limit: int
+        self,
+        conn: psycopg.Connection[Any],
+        doc_id: int,
+        path: Path,
+        edited: dict[str, Any],
+        limit: int,
+        *,
+        searchable: bool = False,
     ) -> None:
         self.conn, self.doc_id, self.path, self.edited, self.limit = conn, doc_id, path, edited, limit
+        self.searchable = searchable
+        self.committed = False  # whether some of its chunks are committed (searchable) already
+        self.committed_at = time.monotonic() - COMMIT_SECONDS + FIRST_COMMIT_SECONDS
         self.title = ""
         self.pdf_meta = metadata.pdf_metadata(path)
         self.page_labels = metadata.pdf_page_labels(path)
@@ -91,6 +114,10 @@ class ChunkWriter:
                 raise self._refusal(f"about {estimate:,.0f} chunks")
         if len(self.pending) >= FLUSH_CHUNKS:
             self.flush()
+        if self.searchable and time.monotonic() - self.committed_at >= COMMIT_SECONDS:
+            self.flush()
+            self.conn.commit()
+            self.committed, self.committed_at = True, time.monotonic()
 
     def _refusal(self, what: str) -> TooManyChunks:
         return TooManyChunks(
@@ -135,6 +162,8 @@ class ChunkWriter:
                         context,
                     )
                 )
+        if self.searchable:
+            bm25.index_chunks(self.conn, self.doc_id, [c.chunk_index for c in self.pending])
         self.written.extend(contexts)
         self.pending = []
 
@@ -152,4 +181,6 @@ class ChunkWriter:
                 "AS u(chunk_index, context) WHERE c.doc_id = %s AND c.chunk_index = u.chunk_index",
                 ([i for i, _ in changed], [c for _, c in changed], self.doc_id),
             )
+            if self.searchable:  # their postings follow
+                bm25.index_chunks(self.conn, self.doc_id, [i for i, _ in changed])
         return meta

@@ -45,6 +45,7 @@ _CLOSER_SET = _char_table(_CLOSERS)
 _FULL_WIDTH_SET = _char_table(_FULL_WIDTH_END)
 _BLOCK_CHARS = 100_000  # pages longer than this are tokenised in pieces cut at whitespace
 _GROUP_CHARS = 200_000  # pages are tokenised and counted in batches of about this many characters
+_FIRST_GROUP_CHARS = 20_000  # but the first pages soon: a new document is searchable as they are chunked
 _MIN_SECTION_TOKENS = 8  # a section shorter than this (a bare heading) runs on into the next one
 
 
@@ -95,15 +96,16 @@ def iter_chunks(
 
 
 def _groups(pages: Iterable[Page]) -> Iterator[list[Page]]:
-    """Pages in groups of about ``_GROUP_CHARS`` characters, to be tokenised together."""
+    """Pages in groups of about ``_GROUP_CHARS`` characters, to be tokenised together (the first group
+    smaller)."""
     group: list[Page] = []
-    size = 0
+    size, limit = 0, _FIRST_GROUP_CHARS
     for page in pages:
         group.append(page)
         size += len(page.text)
-        if size >= _GROUP_CHARS:
+        if size >= limit:
             yield group
-            group, size = [], 0
+            group, size, limit = [], 0, _GROUP_CHARS
     if group:
         yield group
 

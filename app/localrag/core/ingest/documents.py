@@ -9,7 +9,6 @@ from typing import Any
 import psycopg
 
 from localrag.core.ingest import status
-from localrag.core.ingest.status import READY
 
 LIVE_STATUSES = status.LIVE
 UNFINISHED_STATUSES = status.UNFINISHED
@@ -32,11 +31,13 @@ class DocumentInfo:
     indexed_at: dt.datetime | None
     warnings: list[str]
     meta: dict[str, Any] = field(default_factory=dict)  # what the document is: organisation, kind, period …
+    searchable: bool = False  # still being indexed, and found by searches already (by keywords first)
 
 
 _COLUMNS = (
     "id, path, title, doc_type, pages, chunks_total, chunks_embedded, status, error_code, error, bytes, "
-    "created_at, indexed_at, warnings, meta"
+    "created_at, indexed_at, warnings, meta, status IN ('extracting', 'embedding') AND replaces_id IS NULL "
+    "AND EXISTS (SELECT 1 FROM bm25_postings p WHERE p.doc_id = id)"
 )
 
 
@@ -83,8 +84,7 @@ def remove_document(conn: psycopg.Connection[Any], doc_id: int) -> bool:
         row = conn.execute("SELECT status FROM documents WHERE id = %s FOR UPDATE", (doc_id,)).fetchone()
         if row is None:
             return False
-        if row[0] == READY:
-            bm25.unindex_document(conn, doc_id)
+        bm25.unindex_document(conn, doc_id)  # ready, or searchable while it is indexed
         sha = conn.execute("DELETE FROM documents WHERE id = %s RETURNING sha256", (doc_id,)).fetchone()
         # Its file's copy goes too, unless another document has the same content.
         conn.execute(

@@ -21,6 +21,7 @@ class IngestEvent:
     eta_s: float | None = None
     error_code: str | None = None
     message: str = ""
+    searchable: bool = False  # a document still being indexed that searches already find (by keywords first)
 
 
 @dataclass

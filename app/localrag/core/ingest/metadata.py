@@ -134,7 +134,7 @@ def refresh(conn: psycopg.Connection[Any], doc_id: int, *, edits: dict[str, Any]
         return False
     from localrag.core.ingest.queue import path_from_db
 
-    path, raw, title, state, old = row
+    path, raw, title, _state, old = row
     edited = dict((old or {}).get("edited") or {})
     for key, value in (edits or {}).items():
         if key not in EDITABLE:
@@ -174,7 +174,7 @@ def refresh(conn: psycopg.Connection[Any], doc_id: int, *, edits: dict[str, Any]
             "AS u(id, context) WHERE c.id = u.id",
             ([c[0] for c in changed], [c[1] for c in changed]),
         )
-        if state == status.READY:
+        if bm25.is_indexed(conn, doc_id):
             bm25.index_document(conn, doc_id)  # re-indexes: the postings follow the new contexts
     return bool(changed)
 

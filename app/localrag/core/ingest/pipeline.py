@@ -8,11 +8,12 @@ A document moves ``queued → extracting → embedding → ready`` (or ``failed`
   replaces the old one when ready, so the old version keeps answering until then. Each ingestor claims the
   next unfinished document under a per-document advisory lock, so the window and a terminal can share one
   database.
-- ``steps``: extraction and chunking (one transaction with the switch to ``embedding``), vectors in committed
-  batches (COPY; identical text reuses a stored vector; after a kill only missing vectors are embedded), then
-  one transaction that adds the BM25 postings and sections, marks the document ``ready`` and drops older
-  versions. Retrieval only sees ``ready`` documents, so nothing is ever half-visible; a version overtaken by a
-  newer one is dropped instead of finishing.
+- ``steps``: extraction and chunking (a new document's chunks committed with their BM25 postings as it is
+  read, so that it is searchable by keywords at once; the last ones with the switch to ``embedding``), vectors
+  in committed batches (COPY; identical text reuses a stored vector; after a kill only missing vectors are
+  embedded; searchable by meaning as they arrive), then one transaction that adds the sections (and the
+  postings of the next version of a ready document, which is searched only from then on), marks the document
+  ``ready`` and drops older versions. A version overtaken by a newer one is dropped instead of finishing.
 - ``reembed``: vectors from a newly chosen embedding model for every ready document.
 
 ``Ingestor`` (here) holds them together for one thread: its connection, cancellation and pausing, and the loop

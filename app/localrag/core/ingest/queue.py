@@ -20,6 +20,7 @@ from localrag.core.ingest.connection import Connection
 from localrag.core.ingest.events import IngestEvent, IngestSummary
 from localrag.core.ingest.loaders._common import display_name
 from localrag.core.progress import CancelToken
+from localrag.core.retrieve import bm25
 from localrag.core.store import files
 from localrag.core.store.db import one
 
@@ -327,6 +328,7 @@ class IngestQueue:
                 (status.CANCELLED, list(status.UNFINISHED), ADVISORY_NS),
             ).fetchall()
             for doc_id, *_ in rows:
+                bm25.unindex_document(self.conn, doc_id)  # one being read was searchable
                 self.conn.execute("DELETE FROM document_chunks WHERE doc_id = %s", (doc_id,))
         for doc_id, path, title, doc_type in rows:
             self.unlock(doc_id)

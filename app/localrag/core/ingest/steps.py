@@ -1,10 +1,12 @@
 """The steps of indexing one document, each ending in a committed state a crash can resume from.
 
-``extract`` reads and chunks the file and writes every chunk with the switch to ``embedding`` in one
-transaction; ``embed`` writes vectors in committed batches (reusing stored vectors of identical text; a kill
-loses at most one batch); ``finish`` adds the BM25 postings and sections, marks the document ``ready`` and
-drops its older versions, unless a newer version overtook it. ``process`` runs them from wherever a document
-stands.
+``extract`` reads and chunks the file and writes its chunks, ending with the switch to ``embedding``; a new
+document's chunks and BM25 postings are committed as they are read, so it is searchable by keywords at once
+(``chunk_writer``), and an interrupted extraction starts again from an empty document. ``embed`` writes
+vectors in committed batches (reusing stored vectors of identical text; a kill loses at most one batch); the
+document is searchable by meaning as they arrive. ``finish`` adds the BM25 postings (when extraction did not)
+and sections, marks the document ``ready`` and drops its older versions, unless a newer version overtook it.
+``process`` runs them from wherever a document stands.
 """
 
 from __future__ import annotations
@@ -101,7 +103,7 @@ class DocumentSteps:
         except Cancelled:
             self.conn.rollback()
             with self.conn.transaction():
-                self.conn.execute("DELETE FROM document_chunks WHERE doc_id = %s", (doc_id,))
+                self.drop_chunks(doc_id)
                 self.conn.execute(
                     "UPDATE documents SET status = %s, error = 'cancelled', updated_at = now() WHERE id = %s",
                     (status.CANCELLED, doc_id),
@@ -128,7 +130,7 @@ class DocumentSteps:
         if not self.conn.closed:
             self.conn.rollback()
             with self.conn.transaction():
-                self.conn.execute("DELETE FROM document_chunks WHERE doc_id = %s", (doc_id,))
+                self.drop_chunks(doc_id)
                 self.conn.execute(
                     "UPDATE documents SET status = %s, error_code = %s, error = %s, updated_at = now() "
                     "WHERE id = %s",
@@ -138,16 +140,25 @@ class DocumentSteps:
             IngestEvent(doc_id, path, title, doc_type, status.FAILED, error_code=code, message=message)
         )
 
+    def drop_chunks(self, doc_id: int) -> None:
+        """Delete a document's chunks, their postings first (call inside a transaction)."""
+        bm25.unindex_document(self.conn, doc_id)
+        self.conn.execute("DELETE FROM document_chunks WHERE doc_id = %s", (doc_id,))
+
     def extract(self, doc_id: int, path: Path, summary: IngestSummary, cancel: DocCancel) -> tuple[str, str]:
         conn = self.conn
         with conn.transaction():
-            conn.execute("DELETE FROM document_chunks WHERE doc_id = %s", (doc_id,))
-            conn.execute(
-                "UPDATE documents SET status = %s, updated_at = now() WHERE id = %s",
-                (status.EXTRACTING, doc_id),
-            )
+            self.drop_chunks(doc_id)  # what an interrupted attempt committed
+            searchable = one(
+                conn.execute(
+                    "UPDATE documents SET status = %s, updated_at = now() WHERE id = %s "
+                    "RETURNING replaces_id IS NULL",
+                    (status.EXTRACTING, doc_id),
+                )
+            )[0]
         last_emit = [0.0]
         title, doc_type = display_name(path), loaders.SUPPORTED_SUFFIXES.get(path.suffix.lower(), "")
+        writers: list[ChunkWriter] = []  # the writer, once made (pages are reported from the start)
 
         def on_page(done: int, total: int) -> None:
             cancel.raise_if_cancelled()
@@ -163,6 +174,7 @@ class DocumentSteps:
                         status.EXTRACTING,
                         pages_done=done,
                         pages=total,
+                        searchable=bool(writers and writers[0].committed),
                     )
                 )
 
@@ -174,7 +186,10 @@ class DocumentSteps:
         t_extract = time.monotonic() - t0
         edited = self.edited_metadata(doc_id)
         conn.commit()
-        writer = ChunkWriter(conn, doc_id, path, edited, self.settings.max_document_chunks)
+        writer = ChunkWriter(
+            conn, doc_id, path, edited, self.settings.max_document_chunks, searchable=bool(searchable)
+        )
+        writers.append(writer)
 
         def timed_pages() -> Iterator[Any]:
             """The stream's pages (or windows of a long page), with the time spent reading them counted as
@@ -199,9 +214,10 @@ class DocumentSteps:
             return pages / stream.page_count if stream.page_count > 1 else None
 
         tw = 0.0
-        # The chunks are copied as they come, in the transaction that switches the document to embedding:
-        # a kill or a refusal leaves none of them.
-        with conn.transaction():
+        # The chunks are copied as they come; the last of them with the switch to embedding. A searchable
+        # document's are committed on the way (``ChunkWriter``); a kill or a refusal leaves none of the
+        # others.
+        try:
             for chunk in iter_chunks(
                 timed_pages(),
                 embedder,
@@ -238,7 +254,12 @@ class DocumentSteps:
                     doc_id,
                 ),
             )
+            conn.commit()
             tw += time.monotonic() - tc
+        except BaseException:
+            if not conn.closed:
+                conn.rollback()
+            raise
         summary.stage_seconds["extract"] += t_extract
         summary.stage_seconds["chunk"] += t_total - t_extract
         summary.stage_seconds["write"] += tw
@@ -253,6 +274,7 @@ class DocumentSteps:
                 pages=pages,
                 chunks_total=chunks,
                 message="; ".join(stream.warnings),
+                searchable=writer.searchable,
             )
         )
         return title, doc_type
@@ -301,7 +323,12 @@ class DocumentSteps:
         conn.commit()
         summary.stage_seconds["write"] += time.monotonic() - tw
         done = total - len(todo_ids)
-        pages = one(conn.execute("SELECT pages FROM documents WHERE id = %s", (doc_id,)))[0]
+        pages, searchable = one(
+            conn.execute(
+                "SELECT pages, status <> %s AND replaces_id IS NULL FROM documents WHERE id = %s",
+                (status.READY, doc_id),
+            )
+        )
         conn.commit()
         started, first_done = time.monotonic(), done
         fit = identity.ContextFitter(self.library.embedder)
@@ -352,6 +379,7 @@ class DocumentSteps:
                         chunks_embedded=done,
                         chunks_total=total,
                         eta_s=(total - done) / rate if rate > 0 else None,
+                        searchable=bool(searchable),
                     )
                 )
                 batch = following
@@ -407,7 +435,8 @@ class DocumentSteps:
         file (the one this row was queued to replace among them; unfinished ones drop themselves when their
         turn comes). Call inside a transaction. Returns (pages, chunks)."""
         conn = self.conn
-        bm25.index_document(conn, doc_id)
+        if not bm25.is_indexed(conn, doc_id):  # else indexed as it was read
+            bm25.index_document(conn, doc_id)
         pages, chunks = one(
             conn.execute(
                 "UPDATE documents SET status = %s, chunks_embedded = chunks_total, indexed_at = now(), "
@@ -422,9 +451,8 @@ class DocumentSteps:
             "AND o.status = ANY(%s)",
             (doc_id, [status.READY, *status.GAVE_UP]),
         ).fetchall()
-        for old_id, old_status in older:
-            if old_status == status.READY:
-                bm25.unindex_document(conn, old_id)
+        for old_id, _status in older:
+            bm25.unindex_document(conn, old_id)
             conn.execute("DELETE FROM documents WHERE id = %s", (old_id,))
         return pages, chunks
 
@@ -439,15 +467,17 @@ class DocumentSteps:
     def delete_if_superseded(self, doc_id: int) -> bool:
         """Delete this version when a newer version of its file is queued, in progress or ready (call inside a
         transaction). Returns whether it did."""
-        return (
-            self.conn.execute(
-                "DELETE FROM documents d WHERE d.id = %s AND EXISTS (SELECT 1 FROM documents n "
-                "WHERE n.id > d.id AND n.path = d.path AND n.path_bytes IS NOT DISTINCT FROM d.path_bytes "
-                "AND n.status = ANY(%s)) RETURNING d.id",
-                (doc_id, list(status.LIVE)),
-            ).fetchone()
-            is not None
-        )
+        newer = self.conn.execute(
+            "SELECT 1 FROM documents d WHERE d.id = %s AND EXISTS (SELECT 1 FROM documents n "
+            "WHERE n.id > d.id AND n.path = d.path AND n.path_bytes IS NOT DISTINCT FROM d.path_bytes "
+            "AND n.status = ANY(%s))",
+            (doc_id, list(status.LIVE)),
+        ).fetchone()
+        if newer is None:
+            return False
+        bm25.unindex_document(self.conn, doc_id)  # a new document searched while it was indexed
+        self.conn.execute("DELETE FROM documents WHERE id = %s", (doc_id,))
+        return True
 
     # -- embedding -------------------------------------------------------------------------------------------
 

@@ -8,9 +8,10 @@ One function serves the chat, the command line and the developer pane::
                     added_after=None, added_before=None, mode=None, cancel=None, conn=None)
 
 - ``k`` and ``mode`` (``"hybrid"``, ``"vector"`` or ``"keyword"``) default to ``library.settings``.
-- Filters are ANDed; documents are always restricted to ready ones. ``path_glob`` is a shell pattern
-  (matched against the file name when it has no slash); ``added_after``/``added_before`` take dates,
-  datetimes or ISO strings.
+- Filters are ANDed; documents are always restricted to searchable ones (``filters.searchable``: ready ones,
+  and new ones being indexed, whose passages without a vector yet are marked ``keywords_only``).
+  ``path_glob`` is a shell pattern (matched against the file name when it has no slash);
+  ``added_after``/``added_before`` take dates, datetimes or ISO strings.
 - ``conn``: an open connection the caller owns (used inside a savepoint); else one is opened and closed.
 - ``cancel``: a ``CancelToken`` checked between stages; cancelling raises ``Cancelled``.
 - An empty or one-character query returns no results at once.
@@ -26,8 +27,9 @@ pane).
 
 ``Result``: ``chunk_ids`` (adjacent chunks of one page merged into one passage, in reading order), ``doc_id``,
 ``doc_type``, ``title``, ``path``, ``page_number``, ``heading_path``, ``text``, ``similarity`` (cosine, the
-best of the merged chunks), ``char_start``, ``char_end``, ``passed_floor`` and ``scores``: ``vector`` (cosine
-or None), ``bm25`` (score or None), ``vector_rank`` and ``bm25_rank`` (1-based or None), ``fused``.
+best of the merged chunks), ``char_start``, ``char_end``, ``passed_floor``, ``keywords_only`` and ``scores``:
+``vector`` (cosine or None), ``bm25`` (score or None), ``vector_rank`` and ``bm25_rank`` (1-based or None),
+``fused``.
 
 ``pack_context(results, budget_tokens=None, count_tokens=None) -> PackedContext``: numbered blocks
 ``[1] Title, p. 3 — Heading`` + passage within the budget (default 1,200 tokens, counted by ``count_tokens``,

@@ -54,6 +54,13 @@ def unindex_document(conn: psycopg.Connection[Any], doc_id: int) -> None:
     unindex_documents(conn, [doc_id])
 
 
+def is_indexed(conn: psycopg.Connection[Any], doc_id: int) -> bool:
+    """Whether ``doc_id`` has postings (a document is indexed whole, or in its first chunks while it is
+    read)."""
+    row = conn.execute("SELECT EXISTS (SELECT 1 FROM bm25_postings WHERE doc_id = %s)", (doc_id,)).fetchone()
+    return bool(row and row[0])
+
+
 def index_documents(conn: psycopg.Connection[Any], doc_ids: Iterable[int]) -> int:
     """``index_document`` for many documents at once (bulk loads). Returns the number of postings written.
 
@@ -66,47 +73,31 @@ def index_documents(conn: psycopg.Connection[Any], doc_ids: Iterable[int]) -> in
         already = [
             r[0]
             for r in conn.execute(
-                "SELECT DISTINCT c.doc_id FROM document_chunks c WHERE c.doc_id = ANY(%s) "
-                "AND EXISTS (SELECT 1 FROM bm25_postings p WHERE p.chunk_id = c.id)",
+                "SELECT d FROM unnest(%s::bigint[]) d WHERE EXISTS (SELECT 1 FROM bm25_postings p "
+                "WHERE p.doc_id = d)",
                 (ids,),
             )
         ]
         if already:
-            _unindex(conn, already)
-        conn.execute(
-            "CREATE TEMP TABLE IF NOT EXISTS bm25_new (term text, chunk_id bigint, tf integer) ON COMMIT DROP"
+            _unindex(conn, "p.doc_id = ANY(%(ids)s)", {"ids": already})
+        return _index(conn, "c.doc_id = ANY(%(ids)s)", {"ids": ids})
+
+
+def index_chunks(conn: psycopg.Connection[Any], doc_id: int, chunk_indexes: Sequence[int]) -> int:
+    """Add the postings of some of ``doc_id``'s chunks (by ``chunk_index``): the ones just written while the
+    document is read, or those whose context changed (indexed again). Returns the number of postings
+    written."""
+    if not chunk_indexes:
+        return 0
+    params = {"doc": int(doc_id), "idx": [int(i) for i in chunk_indexes]}
+    with _atomic(conn):
+        _unindex(
+            conn,
+            "p.doc_id = %(doc)s AND p.chunk_id IN (SELECT c.id FROM document_chunks c "
+            "WHERE c.doc_id = %(doc)s AND c.chunk_index = ANY(%(idx)s))",
+            params,
         )
-        conn.execute("TRUNCATE bm25_new")
-        written = conn.execute(
-            "INSERT INTO bm25_new (term, chunk_id, tf) "
-            f"SELECT l.lexeme, c.id, coalesce(array_length(l.positions, 1), 1) FROM document_chunks c, "
-            f"unnest({INDEXED_TEXT}) l WHERE c.doc_id = ANY(%s)",
-            (ids,),
-        ).rowcount
-        conn.execute(
-            "UPDATE document_chunks SET lexeme_count = 0 WHERE doc_id = ANY(%s) AND lexeme_count <> 0", (ids,)
-        )
-        conn.execute(
-            "UPDATE document_chunks c SET lexeme_count = s.len "
-            "FROM (SELECT chunk_id, sum(tf) AS len FROM bm25_new GROUP BY chunk_id) s WHERE c.id = s.chunk_id"
-        )
-        conn.execute(
-            "INSERT INTO bm25_postings (term, chunk_id, tf, dl) "
-            "SELECT term, chunk_id, tf, sum(tf) OVER (PARTITION BY chunk_id) FROM bm25_new"
-        )
-        # Upserts in term order: two documents indexed at once lock shared terms in the same order.
-        conn.execute(
-            "INSERT INTO bm25_terms AS t (term, df) "
-            "SELECT term, count(*) FROM bm25_new GROUP BY term ORDER BY term "
-            "ON CONFLICT (term) DO UPDATE SET df = t.df + excluded.df"
-        )
-        conn.execute(
-            "UPDATE bm25_stats SET n_chunks = n_chunks + s.n, total_len = total_len + s.len "
-            "FROM (SELECT count(DISTINCT chunk_id) AS n, coalesce(sum(tf), 0) AS len FROM bm25_new) s "
-            "WHERE id = 1"
-        )
-        conn.execute("DROP TABLE bm25_new")
-    return max(0, written)
+        return _index(conn, "c.doc_id = %(doc)s AND c.chunk_index = ANY(%(idx)s)", params)
 
 
 def unindex_documents(conn: psycopg.Connection[Any], doc_ids: Iterable[int]) -> None:
@@ -114,7 +105,7 @@ def unindex_documents(conn: psycopg.Connection[Any], doc_ids: Iterable[int]) -> 
     ids = sorted({int(d) for d in doc_ids})
     if ids:
         with _atomic(conn):
-            _unindex(conn, ids)
+            _unindex(conn, "p.doc_id = ANY(%(ids)s)", {"ids": ids})
 
 
 def _atomic(conn: psycopg.Connection[Any]) -> AbstractContextManager[psycopg.Transaction]:
@@ -128,35 +119,73 @@ def _atomic(conn: psycopg.Connection[Any]) -> AbstractContextManager[psycopg.Tra
     return conn.transaction()
 
 
-def _unindex(conn: psycopg.Connection[Any], ids: Sequence[int]) -> None:
+def _index(conn: psycopg.Connection[Any], chunks: str, params: dict[str, Any]) -> int:
+    """Write the postings of the chunks ``c`` (document_chunks) that the condition ``chunks`` selects (none of
+    them indexed yet) and count them in the statistics."""
+    conn.execute(
+        "CREATE TEMP TABLE IF NOT EXISTS bm25_new (term text, chunk_id bigint, doc_id bigint, tf integer) "
+        "ON COMMIT DROP"
+    )
+    conn.execute("TRUNCATE bm25_new")
+    written = conn.execute(
+        "INSERT INTO bm25_new (term, chunk_id, doc_id, tf) "
+        f"SELECT l.lexeme, c.id, c.doc_id, coalesce(array_length(l.positions, 1), 1) FROM document_chunks c, "
+        f"unnest({INDEXED_TEXT}) l WHERE {chunks}",
+        params,
+    ).rowcount
+    conn.execute(
+        f"UPDATE document_chunks c SET lexeme_count = 0 WHERE {chunks} AND c.lexeme_count <> 0", params
+    )
+    conn.execute(
+        "UPDATE document_chunks c SET lexeme_count = s.len "
+        "FROM (SELECT chunk_id, sum(tf) AS len FROM bm25_new GROUP BY chunk_id) s WHERE c.id = s.chunk_id"
+    )
+    conn.execute(
+        "INSERT INTO bm25_postings (term, chunk_id, doc_id, tf, dl) "
+        "SELECT term, chunk_id, doc_id, tf, sum(tf) OVER (PARTITION BY chunk_id) FROM bm25_new"
+    )
+    # Upserts in term order: two documents indexed at once lock shared terms in the same order.
+    conn.execute(
+        "INSERT INTO bm25_terms AS t (term, df) "
+        "SELECT term, count(*) FROM bm25_new GROUP BY term ORDER BY term "
+        "ON CONFLICT (term) DO UPDATE SET df = t.df + excluded.df"
+    )
+    conn.execute(
+        "UPDATE bm25_stats SET n_chunks = n_chunks + s.n, total_len = total_len + s.len "
+        "FROM (SELECT count(DISTINCT chunk_id) AS n, coalesce(sum(tf), 0) AS len FROM bm25_new) s "
+        "WHERE id = 1"
+    )
+    conn.execute("DROP TABLE bm25_new")
+    return max(0, written)
+
+
+def _unindex(conn: psycopg.Connection[Any], postings: str, params: dict[str, Any]) -> None:
+    """Remove the postings ``p`` that the condition ``postings`` selects and take them out of the
+    statistics."""
     conn.execute(
         "CREATE TEMP TABLE IF NOT EXISTS bm25_gone (term text, chunk_id bigint, tf integer) ON COMMIT DROP"
     )
     conn.execute("TRUNCATE bm25_gone")
-    conn.execute(
-        "INSERT INTO bm25_gone SELECT p.term, p.chunk_id, p.tf FROM document_chunks c "
-        "JOIN bm25_postings p ON p.chunk_id = c.id WHERE c.doc_id = ANY(%s)",
-        (ids,),
-    )
-    # Lock the terms in order before changing them (an UPDATE ... FROM visits rows in no set order).
-    conn.execute(
-        "SELECT 1 FROM bm25_terms WHERE term IN (SELECT DISTINCT term FROM bm25_gone) ORDER BY term FOR "
-        "UPDATE"
-    )
-    conn.execute(
-        "UPDATE bm25_terms t SET df = t.df - g.n FROM (SELECT term, count(*) AS n FROM bm25_gone GROUP BY "
-        "term) g WHERE t.term = g.term"
-    )
-    conn.execute("DELETE FROM bm25_terms WHERE term IN (SELECT DISTINCT term FROM bm25_gone) AND df <= 0")
-    conn.execute(
-        "UPDATE bm25_stats SET n_chunks = greatest(0, n_chunks - s.n), total_len = greatest(0, total_len - "
-        "s.len) FROM (SELECT count(DISTINCT chunk_id) AS n, coalesce(sum(tf), 0) AS len FROM bm25_gone) s "
-        "WHERE id = 1"
-    )
-    conn.execute(
-        "DELETE FROM bm25_postings p USING document_chunks c WHERE p.chunk_id = c.id AND c.doc_id = ANY(%s)",
-        (ids,),
-    )
+    gone = conn.execute(
+        f"INSERT INTO bm25_gone SELECT p.term, p.chunk_id, p.tf FROM bm25_postings p WHERE {postings}", params
+    ).rowcount
+    if gone:
+        # Lock the terms in order before changing them (an UPDATE ... FROM visits rows in no set order).
+        conn.execute(
+            "SELECT 1 FROM bm25_terms WHERE term IN (SELECT DISTINCT term FROM bm25_gone) ORDER BY term FOR "
+            "UPDATE"
+        )
+        conn.execute(
+            "UPDATE bm25_terms t SET df = t.df - g.n FROM (SELECT term, count(*) AS n FROM bm25_gone GROUP "
+            "BY term) g WHERE t.term = g.term"
+        )
+        conn.execute("DELETE FROM bm25_terms WHERE term IN (SELECT DISTINCT term FROM bm25_gone) AND df <= 0")
+        conn.execute(
+            "UPDATE bm25_stats SET n_chunks = greatest(0, n_chunks - s.n), total_len = greatest(0, total_len "
+            "- s.len) FROM (SELECT count(DISTINCT chunk_id) AS n, coalesce(sum(tf), 0) AS len FROM "
+            "bm25_gone) s WHERE id = 1"
+        )
+        conn.execute(f"DELETE FROM bm25_postings p WHERE {postings}", params)
     conn.execute("DROP TABLE bm25_gone")
 
 
@@ -212,8 +241,10 @@ def search(
 ) -> list[tuple[int, float]]:
     """The ``n`` best chunks by BM25 as ``(chunk_id, score)``, best first; empty if the query has no lexeme.
 
-    Postings exist only for ready documents and carry their chunk's length, so an unfiltered query reads only
-    indexes; a filtered one also joins each posting it reads to its chunk and document.
+    Postings exist only for documents a search may return (``filters.SEARCHABLE``) and carry their chunk's
+    document and length, so an unfiltered query reads only indexes. A query limited to some documents (a
+    question that names one) reads only their postings (the ``bm25_postings_doc`` index) and scores them all;
+    another filter joins each posting it reads to its chunk and document.
 
     In a large library a query term found in many chunks ("cell", "use") has tens of thousands of postings and
     little weight. When a term has more than ``TERM_POSTINGS_READ`` postings, an unfiltered query reads only
@@ -246,7 +277,20 @@ def search(
     if filters is not None and filters.active:
         where, fparams = filters.sql("d")
         params.update(fparams)
-        join = f" JOIN document_chunks c ON c.id = p.chunk_id JOIN documents d ON d.id = c.doc_id AND {where}"
+        if not filters.only_documents:
+            join = (
+                " JOIN document_chunks c ON c.id = p.chunk_id"
+                f" JOIN documents d ON d.id = c.doc_id AND {where}"
+            )
+        if filters.doc_ids is not None:
+            found = conn.execute(
+                f"SELECT p.chunk_id, sum({_TERM_SCORE}) AS score"
+                " FROM unnest(%(terms)s::text[], %(weights)s::float8[]) qt(term, w)"
+                f" JOIN bm25_postings p ON p.doc_id = ANY(%(f_doc_ids)s) AND p.term = qt.term{join}"
+                " GROUP BY p.chunk_id ORDER BY score DESC, p.chunk_id LIMIT %(n)s",
+                params,
+            ).fetchall()
+            return [(int(cid), float(score)) for cid, score in found]
     if not exact and _impact_order_pays([df for _, _, df, _, _ in rows]):
         params.update(m=TERM_POSTINGS_READ, r=max(RESCORED, int(n)))
         found = conn.execute(_impact_sql(join), params).fetchall()

@@ -11,6 +11,17 @@ from typing import Any
 DateLike = dt.datetime | dt.date | str
 
 
+def searchable(doc: str = "d") -> str:
+    """SQL: whether the document ``doc`` may be returned by a search. A ready one; and a new one (not the next
+    version of a ready document, which answers until then) from the moment its first pages are read: its
+    postings are written as its text is read, its vectors as they are embedded. A chunk of it that has no
+    vector yet is found by keywords only."""
+    return (
+        f"({doc}.status = 'ready' OR ({doc}.status IN ('extracting', 'embedding') "
+        f"AND {doc}.replaces_id IS NULL))"
+    )
+
+
 @dataclass(frozen=True)
 class Filters:
     """Restrictions on documents; each one left ``None`` does not restrict.
@@ -54,6 +65,13 @@ class Filters:
         )
 
     @property
+    def only_documents(self) -> bool:
+        """Whether the filter restricts to some documents and nothing else."""
+        return self.doc_ids is not None and not any(
+            v is not None for v in (self.doc_types, self.path_glob, self.added_after, self.added_before)
+        )
+
+    @property
     def active(self) -> bool:
         return any(
             v is not None
@@ -68,8 +86,8 @@ class Filters:
         )
 
     def sql(self, doc: str = "d") -> tuple[str, dict[str, Any]]:
-        """A condition on the ``documents`` alias ``doc`` (always ``status = 'ready'``) and its parameters."""
-        clauses = [f"{doc}.status = 'ready'"]
+        """A condition on the ``documents`` alias ``doc`` (always ``searchable``) and its parameters."""
+        clauses = [searchable(doc)]
         params: dict[str, Any] = {}
         if self.doc_ids is not None:
             clauses.append(f"{doc}.id = ANY(%(f_doc_ids)s)")

@@ -98,6 +98,7 @@ def merge(members: list[Result]) -> Result:
         context=best.context,
         domain=best.domain,
         page_label=best.page_label,
+        keywords_only=all(m.keywords_only for m in members),
     )
 
 

@@ -54,6 +54,7 @@ class Result:
     context: str = ""  # what the passage was searched with besides its text: its document's line, its heading
     domain: str = ""  # the domain pack that acts on its document ('' for none; ``core/hooks.py``)
     page_label: str = ""  # the number printed on its page when that is not ``page_number`` (a PDF's labels)
+    keywords_only: bool = False  # its document is still being embedded and it has no vector yet
 
     @property
     def file_name(self) -> str:
@@ -77,6 +78,7 @@ class Result:
             "char_end": self.char_end,
             "similarity": round(self.similarity, 6),
             "passed_floor": self.passed_floor,
+            "keywords_only": self.keywords_only,
             "scores": {k: (round(v, 6) if isinstance(v, float) else v) for k, v in self.scores.items()},
             "text": self.text,
         }

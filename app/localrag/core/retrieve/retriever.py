@@ -19,7 +19,7 @@ from localrag.core.embed.sizing import fit_to_input
 from localrag.core.errors import KnownError, StoreBusy, as_known
 from localrag.core.progress import CancelToken
 from localrag.core.retrieve import bm25, fuse, postprocess, rescore, routing, vector
-from localrag.core.retrieve.filters import DateLike, Filters
+from localrag.core.retrieve.filters import DateLike, Filters, searchable
 from localrag.core.retrieve.results import ERROR, MODEL_MISMATCH, PAGE_LABEL, Result, RetrievalResponse
 from localrag.core.store.db import SHOWN_TITLE
 
@@ -293,7 +293,7 @@ def _run(
     candidates = []
     for f in fused:
         row = rows.get(f.chunk_id)
-        if row is None:  # its document stopped being ready since the search
+        if row is None:  # its document stopped being searchable since the search
             continue
         r = _result(row, f)
         r.passed_floor = postprocess.passes_floor(r, tuning.floor)
@@ -482,9 +482,10 @@ def _fetch(
     qvec: np.ndarray | None,
     similarity_for: list[int] | None = None,
 ) -> dict[int, tuple]:
-    """The chunks ``ids`` of ready documents; the query's cosine similarity is computed for ``similarity_for``
-    (the chunks only the BM25 leg found: the vector leg's own come with theirs), so that a large library reads
-    the stored vectors of a few chunks only."""
+    """The chunks ``ids`` of searchable documents; the query's cosine similarity is computed for
+    ``similarity_for`` (the chunks only the BM25 leg found: the vector leg's own come with theirs), so that a
+    large library reads the stored vectors of a few chunks only. The last column says whether a chunk of a
+    document still being indexed has no vector yet (it can be found by keywords only)."""
     if not ids:
         return {}
     params: dict[str, Any] = {"ids": ids}
@@ -499,10 +500,11 @@ def _fetch(
     rows = conn.execute(
         f"SELECT c.id, c.doc_id, d.doc_type, {SHOWN_TITLE}, d.path, c.page_number, c.chunk_index,"
         f" c.heading_path, c.text, c.char_start, c.char_end, c.text_hash, {sim}, c.context,"
-        f" coalesce(d.meta->>'domain', ''), {PAGE_LABEL}"
+        f" coalesce(d.meta->>'domain', ''), {PAGE_LABEL},"
+        " d.status <> 'ready' AND NOT EXISTS (SELECT 1 FROM chunk_embeddings e WHERE e.chunk_id = c.id)"
         " FROM document_chunks c"
         " JOIN documents d ON d.id = c.doc_id"
-        " WHERE c.id = ANY(%(ids)s) AND d.status = 'ready'",
+        f" WHERE c.id = ANY(%(ids)s) AND {searchable('d')}",
         params,
     ).fetchall()
     return {int(r[0]): r for r in rows}
@@ -526,6 +528,7 @@ def _result(row: tuple, f: fuse.Candidate) -> Result:
         context,
         domain,
         page_label,
+        keywords_only,
     ) = row
     similarity = float(sim) if sim is not None else (f.vector if f.vector is not None else None)
     return Result(
@@ -552,6 +555,7 @@ def _result(row: tuple, f: fuse.Candidate) -> Result:
         context=context or "",
         domain="" if domain == hooks.NO_DOMAIN else str(domain or ""),
         page_label=str(page_label or ""),
+        keywords_only=bool(keywords_only),
     )
 
 

@@ -5,7 +5,9 @@ that expression and the model condition. ``hnsw.ef_search`` is the setting, grow
 beyond 250k vectors (``scaled_ef_search``). Every query is filtered (at least to ready documents), so it runs
 with ``hnsw.iterative_scan = relaxed_order``: the index scan goes on past ``ef_search`` until enough rows pass
 the filter, and the rows are sorted again outside. When even that finds fewer than ``n`` rows (a very
-selective filter), the same query runs once more as an exact scan over the rows the filter allows.
+selective filter), the same query runs once more as an exact scan over the rows the filter allows. A query
+limited to documents that hold at most ``EXACT_CHUNKS`` chunks (a question that names a document) runs that
+exact scan at once: the graph would be walked far for the few rows that pass.
 """
 
 from __future__ import annotations
@@ -43,6 +45,16 @@ def search(
     dim = int(dimension)
     params.update(q=np.asarray(query_vector, dtype=np.float32), model=model, n=int(n))
     expr = f"e.embedding::vector({dim}) <=> %(q)s::vector({dim})"
+    # ``+ 0`` keeps the planner off the index: an exact scan over what the filter allows.
+    exact = (
+        f"SELECT e.chunk_id, {expr} AS dist FROM chunk_embeddings e"
+        " JOIN document_chunks c ON c.id = e.chunk_id JOIN documents d ON d.id = c.doc_id"
+        f" WHERE e.embedding_model = %(model)s AND {where}"
+        f" ORDER BY ({expr}) + 0, e.chunk_id LIMIT %(n)s"
+    )
+    if filters.doc_ids is not None and _chunks_of(conn, filters.doc_ids) <= EXACT_CHUNKS:
+        rows = conn.execute(exact, params).fetchall()
+        return [(int(cid), 1.0 - float(dist)) for cid, dist in rows]
     conn.execute(
         "SELECT set_config('hnsw.ef_search', %s, true), set_config('hnsw.iterative_scan', 'relaxed_order', "
         "true)",
@@ -58,15 +70,18 @@ def search(
         params,
     ).fetchall()
     if len(rows) < n:
-        # ``+ 0`` keeps the planner off the index: an exact scan over what the filter allows.
-        rows = conn.execute(
-            f"SELECT e.chunk_id, {expr} AS dist FROM chunk_embeddings e"
-            " JOIN document_chunks c ON c.id = e.chunk_id JOIN documents d ON d.id = c.doc_id"
-            f" WHERE e.embedding_model = %(model)s AND {where}"
-            f" ORDER BY ({expr}) + 0, e.chunk_id LIMIT %(n)s",
-            params,
-        ).fetchall()
+        rows = conn.execute(exact, params).fetchall()
     return [(int(cid), 1.0 - float(dist)) for cid, dist in rows]
+
+
+EXACT_CHUNKS = 10_000  # a query limited to documents this small is answered by an exact scan
+
+
+def _chunks_of(conn: psycopg.Connection[Any], doc_ids: tuple[int, ...]) -> int:
+    row = conn.execute(
+        "SELECT coalesce(sum(chunks_total), 0) FROM documents WHERE id = ANY(%s)", (list(doc_ids),)
+    ).fetchone()
+    return int(row[0]) if row else 0
 
 
 # HNSW recall at a fixed ef_search falls as the graph grows (measured, docs/benchmarks.md: recall@10 0.99 at

@@ -68,6 +68,9 @@ def pack_note(pin: dict[str, Any]) -> str:
     return f"Pack {pin.get('pack')}: page {page} first ({reason}; it acts on the document: {why})."
 
 
+KEYWORDS_ONLY = "keywords only"
+
+
 def result_row(result: Any) -> list[str]:
     """The cells of one retrieved span, in ``COLUMNS`` order after the ``#`` column (the test reads these)."""
     scores = _get(result, "scores") or {}
@@ -80,7 +83,8 @@ def result_row(result: Any) -> list[str]:
         f"{title} (#{doc_id})" if doc_id is not None else title,
         _fmt(_get(result, "page_number")),
         _get(result, "heading_path") or "",
-        _fmt(_get(scores, "vector")),
+        # A passage of a document still being embedded, with no vector yet, is found by keywords only.
+        KEYWORDS_ONLY if _get(result, "keywords_only") else _fmt(_get(scores, "vector")),
         _fmt(_get(scores, "vector_rank")),
         _fmt(_get(scores, "bm25")),
         _fmt(_get(scores, "bm25_rank")),
@@ -362,6 +366,11 @@ class DevPane(QtWidgets.QWidget):
                 f"{len(results)} passages from {len(candidates)} candidate chunks"
                 + (f" ({below} under the floor)" if below else "")
                 + "."
+            )
+        pending = sum(1 for r in results if _get(r, "keywords_only"))
+        if pending:
+            notes.append(
+                f"{pending} found by keywords only: their document is still being embedded (column Vector)."
             )
         self.status_label.setText(" ".join(notes))
         self._fill_table(self._rows_to_show())

@@ -182,14 +182,21 @@ class DocumentsPanel(QtWidgets.QWidget):
         head = self.table.horizontalHeader()
         head.setSectionResizeMode(DocumentsModel.TITLE, QtWidgets.QHeaderView.ResizeMode.Stretch)
         for col, width in (
-            (DocumentsModel.TYPE, 84),
+            (DocumentsModel.TYPE, 72),
             (DocumentsModel.PAGES, 52),
             (DocumentsModel.CHUNKS, 58),
-            (DocumentsModel.STATUS, 112),
+            (DocumentsModel.STATUS, 188),  # "Searchable · embedding 40 %"
         ):
             head.setSectionResizeMode(col, QtWidgets.QHeaderView.ResizeMode.Interactive)
             self.table.setColumnWidth(col, width)
         head.setHighlightSections(False)
+        # A click on a heading sorts by that column (in the model, by a key per row); a third click goes back
+        # to newest first.
+        head.setSectionsClickable(True)
+        head.setSortIndicatorShown(True)
+        head.setSortIndicatorClearable(True)
+        head.setSortIndicator(-1, QtCore.Qt.SortOrder.AscendingOrder)
+        head.sortIndicatorChanged.connect(self.model.sort)
         self.table.selectionModel().selectionChanged.connect(lambda *_: self._selection_changed())
         self.stack.addWidget(self.empty)
         self.stack.addWidget(self.table)
@@ -279,11 +286,11 @@ class DocumentsPanel(QtWidgets.QWidget):
     # -- feeding ------------------------------------------------------------------------------------------
 
     def set_documents(self, infos: list[Any]) -> None:
-        """Show a fresh listing (``DocumentInfo`` rows from ``list_documents``); the selected documents (the
-        chat's scope) stay selected."""
+        """Show a fresh listing (``DocumentRow``s, or ``DocumentInfo``s from ``list_documents``); the selected
+        documents (the chat's scope) stay selected."""
         selected = [r.doc_id for r in self.selected_rows() if r.doc_id is not None]
         self._pending.clear()
-        self.model.set_rows([DocumentRow.from_info(i) for i in infos])
+        self.model.set_rows([i if isinstance(i, DocumentRow) else DocumentRow.from_info(i) for i in infos])
         if selected:
             self.select_documents(selected)
         self._update_views()
@@ -332,6 +339,7 @@ class DocumentsPanel(QtWidgets.QWidget):
                 error_code=event.error_code,
                 error=event.message if event.status == FAILED else None,
                 bytes=old.bytes if old else 0,
+                searchable=event.searchable,
             )
             self._pending[key] = row
         if not self._flush_timer.isActive():
