@@ -183,7 +183,9 @@ def run_pages(args: argparse.Namespace) -> int:
     if args.json:
         return 0
     which = f" ({half} half)" if half else ""
-    print(f"{report['dataset']}{which}: {report['questions']} questions, page hit@k over {report['k']} passages")
+    print(
+        f"{report['dataset']}{which}: {report['questions']} questions, page hit@k over {report['k']} passages"
+    )
     print(
         f"{'setting':8} {'hit@1':>7} {'hit@5':>7} {'hit@10':>7} {'MRR@10':>7} {'span@5':>7} {'p50 ms':>8} "
         f"{'p95 ms':>8}"

@@ -225,7 +225,8 @@ def evaluate(
                 ranked = [(r.file_name, r.page_number) for r in resp.results]
                 hit = first_hit(ranked, q)
                 hits.append(hit)
-                span = first_span([(*place, r.text) for place, r in zip(ranked, resp.results, strict=True)], q)
+                read = [(*place, r.text) for place, r in zip(ranked, resp.results, strict=True)]
+                span = first_span(read, q)
                 if q.evidence:
                     spans.append(span)
                 per_question.append(
