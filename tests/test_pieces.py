@@ -1,5 +1,6 @@
-"""Chunk pieces: a few sentences of a chunk with a vector of their own (``core/ingest/pieces.py``), written at
-ingestion and by re-embedding a library indexed before them; the vector leg finds a chunk by its best piece."""
+"""Chunk pieces: a few sentences of a chunk with a vector of their own (``core/ingest/pieces.py``), written
+at ingestion and by re-embedding a library indexed before them; the vector leg finds a chunk by its best
+piece."""
 
 from __future__ import annotations
 
@@ -10,18 +11,20 @@ from localrag.core.retrieve import retrieve
 from localrag.core.retrieve.retriever import Tuning
 
 WATERING = (
-    "The allotment's watering rota runs from May to September. Each plot holder takes one week in turn, and the "
-    "rota is pinned to the shed door. Water butts are filled from the roof gutters of the shed and the "
-    "greenhouse, and members are asked to use cans rather than hoses on dry days. The committee bought a new "
-    "petrol pump for the pond in April. If the pump makes a noise but no water flows out of it, it has lost its "
-    "prime: fill the pump housing with water through the priming plug before starting it again. Hoses must be "
-    "coiled and hung on the hooks after use, and the standpipe tap must be closed at the end of the day."
+    "The allotment's watering rota runs from May to September. Each plot holder takes one week in turn, "
+    "and the rota is pinned to the shed door. Water butts are filled from the roof gutters of the shed "
+    "and the greenhouse, and members are asked to use cans rather than hoses on dry days. The committee "
+    "bought a new petrol pump for the pond in April. If the pump makes a noise but no water flows out "
+    "of it, it has lost its prime: fill the pump housing with water through the priming plug before "
+    "starting it again. Hoses must be coiled and hung on the hooks after use, and the standpipe tap "
+    "must be closed at the end of the day."
 )
 NOISE = (
-    "The pond pump makes a loud noise while it runs, so neighbours have asked that it is used only between nine "
-    "in the morning and six in the evening. Ear defenders are kept in the store for anyone running the pump for "
-    "long. Members who find the noise of the pump a problem should speak to the committee. The pump is serviced "
-    "each winter by a volunteer. Book the pump on the sheet in the shed."
+    "The pond pump makes a loud noise while it runs, so neighbours have asked that it is used only "
+    "between nine in the morning and six in the evening. Ear defenders are kept in the store for anyone "
+    "running the pump for long. Members who find the noise of the pump a problem should speak to the "
+    "committee. The pump is serviced each winter by a volunteer. Book the pump on the sheet in the "
+    "shed."
 )
 QUESTION = "My pump makes a noise but nothing flows out of it. What should I do?"
 
@@ -30,7 +33,8 @@ def test_a_sentence_that_answers_finds_its_chunk_among_others_on_other_matters(c
     """The chunk that holds the answer is mostly about watering; the one about the pump's noise is nearer the
     question as a whole. By the chunks' own vectors the noise wins; with their pieces, the answer does."""
     doc = tmp_path / "handbook.md"
-    doc.write_text(f"# Site handbook\n\n## Watering\n\n{WATERING}\n\n## Noise from the pond pump\n\n{NOISE}\n")
+    sections = f"## Watering\n\n{WATERING}\n\n## Noise from the pond pump\n\n{NOISE}\n"
+    doc.write_text(f"# Site handbook\n\n{sections}")
     assert index_paths(clean_db, [doc]).ready == 1
 
     def first(weight: float) -> str:

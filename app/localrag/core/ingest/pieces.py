@@ -71,9 +71,7 @@ def chunks_lacking(conn: psycopg.Connection[Any], doc_id: int, model: str) -> li
     ]
 
 
-def write(
-    conn: psycopg.Connection[Any], model: str, rows: Sequence[tuple[int, int]], vectors: Any
-) -> None:
+def write(conn: psycopg.Connection[Any], model: str, rows: Sequence[tuple[int, int]], vectors: Any) -> None:
     """Store the pieces' vectors; ``rows``: ``(chunk_id, piece number)`` for each vector, in order."""
     with conn.transaction():
         conn.execute(
