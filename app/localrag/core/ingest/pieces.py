@@ -58,12 +58,12 @@ def token_counter(embedder: Any) -> Callable[[list[str]], list[int]]:
     return lambda texts: [max(0, len(e.ids) - 2) for e in tokenizer.encode_batch(texts)] if texts else []
 
 
-def chunks_lacking(conn: psycopg.Connection[Any], doc_id: int, model: str) -> list[tuple[int, str]]:
-    """The document's chunks without a piece from ``model``, as ``(id, text)`` in reading order."""
+def chunks_lacking(conn: psycopg.Connection[Any], doc_id: int, model: str) -> list[int]:
+    """The ids of the document's chunks without a piece from ``model``, in reading order."""
     return [
-        (int(cid), str(text))
-        for cid, text in conn.execute(
-            "SELECT c.id, c.text FROM document_chunks c WHERE c.doc_id = %s AND NOT EXISTS ("
+        int(r[0])
+        for r in conn.execute(
+            "SELECT c.id FROM document_chunks c WHERE c.doc_id = %s AND NOT EXISTS ("
             "SELECT 1 FROM chunk_piece_embeddings p WHERE p.chunk_id = c.id AND p.embedding_model = %s) "
             "ORDER BY c.chunk_index",
             (doc_id, model),
@@ -102,10 +102,15 @@ def embed_document(
     todo = chunks_lacking(conn, doc_id, model)
     conn.commit()
     written = 0
-    for i in range(0, len(todo), BATCH_CHUNKS):
+    for i in range(0, len(todo), BATCH_CHUNKS):  # a large document's texts never sit in memory at once
+        batch = conn.execute(
+            "SELECT id, text FROM document_chunks WHERE id = ANY(%s) ORDER BY chunk_index",
+            (todo[i : i + BATCH_CHUNKS],),
+        ).fetchall()
+        conn.commit()
         rows: list[tuple[int, int]] = []
         texts: list[str] = []
-        for cid, text in todo[i : i + BATCH_CHUNKS]:
+        for cid, text in batch:
             for n, piece in enumerate(piece_texts(text, count_tokens)):
                 rows.append((cid, n))
                 texts.append(piece)
