@@ -550,6 +550,7 @@ def test_while_re_embedding_for_a_new_model_the_old_vectors_keep_answering(
         with switched.connect() as conn:
             conn.execute("DELETE FROM chunk_embeddings WHERE embedding_model = 'minilm-next'")
             conn.execute(f"DROP INDEX IF EXISTS {models.index_name('minilm-next')}")
+            conn.execute(f"DROP INDEX IF EXISTS {models.piece_index_name('minilm-next')}")
             conn.execute("DELETE FROM embedding_models WHERE name = 'minilm-next'")
             conn.commit()
             models.register_model(conn, embedder.name, embedder.dimension)

@@ -1,6 +1,8 @@
 """``local-rag eval DATASET_DIR [--split test|train] [--mode M] [--json]``: retrieval quality on a BEIR
 folder; on a page-hit folder (documents and questions with ``file`` and ``pages``, as financebench-dev), page
-hit@1/5/10 pooled and scoped to the question's document, in this data folder's library (``--route``, ``--k``).
+hit@1/5/10 pooled and scoped to the question's document, in this data folder's library (``--route``, ``--k``;
+``--split tune|test`` asks one half of the folder's ``split.json``; questions with ``evidence`` also give
+span@k, the answering sentence among the first k passages).
 
 ``local-rag eval answers DATASET_DIR [--answer-mode M] [--limit N] [--kind K] [--split tune|test] [--json]``:
 answer quality — the real ``ask`` path over questions with gold answers and pages (see ``eval/answers.py``),
@@ -55,8 +57,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--split",
         default=None,
-        help="BEIR: which qrels to use (test or train; default test); answers: the half of split.json "
-        "whose questions are asked (tune or test; default all)",
+        help="BEIR: which qrels to use (test or train; default test); answers and page datasets: the half "
+        "of split.json whose questions are asked (tune or test; default all)",
     )
     p.add_argument(
         "--mode",
@@ -167,7 +169,12 @@ def _run_report(args: argparse.Namespace, evaluate: Callable[[Callable[[str], No
 
 def run_pages(args: argparse.Namespace) -> int:
     from localrag.eval import pagehit
+    from localrag.eval.answers import HALVES
 
+    half = args.half or args.split
+    if half is not None and half not in HALVES:
+        print(f"local-rag: a page dataset's --split is tune or test, not {half!r}", file=sys.stderr)
+        return 2
     report = _run_report(
         args,
         lambda say: pagehit.evaluate(
@@ -177,6 +184,7 @@ def run_pages(args: argparse.Namespace) -> int:
             route=args.route,
             indexed_only=args.indexed_only,
             collection=args.collection,
+            half=half,
             say=say,
         ),
     )
@@ -184,12 +192,19 @@ def run_pages(args: argparse.Namespace) -> int:
         return 1
     if args.json:
         return 0
-    print(f"{report['dataset']}: {report['questions']} questions, page hit@k over {report['k']} passages")
-    print(f"{'setting':8} {'hit@1':>7} {'hit@5':>7} {'hit@10':>7} {'MRR@10':>7} {'p50 ms':>8} {'p95 ms':>8}")
+    which = f" ({half} half)" if half else ""
+    print(
+        f"{report['dataset']}{which}: {report['questions']} questions, page hit@k over {report['k']} passages"
+    )
+    print(
+        f"{'setting':8} {'hit@1':>7} {'hit@5':>7} {'hit@10':>7} {'MRR@10':>7} {'span@5':>7} {'p50 ms':>8} "
+        f"{'p95 ms':>8}"
+    )
     for name, m in report["settings"].items():
         lat = m.get("latency_ms", {})
+        span = f"{m['span@5']:7.3f}" if "span@5" in m else f"{'—':>7}"
         print(
-            f"{name:8} {m['hit@1']:7.3f} {m['hit@5']:7.3f} {m['hit@10']:7.3f} {m['mrr@10']:7.3f} "
+            f"{name:8} {m['hit@1']:7.3f} {m['hit@5']:7.3f} {m['hit@10']:7.3f} {m['mrr@10']:7.3f} {span} "
             f"{lat.get('p50', 0):8.1f} {lat.get('p95', 0):8.1f}"
         )
     ingest = report.get("ingest", {})

@@ -172,6 +172,7 @@ def run_reembed(args: argparse.Namespace) -> int:
         ingestor.close()
         library.close()
     print(
-        f"re-embedded {summary.ready} document(s), {summary.embedded_chunks} chunks in {summary.seconds:.1f}s"
+        f"re-embedded {summary.ready} document(s), {summary.embedded_chunks} chunks and "
+        f"{summary.embedded_pieces} pieces in {summary.seconds:.1f}s"
     )
     return 0

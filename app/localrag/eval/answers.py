@@ -101,13 +101,18 @@ def load_questions(folder: Path) -> list[Question]:
 
 def half_questions(folder: Path, questions: list[Question], half: str) -> list[Question]:
     """The questions whose documents are all in ``half`` (``tune`` or ``test``) of ``folder/split.json``."""
+    files = half_files(folder, half)
+    return [q for q in questions if q.documents() <= files]
+
+
+def half_files(folder: Path, half: str) -> set[str]:
+    """The document file names of ``half`` (``tune`` or ``test``) of ``folder/split.json``."""
     if half not in HALVES:
         raise ValueError(f"half is one of {', '.join(HALVES)}, not {half!r}")
     path = folder / "split.json"
     if not path.is_file():
         raise FileNotFoundError(f"{path} not found: this dataset has no tune/test split")
-    files = set(json.loads(path.read_text(encoding="utf-8"))[half])
-    return [q for q in questions if q.documents() <= files]
+    return set(json.loads(path.read_text(encoding="utf-8"))[half])
 
 
 def dataset_documents(folder: Path) -> list[Path]:

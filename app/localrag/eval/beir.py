@@ -35,6 +35,7 @@ from localrag.core.config import Settings
 from localrag.core.embed.onnx_embedder import OnnxEmbedder, load_embedder
 from localrag.core.embed.sizing import fit_to_input
 from localrag.core.errors import KnownError
+from localrag.core.ingest import pieces
 from localrag.core.progress import Progress
 from localrag.core.retrieve import bm25
 from localrag.core.retrieve.retriever import MODES, Tuning, retrieve
@@ -443,12 +444,35 @@ class EvalSession:
             for _id, title, text in ds.corpus
         ]
         bulk_load(self.conn, docs, self.chunks, vectors, emb.name, emb.dimension)
+        if self.settings.piece_weight > 0:
+            self._load_pieces()
         self.handle = StoreHandle(conninfo, emb, self.settings)
         self._stack.enter_context(Host(self.handle))
         for text in ds.queries.values():  # query vectors once, timed, so every mode pays the same
             t = time.perf_counter()
             self.handle.embed_query(text)
             self.embed_ms.append((time.perf_counter() - t) * 1000)
+
+    def _load_pieces(self) -> None:
+        """The chunks' pieces (``core/ingest/pieces.py``) as ingestion embeds them, their vectors cached."""
+        assert self.conn is not None
+        emb = self.embedder
+        count = pieces.token_counter(emb)
+        rows: list[tuple[int, int]] = []
+        texts: list[str] = []
+        for j, c in enumerate(self.chunks):
+            for n, piece in enumerate(pieces.piece_texts(c.text, count)):
+                rows.append((j + 1, n))
+                texts.append(piece)
+        self._say(f"embedding {len(texts)} pieces of {len(self.chunks)} chunks")
+        vectors = embed_cached(emb, texts, self.cache_dir, self.progress)
+        pieces.write(self.conn, emb.name, rows, vectors)
+        self.conn.commit()
+        self.conn.autocommit = True
+        try:
+            self.conn.execute("ANALYZE chunk_piece_embeddings")
+        finally:
+            self.conn.autocommit = False
 
     def _say(self, label: str) -> None:
         if self.progress:

@@ -471,10 +471,11 @@ class MainWindow(QtWidgets.QMainWindow):
                 docs = f"{n} document{'s' if n != 1 else ''}"
                 self.banners.show_banner(
                     "reembed",
-                    f"{docs} {'were' if n != 1 else 'was'} indexed with a different embedding model. "
-                    "Re-embed "
-                    f"{'them' if n != 1 else 'it'} with the current model; until then the previous model's "
-                    "vectors answer where its files are still here.",
+                    f"{docs} {'were' if n != 1 else 'was'} indexed by an earlier version or with a different "
+                    "embedding model. Re-embed "
+                    f"{'them' if n != 1 else 'it'} with the current model; until then "
+                    f"{'they are' if n != 1 else 'it is'} searched as indexed (by the previous model's "
+                    "vectors where its files are still here).",
                     level="warning",
                     action=f"Re-embed {docs}",
                     on_action=self.start_reembed,

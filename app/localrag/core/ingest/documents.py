@@ -96,16 +96,17 @@ def remove_document(conn: psycopg.Connection[Any], doc_id: int) -> bool:
 
 
 def reembed_needed(conn: psycopg.Connection[Any], active_model: str) -> int:
-    """How many ready documents have chunks without a vector from ``active_model`` for their current context,
-    or metadata from an older extraction (a library indexed before document identity), or text from an older
-    loader (indexed again first)."""
-    from localrag.core.ingest import metadata
+    """How many ready documents have chunks without a vector from ``active_model`` for their current context
+    or without pieces (a library indexed before them), or metadata from an older extraction (a library
+    indexed before document identity), or text from an older loader (indexed again first)."""
+    from localrag.core.ingest import metadata, pieces
 
     row = conn.execute(
         "SELECT count(DISTINCT c.doc_id) FROM document_chunks c JOIN documents d ON d.id = c.doc_id "
-        "WHERE d.status = 'ready' AND NOT EXISTS (SELECT 1 FROM chunk_embeddings e "
-        f"WHERE e.chunk_id = c.id AND e.embedding_model = %s AND {metadata.CURRENT_VECTOR})",
-        (active_model,),
+        "WHERE d.status = 'ready' AND (NOT EXISTS (SELECT 1 FROM chunk_embeddings e "
+        f"WHERE e.chunk_id = c.id AND e.embedding_model = %s AND {metadata.CURRENT_VECTOR}) "
+        f"OR {pieces.LACKING})",
+        (active_model, active_model),
     ).fetchone()
     return (
         (int(row[0]) if row else 0)

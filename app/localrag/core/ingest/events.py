@@ -34,6 +34,7 @@ class IngestSummary:
     chunks: int = 0
     embedded_chunks: int = 0  # chunks that needed the model (others reused a stored vector)
     embedded_tokens: int = 0
+    embedded_pieces: int = 0  # windows of a few sentences of the chunks, embedded beside them (pieces.py)
     seconds: float = 0.0
     stage_seconds: dict[str, float] = field(
         default_factory=lambda: dict.fromkeys(("extract", "chunk", "embed", "write"), 0.0)

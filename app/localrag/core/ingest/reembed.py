@@ -1,7 +1,8 @@
 """Re-embedding: every ready document gets vectors from the active model for its chunks' current contexts.
 
 It runs after switching embedding models, after metadata was edited (the chunks whose context changed), and
-once on a library indexed before document identity existed: its documents' metadata is found first (from the
+once on a library indexed before document identity existed, and on one indexed before chunks had pieces
+(``pieces.py``: only the pieces are embedded then): its documents' metadata is found first (from the
 file name, the PDF's metadata and the stored first pages; each document in one transaction that also
 rebuilds its BM25 postings), then the vectors are embedded again with their context. Batches are committed as
 they go (a kill loses at most one and a rerun carries on), the documents stay ready and searchable throughout
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import time
 
-from localrag.core.ingest import metadata, status
+from localrag.core.ingest import metadata, pieces, status
 from localrag.core.ingest.events import IngestEvent, IngestSummary
 from localrag.core.ingest.queue import IngestQueue
 from localrag.core.ingest.steps import DocCancel, DocumentSteps
@@ -42,9 +43,10 @@ def reembed(queue: IngestQueue, steps: DocumentSteps, cancel: CancelToken | None
     rows = conn.execute(
         f"SELECT DISTINCT d.id, d.path, {db.SHOWN_TITLE}, d.doc_type FROM documents d "
         "JOIN document_chunks c ON c.doc_id = d.id WHERE d.status = %s "
-        "AND NOT EXISTS (SELECT 1 FROM chunk_embeddings e "
-        f"WHERE e.chunk_id = c.id AND e.embedding_model = %s AND {metadata.CURRENT_VECTOR}) ORDER BY d.id",
-        (status.READY, model),
+        "AND (NOT EXISTS (SELECT 1 FROM chunk_embeddings e "
+        f"WHERE e.chunk_id = c.id AND e.embedding_model = %s AND {metadata.CURRENT_VECTOR}) "
+        f"OR {pieces.LACKING}) ORDER BY d.id",
+        (status.READY, model, model),
     ).fetchall()
     conn.commit()
     for doc_id, path, title, doc_type in rows:

@@ -27,7 +27,7 @@ from psycopg.types.json import Jsonb
 from localrag.core.embed.service import BATCH
 from localrag.core.embed.sizing import fit_to_input
 from localrag.core.errors import BadDocument, KnownError, StoreUnavailable, internal_error
-from localrag.core.ingest import loaders, metadata, sections, status
+from localrag.core.ingest import loaders, metadata, pieces, sections, status
 from localrag.core.ingest.chunk_writer import ChunkWriter
 from localrag.core.ingest.chunking import iter_chunks
 from localrag.core.ingest.connection import Connection
@@ -386,6 +386,15 @@ class DocumentSteps:
         finally:
             if pending is not None:
                 pending.cancel()  # still queued (paused, cancelled, failed): the worker skips it
+        te = time.monotonic()
+        summary.embedded_pieces += pieces.embed_document(
+            conn,
+            doc_id,
+            model,
+            pieces.token_counter(self.library.embedder),
+            lambda texts: self.vectors(self.submit(texts), cancel),
+        )
+        summary.stage_seconds["embed"] += time.monotonic() - te
 
     def write_vectors(self, doc_id: int, model: str, batch: list[tuple], vectors: np.ndarray) -> None:
         conn = self.conn

@@ -73,6 +73,9 @@ class Tuning:
     bm25_b: float = bm25.DEFAULT_B
     route: bool = True
     rescore_top: int = 30
+    # How much a chunk's best piece (a few of its sentences, ``core/ingest/pieces.py``) counts beside the
+    # chunk's own cosine in the vector leg; 0 ranks chunks by their own vectors only.
+    pieces: float = 1.0
     # Whether the domain packs acting on the best passages' documents may put pages first (``core/hooks.py``).
     packs: bool = True
     # Chosen on near-identical reports and the manuals (docs/benchmarks.md): the heading, the verbatim numbers
@@ -95,6 +98,7 @@ class Tuning:
             bm25_k1=float(settings.bm25_k1),
             bm25_b=float(settings.bm25_b),
             route=bool(getattr(settings, "routing", True)),
+            pieces=float(getattr(settings, "piece_weight", 1.0)),
             packs=bool(getattr(settings, "domain_packs", True)),
         )
 
@@ -229,6 +233,17 @@ def _run(
                         filters=filters,
                         ef_search=tuning.ef_search,
                     )
+                    if tuning.pieces > 0:
+                        vector_hits = vector.with_pieces(
+                            c,
+                            qvec,
+                            vector_hits,
+                            model=model,
+                            dimension=dim,
+                            n=depth,
+                            filters=filters,
+                            weight=tuning.pieces,
+                        )
                     timings["vector"] = _ms(t)
                     older = library.stand_in(c)
                     if older is not None:

@@ -84,6 +84,76 @@ def _chunks_of(conn: psycopg.Connection[Any], doc_ids: tuple[int, ...]) -> int:
     return int(row[0]) if row else 0
 
 
+# Pieces read per chunk wanted: a chunk's nearest pieces often come several at a time.
+PIECES_PER_CHUNK = 3
+
+
+def with_pieces(
+    conn: psycopg.Connection[Any],
+    query_vector: np.ndarray,
+    hits: list[tuple[int, float]],
+    *,
+    model: str,
+    dimension: int,
+    n: int,
+    filters: Filters,
+    weight: float = 1.0,
+) -> list[tuple[int, float]]:
+    """``hits`` (the nearest chunks, as ``search`` returns them) with the chunks of the nearest pieces
+    (``core/ingest/pieces.py``) added, ranked by ``(cosine + weight × best piece's cosine) / (1 + weight)``;
+    the first ``n`` as ``(chunk_id, the chunk's own cosine)``. A chunk without pieces ranks by its own
+    cosine.
+
+    Runs in the transaction of ``search`` (its HNSW settings hold)."""
+    if weight <= 0 or n <= 0:
+        return hits
+    where, params = filters.sql("d")
+    dim = int(dimension)
+    q = np.asarray(query_vector, dtype=np.float32)
+    params.update(q=q, model=model, m=int(n) * PIECES_PER_CHUNK)
+    expr = f"p.embedding::vector({dim}) <=> %(q)s::vector({dim})"
+    best = {
+        int(cid): 1.0 - float(dist)
+        for cid, dist in conn.execute(
+            "WITH hits AS MATERIALIZED ("
+            f" SELECT p.chunk_id, {expr} AS dist FROM chunk_piece_embeddings p"
+            " JOIN document_chunks c ON c.id = p.chunk_id JOIN documents d ON d.id = c.doc_id"
+            f" WHERE p.embedding_model = %(model)s AND {where}"
+            f" ORDER BY {expr} LIMIT %(m)s"
+            ") SELECT chunk_id, min(dist) FROM hits GROUP BY chunk_id",
+            params,
+        ).fetchall()
+    }
+    own = dict(hits)
+    found = [cid for cid in best if cid not in own]
+    if found:
+        own.update(
+            (int(cid), float(sim))
+            for cid, sim in conn.execute(
+                f"SELECT chunk_id, 1.0 - (embedding::vector({dim}) <=> %s::vector({dim}))"
+                " FROM chunk_embeddings WHERE chunk_id = ANY(%s) AND embedding_model = %s",
+                (q, found, model),
+            ).fetchall()
+        )
+    rest = [cid for cid in own if cid not in best]
+    if rest:
+        best.update(
+            (int(cid), float(sim))
+            for cid, sim in conn.execute(
+                f"SELECT chunk_id, max(1.0 - (embedding::vector({dim}) <=> %s::vector({dim})))"
+                " FROM chunk_piece_embeddings WHERE chunk_id = ANY(%s) AND embedding_model = %s"
+                " GROUP BY chunk_id",
+                (q, rest, model),
+            ).fetchall()
+        )
+
+    def score(cid: int) -> float:
+        return (own[cid] + weight * best.get(cid, own[cid])) / (1.0 + weight)
+
+    ranked = sorted(own, key=lambda cid: (-score(cid), cid))[: int(n)]
+    return [(cid, own[cid]) for cid in ranked]
+
+
 # HNSW recall at a fixed ef_search falls as the graph grows (measured, docs/benchmarks.md: recall@10 0.99 at
 # 100k vectors and 0.91 at 1M with 100; 0.947 with 200 and 0.968 with 400 at 1M). Beyond this many vectors the
 # setting grows in proportion, up to ten times.

@@ -15,6 +15,11 @@ def index_name(model: str) -> str:
     return f"chunk_embeddings_hnsw_{slug}_{hashlib.sha1(model.encode()).hexdigest()[:8]}"
 
 
+def piece_index_name(model: str) -> str:
+    """The same for the index of ``model``'s chunk pieces (``chunk_piece_embeddings``)."""
+    return index_name(model).replace("chunk_embeddings_", "chunk_pieces_", 1)
+
+
 def register_model(
     conn: psycopg.Connection[Any],
     name: str,
@@ -23,7 +28,8 @@ def register_model(
     activate: bool = True,
     model_dir: str | None = None,
 ) -> None:
-    """Record ``name`` (idempotent), create its partial HNSW cosine index, and make it the active model.
+    """Record ``name`` (idempotent), create its partial HNSW cosine indexes (on the chunks' vectors and on
+    their pieces'), and make it the active model.
 
     ``model_dir``: where the model's files are ("" for the bundled model), remembered so that its vectors can
     keep answering while the library is re-embedded with another model (``stand_in_model``).
@@ -42,6 +48,11 @@ def register_model(
         literal = name.replace("'", "''")
         conn.execute(
             f"CREATE INDEX IF NOT EXISTS {index_name(name)} ON chunk_embeddings "
+            f"USING hnsw ((embedding::vector({int(dimension)})) vector_cosine_ops) "
+            f"WITH (m = 16, ef_construction = 64) WHERE embedding_model = '{literal}'"
+        )
+        conn.execute(
+            f"CREATE INDEX IF NOT EXISTS {piece_index_name(name)} ON chunk_piece_embeddings "
             f"USING hnsw ((embedding::vector({int(dimension)})) vector_cosine_ops) "
             f"WITH (m = 16, ef_construction = 64) WHERE embedding_model = '{literal}'"
         )
