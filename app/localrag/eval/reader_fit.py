@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from localrag.core.answer.evidence import PASSAGES
 from localrag.core.answer.reader import ReaderModel
 from localrag.eval.answers import (
     CORRECT_F1,
@@ -90,6 +91,10 @@ def dump(
                                 "evidence": q.evidence,
                                 "file": q.file,
                                 "page": q.page,
+                                "passages": [
+                                    [Path(s.path).name, s.page_number]
+                                    for s in (done.sources if done is not None else [])[:PASSAGES]
+                                ],
                                 "candidates": [
                                     {
                                         "text": s.text,

@@ -38,8 +38,10 @@ from localrag.core.text.cells import (
 PASSAGES = 5
 # At most this many sentences are read by the embedding model (the best by words and rank first), and the
 # sentence after each of the first ``FOLLOWERS`` of them (what a lead-in announces).
-EMBED_CANDIDATES = 24
+EMBED_CANDIDATES = 32
 FOLLOWERS = 8
+# Of those, each passage's best few by words are read whatever the other passages hold.
+PER_PASSAGE = 3
 # Runs of up to this many consecutive sentences are candidates too.
 MAX_RUN = 3
 # The lexical match counts the sentence's own words, and in part those of its heading and the sentence before.
@@ -163,15 +165,28 @@ def find_evidence(
 
 
 def _to_read(candidates: list[_Candidate], needed: set[int]) -> list[_Candidate]:
-    """The sentences the embedding model reads: the most promising by words and rank, and the sentence after
-    each of the first of them (its cost grows with their number)."""
-    ranked = sorted(
-        candidates,
-        key=lambda c: (id(c) in needed, c.features["lexical"] + 0.3 / (1.0 + 0.5 * c.rank)),
-        reverse=True,
-    )
-    chosen = ranked[:EMBED_CANDIDATES]
+    """The sentences the embedding model reads (its cost grows with their number): each passage's most
+    promising by words (``PER_PASSAGE``), then the best of the rest by words and rank, and the sentence after
+    each of the first of them (what a lead-in announces). A quota per passage keeps an answer worded unlike
+    the question in a passage the question's words favour less."""
+
+    def promise(c: _Candidate) -> tuple[bool, float]:
+        return id(c) in needed, c.features["lexical"] + 0.3 / (1.0 + 0.5 * c.rank)
+
+    ranked = sorted(candidates, key=promise, reverse=True)
+    per: Counter[int] = Counter()
+    chosen: list[_Candidate] = []
+    for c in ranked:
+        if per[c.number] < PER_PASSAGE:
+            chosen.append(c)
+            per[c.number] += 1
     taken = {id(c) for c in chosen}
+    for c in ranked:
+        if len(chosen) >= EMBED_CANDIDATES:
+            break
+        if id(c) not in taken:
+            chosen.append(c)
+            taken.add(id(c))
     by_place = {(c.number, c.index): c for c in candidates}
     for c in ranked[:FOLLOWERS]:
         nxt = by_place.get((c.number, c.index + 1))
