@@ -47,6 +47,9 @@ MAX_RUN = 3
 # The lexical match counts the sentence's own words, and in part those of its heading and the sentence before.
 CONTEXT_WORDS = 0.4
 MAX_SPANS = 2
+# A lead-in's list is quoted with it up to this many items.
+MAX_ITEMS = 8
+_ITEM = re.compile(r"^\s*(?:[-•*·▪◦–]|\(?\d{1,2}[.)]|\(?[a-z][.)])\s+\S")
 PART_SHARE = 0.5
 # A sentence longer than this (characters) is cut at a clause boundary for display; its offsets shrink with
 # it.
@@ -114,7 +117,9 @@ def find_evidence(
     # the lines a measure the question names is computed from, though it shares no word with it.
     needed = {id(c) for c in candidates if _pack_features(question, c).get("measure_row")}
     scored = _to_read(candidates, needed)
+    embed_started = time.monotonic()
     sims, part_sims = _similarities(question, parts, scored, embed, question_vector)
+    embed_seconds = time.monotonic() - embed_started
     runs = _runs(scored, sims)
     bm25 = _bm25(weights, runs)
     best = {
@@ -126,6 +131,8 @@ def find_evidence(
     named = frozenset(sp.content_terms(question))
     by_place = {(c.number, c.index): c for c in candidates}
     model = reader.model()
+    ranks = _semantic_ranks(runs)
+    passage_best = _passage_best(scored)
     for r in runs:
         facts = _facts(
             r,
@@ -136,9 +143,14 @@ def find_evidence(
             part_sims,
             measure=any(id(m) in needed for m in (r.members or (r,))),
         )
+        facts.semantic_rank = ranks[id(r)]
+        facts.passage_best = any(id(m) in passage_best for m in (r.members or (r,)))
+        facts.novelty = _novelty(r.terms, named)
+        facts.heading_match = _heading_match(weights, r)
         r.features = reader.features(asks, facts, best)
         r.score = model.probability(r.features)
-    chosen = _choose(runs, model)
+    signals = _signals(runs, candidates, weights)
+    chosen = _choose(runs, model, signals, candidates)
     for part, sims_of_part in zip(parts if len(parts) > 1 else [], part_sims, strict=False):
         chosen = _choose_for_part(part, runs, sims_of_part, asks, model, chosen)
     runs.sort(key=lambda c: c.score, reverse=True)
@@ -150,6 +162,8 @@ def find_evidence(
             kind=kind,
             candidates=top,
             seconds=time.monotonic() - started,
+            embed_seconds=embed_seconds,
+            signals=signals,
         )
     order = sorted(chosen, key=lambda c: (c.number, c.span.start))
     spans = [_span(c) for c in order]
@@ -161,7 +175,27 @@ def find_evidence(
         kind=kind,
         candidates=top,
         seconds=time.monotonic() - started,
+        embed_seconds=embed_seconds,
+        signals=signals,
     )
+
+
+def _signals(runs: list[_Candidate], candidates: list[_Candidate], weights: dict[str, float]) -> dict[str, float]:
+    """What says whether the documents answer at all (``reader.AnswersModel``)."""
+    answers = sorted((c.score for c in runs if not c.heading), reverse=True)
+    total = sum(weights.values()) or 1.0
+    anywhere = set().union(*(c.terms for c in candidates))
+    first = min((c.rank for c in candidates), default=0)
+    in_first = set().union(*(c.terms for c in candidates if c.rank == first))
+    return {
+        "top": answers[0] if answers else 0.0,
+        "margin": answers[0] - answers[1] if len(answers) > 1 else (answers[0] if answers else 0.0),
+        "semantic_max": max((c.features["semantic"] for c in runs), default=0.0),
+        "lexical_max": max((c.features["lexical"] for c in runs), default=0.0),
+        "coverage": sum(w for t, w in weights.items() if t in anywhere) / total,
+        "coverage_first": sum(w for t, w in weights.items() if t in in_first) / total,
+        "similarity": max((float(getattr(c.source, "similarity", 0.0) or 0.0) for c in candidates), default=0.0),
+    }
 
 
 def _to_read(candidates: list[_Candidate], needed: set[int]) -> list[_Candidate]:
@@ -247,6 +281,31 @@ def _runs(scored: list[_Candidate], sims: dict[int, float]) -> list[_Candidate]:
             }
             runs.append(run)
     return runs
+
+
+def _semantic_ranks(runs: list[_Candidate]) -> dict[int, int]:
+    order = sorted(runs, key=lambda c: c.features["semantic"], reverse=True)
+    return {id(c): i for i, c in enumerate(order)}
+
+
+def _passage_best(scored: list[_Candidate]) -> set[int]:
+    """The most similar read sentence of each passage."""
+    best: dict[int, _Candidate] = {}
+    for c in scored:
+        if not c.heading and (c.number not in best or c.features["semantic"] > best[c.number].features["semantic"]):
+            best[c.number] = c
+    return {id(c) for c in best.values()}
+
+
+def _novelty(terms: set[str], named: frozenset[str]) -> float:
+    return len(terms - named) / len(terms) if terms else 0.0
+
+
+def _heading_match(weights: dict[str, float], c: _Candidate) -> float:
+    heading = str(getattr(c.source, "heading_path", "") or "")
+    terms = set(sp.content_terms(heading))
+    total = sum(weights.values()) or 1.0
+    return sum(w for t, w in weights.items() if t in terms) / total
 
 
 def _has_figures(c: _Candidate) -> bool:
@@ -335,12 +394,17 @@ def _lexical(weights: dict[str, float], c: _Candidate) -> tuple[float, float]:
     return own, (1 - CONTEXT_WORDS) * own + CONTEXT_WORDS * around
 
 
-def _choose(runs: list[_Candidate], model: reader.ReaderModel) -> list[_Candidate]:
-    """The best span if the reader finds it likely enough, one nearly as likely beside it, and the line a
-    colon announces."""
+def _choose(
+    runs: list[_Candidate],
+    model: reader.ReaderModel,
+    signals: dict[str, float],
+    candidates: list[_Candidate],
+) -> list[_Candidate]:
+    """The best span if the reader finds it likely enough and the documents seem to answer at all, one nearly
+    as likely beside it, and the line a colon announces."""
     # A heading names a topic; it never answers (whatever the reader makes of its words).
     ranked = sorted((c for c in runs if not c.heading), key=lambda c: c.score, reverse=True)
-    if not ranked or ranked[0].score < model.threshold:
+    if not ranked or model.declines(signals):
         return []
     best = ranked[0]
     chosen = [best]
@@ -352,7 +416,7 @@ def _choose(runs: list[_Candidate], model: reader.ReaderModel) -> list[_Candidat
         if best.features.get("domain") and not c.features.get("domain"):
             continue  # the figures a measure is computed from answer it; a sentence beside them does not
         chosen.append(c)
-    return chosen + _continuation(best, runs, chosen)
+    return chosen + _continuation(best, candidates, chosen)
 
 
 def _choose_for_part(
@@ -510,11 +574,33 @@ def asked_for(question: str) -> frozenset[str]:
 def _continuation(
     best: _Candidate, candidates: list[_Candidate], chosen: list[_Candidate]
 ) -> list[_Candidate]:
-    """The line after a span that ends with a colon ("Use the following command:") belongs to it."""
-    if not best.span.text.rstrip().endswith(":"):
+    """What a lead-in announces belongs to it: the line after a span that ends with a colon ("Use the
+    following command:"), and when that line is a list's item, the items after it (``MAX_ITEMS`` at most) —
+    and the rest of a list a span starts after its lead-in. Taken from every sentence of the passage, read by
+    the embedding model or not."""
+    by_place = {(c.number, c.index): c for c in candidates if not c.members}
+    last = by_place.get((best.number, best.last))
+    lines = best.span.text.rstrip().splitlines()
+    opened = best.span.text.rstrip().endswith(":")
+    listing = any(ln.rstrip().endswith(":") for ln in lines[:-1]) and last is not None and _is_item(last)
+    if not opened and not listing:
         return []
-    nxt = [c for c in candidates if c.number == best.number and c.index == best.last + 1 and not c.members]
-    return [c for c in nxt if c not in chosen]
+    out: list[_Candidate] = []
+    index = best.last + 1
+    while len(out) < MAX_ITEMS:
+        nxt = by_place.get((best.number, index))
+        if nxt is None or nxt.heading or (out and not _is_item(nxt)) or (listing and not _is_item(nxt)):
+            break
+        if nxt not in chosen:
+            out.append(nxt)
+        if not _is_item(nxt):
+            break
+        index += 1
+    return out
+
+
+def _is_item(c: _Candidate) -> bool:
+    return bool(_ITEM.match(c.span.text))
 
 
 def _overlaps(a: _Candidate, b: _Candidate) -> bool:

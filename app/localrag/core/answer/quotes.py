@@ -86,6 +86,10 @@ class Evidence:
     kind: str = ""
     candidates: list[EvidenceSpan] = field(default_factory=list)
     seconds: float = 0.0
+    # The embedding model's share of ``seconds``; what says whether the documents answer at all
+    # (``reader.ANSWERS_SIGNALS``).
+    embed_seconds: float = 0.0
+    signals: dict[str, float] = field(default_factory=dict)
 
     @property
     def answered(self) -> bool:
@@ -105,6 +109,8 @@ class Evidence:
             "closest": list(self.closest),
             "candidates": [s.to_dict() for s in self.candidates],
             "seconds": round(self.seconds, 4),
+            "embed_seconds": round(self.embed_seconds, 4),
+            "signals": {k: round(v, 4) for k, v in self.signals.items()},
         }
 
     @classmethod
@@ -118,6 +124,8 @@ class Evidence:
             kind=str(data.get("kind") or ""),
             candidates=[EvidenceSpan.from_dict(s) for s in data.get("candidates") or []],
             seconds=float(data.get("seconds") or 0.0),
+            embed_seconds=float(data.get("embed_seconds") or 0.0),
+            signals={str(k): float(v) for k, v in (data.get("signals") or {}).items()},
         )
 
 
