@@ -264,7 +264,8 @@ def simulate(
     }
 
 
-RIGHT, WRONG, WRONG_SENTENCE, DECLINED, DECLINED_RIGHT = "right", "wrong", "wrong sentence", "declined", "none"
+RIGHT, WRONG, WRONG_SENTENCE = "right", "wrong", "wrong sentence"
+DECLINED, DECLINED_RIGHT = "declined", "none"
 
 
 def signals(row: dict[str, Any], probs: Any) -> dict[str, float]:

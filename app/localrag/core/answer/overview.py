@@ -39,8 +39,9 @@ from typing import Any
 
 import psycopg
 
+from localrag.core.answer.candidates import split_long
 from localrag.core.answer.citations import page_phrase
-from localrag.core.answer.evidence import EvidenceSpan, split_long
+from localrag.core.answer.evidence import EvidenceSpan
 from localrag.core.ingest import sections as doc_sections
 from localrag.core.retrieve.results import PAGE_LABEL, Result
 from localrag.core.store.db import SHOWN_TITLE, one

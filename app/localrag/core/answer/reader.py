@@ -52,6 +52,12 @@ _HOW_Q = re.compile(
     r"\bhow (?:do|can|should|to|would)\b|\bwhat (?:do|should) i do\b|\bsteps?\b", re.IGNORECASE
 )
 
+# A question that sets two things side by side (often in two documents).
+_COMPARE_Q = re.compile(
+    r"\b(?:both|compared?|comparing|the same|match(?:es)?|differ(?:s|ent|ence)?|versus|vs\.?|how close)\b",
+    re.IGNORECASE,
+)
+
 _REASON = re.compile(
     r"\b(?:because|since|so that|due to|in order to|therefore|thus|as a result|otherwise)\b", re.I
 )
@@ -77,6 +83,7 @@ class Asks:
     yesno: bool
     why: bool
     how: bool
+    compare: bool = False
 
     @classmethod
     def of(cls, question: str) -> Asks:
@@ -88,6 +95,7 @@ class Asks:
             yesno=bool(_YESNO_Q.search(q)),
             why=bool(_WHY_Q.search(q)),
             how=bool(_HOW_Q.search(q)),
+            compare=bool(_COMPARE_Q.search(q)),
         )
 
     @property
@@ -211,7 +219,8 @@ class AnswersModel:
     threshold: float
 
     def probability(self, signals: dict[str, float]) -> float:
-        z = self.intercept + sum(w * signals.get(n, 0.0) for n, w in zip(self.names, self.weights, strict=True))
+        pairs = zip(self.names, self.weights, strict=True)
+        z = self.intercept + sum(w * signals.get(n, 0.0) for n, w in pairs)
         return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
 
     def to_json(self) -> dict[str, Any]:
