@@ -179,6 +179,16 @@ def test_a_lead_in_is_quoted_with_the_whole_list_it_announces(embed):
     assert "Backups" not in quoted  # the list ends where its items do
 
 
+def test_a_question_on_the_documents_topic_that_they_do_not_answer_is_declined(embed):
+    passage = Passage(BACKENDS, title="Notes manual", path="/docs/notes.md", page_number=1)
+    asked = find_evidence("Which backends does the notes app try when none is set?", [passage], embed)
+    assert asked.answered
+    # the same document, a question about its subject that it says nothing of
+    ev = find_evidence("How do I share my notes with another person over the network?", [passage], embed)
+    assert ev.status == NOT_FOUND and ev.spans == []
+    assert ev.signals["top"] >= 0.0 and "coverage" in ev.signals  # what the developer pane shows
+
+
 def test_question_kinds():
     assert question_kind("Which option makes R CMD INSTALL use my own library?") == "identifier"
     assert question_kind("What environment variable holds the CRAN mirror?") == "identifier"
