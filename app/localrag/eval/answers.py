@@ -217,7 +217,6 @@ def score_answer(q: Question, result: dict[str, Any], mode: str) -> dict[str, An
         "reader_s": round(float(evidence["seconds"]) - float(evidence.get("embed_seconds") or 0.0), 4)
         if evidence.get("seconds") is not None
         else None,
-        "reader_cpu_s": evidence.get("reader_cpu_seconds"),
         "ttft_s": result.get("timings", {}).get("ttft_s"),
         "total_s": result.get("timings", {}).get("total_s"),
         "answer": text[:600],
@@ -322,10 +321,6 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "reader_s": {
             "p50": pct([r["reader_s"] for r in rows], 0.5),
             "p95": pct([r["reader_s"] for r in rows], 0.95),
-        },
-        "reader_cpu_s": {
-            "p50": pct([r["reader_cpu_s"] for r in rows], 0.5),
-            "p95": pct([r["reader_cpu_s"] for r in rows], 0.95),
         },
         "retrieval_s": {
             "p50": pct([r["retrieval_s"] for r in rows], 0.5),

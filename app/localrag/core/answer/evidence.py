@@ -82,7 +82,7 @@ def find_evidence(
         pages: the text of the sources' pages by ``(doc_id, page_number)``: a quoted row of figures is read as
             cells under the column headings above it (``cells``).
     """
-    started, cpu = time.monotonic(), time.thread_time()
+    started = time.monotonic()
     asks = reader.Asks.of(question)
     kind = asks.kind
     candidates = passage_candidates(sources[:PASSAGES])
@@ -96,10 +96,9 @@ def find_evidence(
     # the lines a measure the question names is computed from, though it shares no word with it.
     needed = {id(c) for c in candidates if _pack_features(question, c).get("measure_row")}
     scored = to_read(candidates, needed)
-    embed_started, embed_cpu = time.monotonic(), time.thread_time()
+    embed_started = time.monotonic()
     sims, part_sims = _similarities(question, parts, scored, embed, question_vector)
     embed_seconds = time.monotonic() - embed_started
-    cpu -= time.thread_time() - embed_cpu  # the embedding model's work is not the reader's
     runs = _runs(scored, sims)
     bm25 = bm25_of(weights, runs)
     best = {
@@ -145,7 +144,6 @@ def find_evidence(
             candidates=top,
             seconds=time.monotonic() - started,
             embed_seconds=embed_seconds,
-            reader_cpu_seconds=time.thread_time() - cpu,
             signals=signals,
         )
     order = sorted(chosen, key=lambda c: (c.number, c.span.start))
@@ -159,7 +157,6 @@ def find_evidence(
         candidates=top,
         seconds=time.monotonic() - started,
         embed_seconds=embed_seconds,
-        reader_cpu_seconds=time.thread_time() - cpu,
         signals=signals,
     )
 

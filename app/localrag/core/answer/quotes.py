@@ -89,9 +89,6 @@ class Evidence:
     # The embedding model's share of ``seconds``; what says whether the documents answer at all
     # (``reader.ANSWERS_SIGNALS``).
     embed_seconds: float = 0.0
-    # The processor time of the evidence step on its own thread, the embedding model's apart: what the reader
-    # costs, whatever else the machine runs.
-    reader_cpu_seconds: float = 0.0
     signals: dict[str, float] = field(default_factory=dict)
 
     @property
@@ -113,7 +110,6 @@ class Evidence:
             "candidates": [s.to_dict() for s in self.candidates],
             "seconds": round(self.seconds, 4),
             "embed_seconds": round(self.embed_seconds, 4),
-            "reader_cpu_seconds": round(self.reader_cpu_seconds, 4),
             "signals": {k: round(v, 4) for k, v in self.signals.items()},
         }
 
@@ -129,7 +125,6 @@ class Evidence:
             candidates=[EvidenceSpan.from_dict(s) for s in data.get("candidates") or []],
             seconds=float(data.get("seconds") or 0.0),
             embed_seconds=float(data.get("embed_seconds") or 0.0),
-            reader_cpu_seconds=float(data.get("reader_cpu_seconds") or 0.0),
             signals={str(k): float(v) for k, v in (data.get("signals") or {}).items()},
         )
 
