@@ -129,7 +129,7 @@ def find_evidence(
         r.features = reader.features(asks, facts, best)
         r.score = model.probability(r.features)
     signals = _signals(runs, candidates, weights)
-    chosen = _choose(runs, model, signals, candidates)
+    chosen = _choose(runs, model, signals, candidates, similarities=embed is not None)
     for part, sims_of_part in zip(parts if len(parts) > 1 else [], part_sims, strict=False):
         chosen = _choose_for_part(part, runs, sims_of_part, asks, model, chosen)
     if asks.compare and chosen:
@@ -293,12 +293,14 @@ def _choose(
     model: reader.ReaderModel,
     signals: dict[str, float],
     candidates: list[Candidate],
+    *,
+    similarities: bool = True,
 ) -> list[Candidate]:
     """The best span if the reader finds it likely enough and the documents seem to answer at all, one nearly
     as likely beside it, and the line a colon announces."""
     # A heading names a topic; it never answers (whatever the reader makes of its words).
     ranked = sorted((c for c in runs if not c.heading), key=lambda c: c.score, reverse=True)
-    if not ranked or model.declines(signals):
+    if not ranked or model.declines(signals, similarities=similarities):
         return []
     best = ranked[0]
     chosen = [best]

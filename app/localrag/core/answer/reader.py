@@ -271,11 +271,14 @@ class ReaderModel:
         ]
         return sorted(out, key=lambda nw: abs(nw[1]), reverse=True)
 
-    def declines(self, signals: dict[str, float]) -> bool:
-        """Whether the documents do not seem to answer, by the best span's probability or by ``answers``."""
+    def declines(self, signals: dict[str, float], *, similarities: bool = True) -> bool:
+        """Whether the documents do not seem to answer, by the best span's probability or by ``answers``
+        (which reads the embedding model's similarities: without them, ``similarities=False``, only the best
+        span's probability decides)."""
         if signals.get("top", 0.0) < self.threshold:
             return True
-        return self.answers is not None and self.answers.probability(signals) < self.answers.threshold
+        gate = self.answers if similarities else None
+        return gate is not None and gate.probability(signals) < gate.threshold
 
     def to_json(self) -> dict[str, Any]:
         out = {
