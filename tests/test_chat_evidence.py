@@ -153,6 +153,42 @@ def test_nothing_is_quoted_when_no_sentence_answers(embed):
     assert "do not seem to answer" in ev.text()
 
 
+BACKENDS = (
+    "3.2 Choosing a storage backend\n"
+    "The notes app keeps its data in a storage backend that you can name in the settings file. When the\n"
+    "settings name no backend, the app tries the following ones, in this order:\n"
+    "- SQLite, when Python was built with the sqlite3 module\n"
+    "- a plain JSON file in the data folder\n"
+    "- memory only, which loses every note on exit\n"
+    "The first one that works is used, and the log says which.\n"
+    "Backups are written once a day to the folder named by the backup setting.\n"
+)
+
+
+def test_a_lead_in_is_quoted_with_the_whole_list_it_announces(embed):
+    ev = find_evidence(
+        "I never set a backend. Which ones does it try, and in what order?",
+        [Passage(BACKENDS, title="Notes manual", path="/docs/notes.md", page_number=1)],
+        embed,
+    )
+    assert ev.answered
+    quoted = ev.text()
+    # every item of the list, in the page's order, even where the embedding model did not read one
+    places = [quoted.find(item) for item in ("SQLite", "JSON file", "memory only")]
+    assert -1 not in places and places == sorted(places)
+    assert "Backups" not in quoted  # the list ends where its items do
+
+
+def test_a_question_on_the_documents_topic_that_they_do_not_answer_is_declined(embed):
+    passage = Passage(BACKENDS, title="Notes manual", path="/docs/notes.md", page_number=1)
+    asked = find_evidence("Which backends does the notes app try when none is set?", [passage], embed)
+    assert asked.answered
+    # the same document, a question about its subject that it says nothing of
+    ev = find_evidence("How do I share my notes with another person over the network?", [passage], embed)
+    assert ev.status == NOT_FOUND and ev.spans == []
+    assert ev.signals["top"] >= 0.0 and "coverage" in ev.signals  # what the developer pane shows
+
+
 def test_question_kinds():
     assert question_kind("Which option makes R CMD INSTALL use my own library?") == "identifier"
     assert question_kind("What environment variable holds the CRAN mirror?") == "identifier"

@@ -148,6 +148,11 @@ def _ask(library, question: str, doc_ids: list[int] | None = None):
         ("Can you summarise this document, please?", "summary", "this document"),
         ("What is the R FAQ about?", "summary", "the R FAQ"),
         ("What topics does the R FAQ cover?", "summary", "the R FAQ"),
+        ("What topics does the gnuplot tutorial walk through?", "summary", "the gnuplot tutorial"),
+        ("What does the policy manual cover, chapter by chapter?", "summary", "the policy manual"),
+        ("What parts is the R FAQ divided into?", "outline", "the R FAQ"),
+        ("What's in the R FAQ — what are its main sections?", "outline", "the R FAQ"),
+        ("What items were on the agenda of the June meeting?", "outline", "the June meeting"),
         ("Give me an overview of what the gnuplot 5.4 manual covers.", "summary", "the gnuplot 5.4 manual"),
         ("Compare the R FAQ and the R admin manual", "compare", "the R FAQ"),
         ("What is the difference between R and S?", "compare", "R"),
@@ -177,6 +182,7 @@ def test_detect_recognises_whole_document_questions(question, kind, subject):
         "What is the default backup interval?",
         "Which documents do I need for a visa?",
         "Can R read Excel files?",
+        "What is in the default config file?",
     ],
 )
 def test_detect_leaves_ordinary_questions_alone(question):

@@ -439,7 +439,9 @@ def test_dev_pane_shows_the_evidence_candidates_and_each_checked_sentence(qtbot,
         for name, cell in zip(FEATURES, cells[4:10], strict=True):
             assert cell == (f"{candidate.features[name]:.4f}" if name in candidate.features else "–")
     assert pane.evidence_table.item(0, 1).text() == "yes"  # the best candidate is the one quoted
-    assert "answered" in pane.evidence_page.info.text() and "model" in pane.evidence_page.info.text()
+    info = pane.evidence_page.info.text()
+    assert "answered" in info and "model" in info
+    assert "ms embedding" in info and "answers at all" in info  # the reader's time apart, and its signal
     assert pane.checked_table.rowCount() == len(event.generated) > 0
     table = pane.checked_table
     for row, g in enumerate(event.generated):

@@ -106,3 +106,17 @@ def test_the_measure_counts_the_best_span_and_silence_on_questions_the_documents
         _row("none", [False], [0.9]),  # something quoted where the documents do not answer: wrong
     ]
     assert simulate(rows, m)["correct_and_cited"] == 0.5
+
+
+def test_the_answers_signal_declines_where_the_best_span_alone_would_be_quoted():
+    gate = reader.AnswersModel(("coverage",), (10.0,), -5.0, threshold=0.5)
+    m = ReaderModel(("semantic",), (10.0,), (0.0,), (1.0,), -5.0, threshold=0.5, second=1.01, answers=gate)
+    likely = {"top": 0.9, "margin": 0.5}
+    assert not m.declines({**likely, "coverage": 0.9})  # the passages hold the question's words
+    assert m.declines({**likely, "coverage": 0.1})  # they do not: nothing is quoted, however likely the span
+    assert m.declines({"top": 0.2, "coverage": 0.9})  # the reader's own threshold still applies
+    assert ReaderModel.from_json(m.to_json()).answers == gate
+    # the measure counts a declined question the documents do not answer as right
+    row = _row("none", [False], [0.9])
+    row["signals"] = {"coverage": 0.1}
+    assert simulate([row], m)["none_declined"] == 1.0

@@ -218,6 +218,10 @@ def score_answer(q: Question, result: dict[str, Any], mode: str) -> dict[str, An
         "evidence_s": result.get("timings", {}).get("evidence_at_s"),
         "retrieval_s": result.get("timings", {}).get("retrieval_s"),
         "evidence_after_retrieval_s": result.get("timings", {}).get("evidence_s"),
+        # the evidence step apart from the embedding model: reading the passages, the features, the reader
+        "reader_s": round(float(evidence["seconds"]) - float(evidence.get("embed_seconds") or 0.0), 4)
+        if evidence.get("seconds") is not None
+        else None,
         "ttft_s": result.get("timings", {}).get("ttft_s"),
         "total_s": result.get("timings", {}).get("total_s"),
         "answer": text[:600],
@@ -298,6 +302,12 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "correct_and_cited": share("correct_and_cited", rows),
         "correct_and_cited_factual": share("correct_and_cited", facts),
         "gold_page_cited": share("gold_page_cited", facts),
+        # of the same questions: the gold page quoted or cited, and the answer not
+        "right_page_wrong_sentence": round(
+            sum(r["gold_page_cited"] and not r["correct_and_cited"] for r in facts) / len(facts), 4
+        )
+        if facts
+        else 0.0,
         "f1_answer": round(statistics.fmean(r["f1_answer"] for r in facts), 4) if facts else 0.0,
         "f1_evidence": round(statistics.fmean(r["f1_evidence"] for r in facts), 4) if facts else 0.0,
         "shown_sentences": shown,
@@ -312,6 +322,10 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "evidence_after_retrieval_s": {
             "p50": pct([r["evidence_after_retrieval_s"] for r in rows], 0.5),
             "p95": pct([r["evidence_after_retrieval_s"] for r in rows], 0.95),
+        },
+        "reader_s": {
+            "p50": pct([r["reader_s"] for r in rows], 0.5),
+            "p95": pct([r["reader_s"] for r in rows], 0.95),
         },
         "retrieval_s": {
             "p50": pct([r["retrieval_s"] for r in rows], 0.5),

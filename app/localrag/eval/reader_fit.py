@@ -13,6 +13,7 @@ writes the weights the app reads. Report the result on a test half you did not f
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import random
@@ -20,7 +21,8 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from localrag.core.answer.reader import ReaderModel
+from localrag.core.answer.evidence import PASSAGES
+from localrag.core.answer.reader import ANSWERS_SIGNALS, AnswersModel, ReaderModel
 from localrag.eval.answers import (
     CORRECT_F1,
     Question,
@@ -89,6 +91,11 @@ def dump(
                                 "evidence": q.evidence,
                                 "file": q.file,
                                 "page": q.page,
+                                "signals": evidence.signals if evidence is not None else {},
+                                "passages": [
+                                    [Path(s.path).name, s.page_number]
+                                    for s in (done.sources if done is not None else [])[:PASSAGES]
+                                ],
                                 "candidates": [
                                     {
                                         "text": s.text,
@@ -133,8 +140,9 @@ def fit(rows: list[dict[str, Any]], *, c: float = 1.0) -> ReaderModel:
     The weights are those of a conditional logit: for each question with an answering candidate, the softmax
     of the candidates' scores should put the answering ones first (a span is judged against its rivals, as the
     app picks one). ``c`` is the inverse strength of the L2 penalty. The scores are then calibrated into
-    probabilities by a one-feature logistic fit of "the question's best-scored span answers it", and the
-    threshold and the second span's share are chosen by the measure (``simulate``) on the same rows."""
+    probabilities by a one-feature logistic fit of "the question's best-scored span answers it", the
+    threshold and the second span's share are chosen by the measure (``simulate``) on the same rows, and the
+    signal of whether the documents answer at all is fitted on them (``fit_answers``)."""
     import numpy as np
     from scipy.optimize import minimize
 
@@ -187,7 +195,7 @@ def fit(rows: list[dict[str, Any]], *, c: float = 1.0) -> ReaderModel:
             score = simulate(rows, _with(base, threshold, second), prepared)["correct_and_cited"]
             if score > best[0] + 1e-9:
                 best = (score, threshold, second)
-    return _with(base, best[1], best[2])
+    return fit_answers(rows, _with(base, best[1], best[2]))
 
 
 def _matrix(row: dict[str, Any], names: list[str]) -> tuple[Any, Any]:
@@ -210,8 +218,12 @@ def _calibrate(s: Any, y: Any) -> tuple[float, float]:
     return float(lr.coef_[0][0]), float(lr.intercept_[0])
 
 
-def _with(m: ReaderModel, threshold: float, second: float) -> ReaderModel:
-    return ReaderModel(m.names, m.weights, m.means, m.scales, m.intercept, threshold, second, m.fitted_on)
+def _with(
+    m: ReaderModel, threshold: float, second: float, answers: AnswersModel | None = None
+) -> ReaderModel:
+    return ReaderModel(
+        m.names, m.weights, m.means, m.scales, m.intercept, threshold, second, m.fitted_on, answers
+    )
 
 
 def prepare(rows: list[dict[str, Any]], model: ReaderModel) -> list[Any]:
@@ -231,40 +243,93 @@ def simulate(
     rows: list[dict[str, Any]], model: ReaderModel, prepared: list[Any] | None = None
 ) -> dict[str, Any]:
     """The answer benchmark's measure as the reader's choice alone would give it: the best span quoted (and a
-    second beside it when nearly as likely) if it reaches the threshold; a question the documents do not
-    answer is right when nothing is quoted. ``wrong_sentence``: the gold page quoted, the answer not."""
+    second beside it when nearly as likely) unless the model declines (``ReaderModel.declines``); a question
+    the documents do not answer is right when nothing is quoted. ``wrong_sentence``: the gold page quoted,
+    the answer not; ``none_declined`` and ``answerable_declined``: the shares of each kind declined."""
     probs_of = prepared if prepared is not None else prepare(rows, model)
-    right = wrong_sentence = 0
-    for r, probs in zip(rows, probs_of, strict=True):
-        cands = r["candidates"]
-        order = sorted(range(len(cands)), key=lambda i: float(probs[i]), reverse=True)
-        if not order or probs[order[0]] < model.threshold:
-            right += r["kind"] == NONE_KIND
-            continue
-        if r["kind"] == NONE_KIND:
-            continue
-        shown = [order[0]]
-        for i in order[1:3]:
-            if probs[i] >= model.second * probs[order[0]] and not _overlap(cands, i, order[0]):
-                shown.append(i)
-                break
-        text = " ".join(cands[i]["text"] for i in shown)
-        page_hit = any((cands[i]["path"], cands[i]["page"]) == (r.get("file"), r.get("page")) for i in shown)
-        ok = (
-            any(cands[i]["label"] for i in shown)
-            and max(token_f1(text, r["answer"]), token_f1(text, r["evidence"])) >= CORRECT_F1
-        )
-        right += ok
-        wrong_sentence += page_hit and not ok
+    results = [_result(r, probs, model) for r, probs in zip(rows, probs_of, strict=True)]
     n = max(1, len(rows))
+    nones = [res for r, res in zip(rows, results, strict=True) if r["kind"] == NONE_KIND]
+    others = [res for r, res in zip(rows, results, strict=True) if r["kind"] != NONE_KIND]
     return {
         "questions": len(rows),
-        "correct_and_cited": round(right / n, 4),
-        "wrong_sentence": round(wrong_sentence / n, 4),
+        "correct_and_cited": round(sum(res in (RIGHT, DECLINED_RIGHT) for res in results) / n, 4),
+        "wrong_sentence": round(sum(res == WRONG_SENTENCE for res in results) / n, 4),
+        "none_declined": round(sum(res == DECLINED_RIGHT for res in nones) / max(1, len(nones)), 4),
+        "answerable_declined": round(sum(res == DECLINED for res in others) / max(1, len(others)), 4),
         "answerable_with_a_right_candidate": round(
             sum(1 for r in rows if any(c["label"] for c in r["candidates"])) / n, 4
         ),
     }
+
+
+RIGHT, WRONG, WRONG_SENTENCE = "right", "wrong", "wrong sentence"
+DECLINED, DECLINED_RIGHT = "declined", "none"
+
+
+def signals(row: dict[str, Any], probs: Any) -> dict[str, float]:
+    """The row's signals of whether the documents answer (``reader.ANSWERS_SIGNALS``), with the best span's
+    probability and its lead under the model at hand."""
+    top = sorted((float(p) for p in probs), reverse=True)[:2]
+    out = dict(row.get("signals") or {})
+    out["top"] = top[0] if top else 0.0
+    out["margin"] = top[0] - top[1] if len(top) > 1 else out["top"]
+    return out
+
+
+def _result(r: dict[str, Any], probs: Any, model: ReaderModel) -> str:
+    cands = r["candidates"]
+    order = sorted(range(len(cands)), key=lambda i: float(probs[i]), reverse=True)
+    if not order or model.declines(signals(r, probs)):
+        return DECLINED_RIGHT if r["kind"] == NONE_KIND else DECLINED
+    if r["kind"] == NONE_KIND:
+        return WRONG
+    shown = [order[0]]
+    for i in order[1:3]:
+        if probs[i] >= model.second * probs[order[0]] and not _overlap(cands, i, order[0]):
+            shown.append(i)
+            break
+    text = " ".join(cands[i]["text"] for i in shown)
+    page_hit = any((cands[i]["path"], cands[i]["page"]) == (r.get("file"), r.get("page")) for i in shown)
+    ok = (
+        any(cands[i]["label"] for i in shown)
+        and max(token_f1(text, r["answer"]), token_f1(text, r["evidence"])) >= CORRECT_F1
+    )
+    return RIGHT if ok else WRONG_SENTENCE if page_hit else WRONG
+
+
+def fit_answers(rows: list[dict[str, Any]], model: ReaderModel, *, c: float = 1.0) -> ReaderModel:
+    """``model`` with an ``AnswersModel``: a logistic fit of "the question is answerable" (its kind is not
+    ``none``) over the signals of ``rows``, and the probability under which it declines chosen by the
+    benchmark's measure on the same rows (declining a question the documents do not answer is right; declining
+    one they answer loses it when the reader would have got it right)."""
+    import numpy as np
+    from sklearn.linear_model import LogisticRegression
+
+    names = list(ANSWERS_SIGNALS)
+    bare = _with(model, model.threshold, model.second)
+    prepared = prepare(rows, bare)
+    x = np.array([[signals(r, p).get(n, 0.0) for n in names] for r, p in zip(rows, prepared, strict=True)])
+    y = np.array([r["kind"] != NONE_KIND for r in rows], dtype=int)
+    if y.min() == y.max():
+        return bare
+    means, scales = x.mean(axis=0), x.std(axis=0)
+    scales[scales < 1e-9] = 1.0
+    lr = LogisticRegression(C=c, class_weight="balanced").fit((x - means) / scales, y)
+    w = lr.coef_[0] / scales
+    answers = AnswersModel(
+        names=tuple(names),
+        weights=tuple(float(v) for v in w),
+        intercept=float(lr.intercept_[0] - w @ means),
+        threshold=0.0,
+    )
+    best = (-1.0, 0.0)
+    for threshold in [i / 40 for i in range(0, 40)]:
+        m = _with(bare, bare.threshold, bare.second, dataclasses.replace(answers, threshold=threshold))
+        score = simulate(rows, m, prepared)["correct_and_cited"]
+        if score > best[0] + 1e-9:
+            best = (score, threshold)
+    return _with(bare, bare.threshold, bare.second, dataclasses.replace(answers, threshold=best[1]))
 
 
 def _overlap(cands: list[dict[str, Any]], i: int, j: int) -> bool:

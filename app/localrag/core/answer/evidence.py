@@ -12,70 +12,54 @@ question: nothing is quoted as an answer, and the closest passages are listed in
 
 from __future__ import annotations
 
-import itertools
-import math
 import re
 import time
-from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from localrag.core import hooks
 from localrag.core.answer import reader
+from localrag.core.answer.candidates import (
+    Candidate,
+    bm25_of,
+    has_figures,
+    heading_match,
+    is_term,
+    lexical,
+    novelty,
+    passage_best,
+    passage_candidates,
+    passage_similarity,
+    question_terms,
+    semantic_ranks,
+    term_weights,
+    to_read,
+)
 from localrag.core.answer.quotes import ANSWERED, NOT_FOUND, Evidence, EvidenceSpan
 from localrag.core.text import spans as sp
 from localrag.core.text.cells import (
     cells_of,
-    is_column_headings,
     is_figures_row,
     split_row,
 )
 
 # How many of the best passages are read for sentences.
 PASSAGES = 5
-# At most this many sentences are read by the embedding model (the best by words and rank first), and the
-# sentence after each of the first ``FOLLOWERS`` of them (what a lead-in announces).
-EMBED_CANDIDATES = 24
-FOLLOWERS = 8
 # Runs of up to this many consecutive sentences are candidates too.
 MAX_RUN = 3
-# The lexical match counts the sentence's own words, and in part those of its heading and the sentence before.
-CONTEXT_WORDS = 0.4
 MAX_SPANS = 2
+# A lead-in's list is quoted with it up to this many items.
+MAX_ITEMS = 8
+_ITEM = re.compile(r"^\s*(?:[-•*·▪◦–]|\(?\d{1,2}[.)]|\(?[a-z][.)])\s+\S")
 PART_SHARE = 0.5
-# A sentence longer than this (characters) is cut at a clause boundary for display; its offsets shrink with
-# it.
-MAX_SPAN_CHARS = 420
-# BM25 among the candidate sentences.
-BM25_K1, BM25_B = 1.2, 0.75
 
 
 def question_kind(question: str) -> str:
     """What the question asks for, in one word (``identifier``, ``number``, ``list``, ``yesno``, ``why``,
     ``how`` or ``""``)."""
     return reader.Asks.of(question).kind
-
-
-@dataclass
-class _Candidate:
-    span: sp.Span
-    source: Any  # a packed source (``Result``): text, doc_id, title, path, page_number, char_start…
-    number: int
-    rank: int
-    index: int  # the sentence's position in its passage
-    terms: set[str]
-    heading: bool
-    context_terms: set[str] = field(default_factory=set)  # its heading's and the previous sentence's
-    features: dict[str, float] = field(default_factory=dict)
-    score: float = 0.0
-    members: tuple[_Candidate, ...] = ()  # the sentences of a run of several; empty for one sentence
-
-    @property
-    def last(self) -> int:
-        return self.members[-1].index if self.members else self.index
 
 
 def find_evidence(
@@ -101,20 +85,22 @@ def find_evidence(
     started = time.monotonic()
     asks = reader.Asks.of(question)
     kind = asks.kind
-    candidates = _candidates(sources[:PASSAGES])
+    candidates = passage_candidates(sources[:PASSAGES])
     parts = question_parts(question)
-    if not candidates or (not _terms(question) and embed is None):
+    if not candidates or (not question_terms(question) and embed is None):
         return Evidence(NOT_FOUND, closest=_closest(sources), kind=kind, seconds=time.monotonic() - started)
-    weights = _term_weights(_terms(question), candidates)
+    weights = term_weights(question_terms(question), candidates)
     for c in candidates:
-        c.features["lexical"], c.features["lexical_context"] = _lexical(weights, c)
+        c.features["lexical"], c.features["lexical_context"] = lexical(weights, c)
     # Features the domain pack acting on a candidate's document adds (``hooks.evidence_features``): a row of
     # the lines a measure the question names is computed from, though it shares no word with it.
     needed = {id(c) for c in candidates if _pack_features(question, c).get("measure_row")}
-    scored = _to_read(candidates, needed)
+    scored = to_read(candidates, needed)
+    embed_started = time.monotonic()
     sims, part_sims = _similarities(question, parts, scored, embed, question_vector)
+    embed_seconds = time.monotonic() - embed_started
     runs = _runs(scored, sims)
-    bm25 = _bm25(weights, runs)
+    bm25 = bm25_of(weights, runs)
     best = {
         "semantic": max((r.features["semantic"] for r in runs), default=0.0),
         "lexical": max((r.features["lexical"] for r in runs), default=0.0),
@@ -124,6 +110,8 @@ def find_evidence(
     named = frozenset(sp.content_terms(question))
     by_place = {(c.number, c.index): c for c in candidates}
     model = reader.model()
+    ranks = semantic_ranks(runs)
+    best_of_passage = passage_best(scored)
     for r in runs:
         facts = _facts(
             r,
@@ -134,11 +122,18 @@ def find_evidence(
             part_sims,
             measure=any(id(m) in needed for m in (r.members or (r,))),
         )
+        facts.semantic_rank = ranks[id(r)]
+        facts.passage_best = any(id(m) in best_of_passage for m in (r.members or (r,)))
+        facts.novelty = novelty(r.terms, named)
+        facts.heading_match = heading_match(weights, r)
         r.features = reader.features(asks, facts, best)
         r.score = model.probability(r.features)
-    chosen = _choose(runs, model)
+    signals = _signals(runs, candidates, weights)
+    chosen = _choose(runs, model, signals, candidates, similarities=embed is not None)
     for part, sims_of_part in zip(parts if len(parts) > 1 else [], part_sims, strict=False):
         chosen = _choose_for_part(part, runs, sims_of_part, asks, model, chosen)
+    if asks.compare and chosen:
+        chosen += _other_documents(runs, model, chosen)
     runs.sort(key=lambda c: c.score, reverse=True)
     top = [_span(c) for c in runs[:keep]]
     if not chosen:
@@ -148,6 +143,8 @@ def find_evidence(
             kind=kind,
             candidates=top,
             seconds=time.monotonic() - started,
+            embed_seconds=embed_seconds,
+            signals=signals,
         )
     order = sorted(chosen, key=lambda c: (c.number, c.span.start))
     spans = [_span(c) for c in order]
@@ -159,32 +156,35 @@ def find_evidence(
         kind=kind,
         candidates=top,
         seconds=time.monotonic() - started,
+        embed_seconds=embed_seconds,
+        signals=signals,
     )
 
 
-def _to_read(candidates: list[_Candidate], needed: set[int]) -> list[_Candidate]:
-    """The sentences the embedding model reads: the most promising by words and rank, and the sentence after
-    each of the first of them (its cost grows with their number)."""
-    ranked = sorted(
-        candidates,
-        key=lambda c: (id(c) in needed, c.features["lexical"] + 0.3 / (1.0 + 0.5 * c.rank)),
-        reverse=True,
-    )
-    chosen = ranked[:EMBED_CANDIDATES]
-    taken = {id(c) for c in chosen}
-    by_place = {(c.number, c.index): c for c in candidates}
-    for c in ranked[:FOLLOWERS]:
-        nxt = by_place.get((c.number, c.index + 1))
-        if nxt is not None and id(nxt) not in taken:
-            chosen.append(nxt)
-            taken.add(id(nxt))
-    return chosen
+def _signals(
+    runs: list[Candidate], candidates: list[Candidate], weights: dict[str, float]
+) -> dict[str, float]:
+    """What says whether the documents answer at all (``reader.AnswersModel``)."""
+    answers = sorted((c.score for c in runs if not c.heading), reverse=True)
+    total = sum(weights.values()) or 1.0
+    anywhere = set().union(*(c.terms for c in candidates))
+    first = min((c.rank for c in candidates), default=0)
+    in_first = set().union(*(c.terms for c in candidates if c.rank == first))
+    return {
+        "top": answers[0] if answers else 0.0,
+        "margin": answers[0] - answers[1] if len(answers) > 1 else (answers[0] if answers else 0.0),
+        "semantic_max": max((c.features["semantic"] for c in runs), default=0.0),
+        "lexical_max": max((c.features["lexical"] for c in runs), default=0.0),
+        "coverage": sum(w for t, w in weights.items() if t in anywhere) / total,
+        "coverage_first": sum(w for t, w in weights.items() if t in in_first) / total,
+        "similarity": max((passage_similarity(c) for c in candidates), default=0.0),
+    }
 
 
 def _similarities(
     question: str,
     parts: list[str],
-    scored: list[_Candidate],
+    scored: list[Candidate],
     embed: Callable[[list[str]], np.ndarray] | None,
     question_vector: np.ndarray | None,
 ) -> tuple[dict[int, float], list[dict[int, float]]]:
@@ -205,25 +205,25 @@ def _similarities(
     return sims, part_sims
 
 
-def _runs(scored: list[_Candidate], sims: dict[int, float]) -> list[_Candidate]:
+def _runs(scored: list[Candidate], sims: dict[int, float]) -> list[Candidate]:
     """The read sentences, and runs of two or three consecutive ones of a passage (both or all read)."""
     for c in scored:
         c.features["semantic"] = sims.get(id(c), 0.0)
     by_place = {(c.number, c.index): c for c in scored}
     runs = list(scored)
     for c in scored:
-        if c.heading or _has_figures(c):  # a row of figures is a candidate of its own
+        if c.heading or has_figures(c):  # a row of figures is a candidate of its own
             continue
         members = [c]
         for step in range(1, MAX_RUN):
             nxt = by_place.get((c.number, c.index + step))
-            if nxt is None or nxt.heading or _has_figures(nxt):
+            if nxt is None or nxt.heading or has_figures(nxt):
                 break
             members.append(nxt)
             text = str(getattr(c.source, "text", "") or "")
             span = sp.Span(c.span.start, nxt.span.end, text[c.span.start : nxt.span.end])
             terms = set().union(*(m.terms for m in members))
-            run = _Candidate(span, c.source, c.number, c.rank, c.index, terms, False, c.context_terms)
+            run = Candidate(span, c.source, c.number, c.rank, c.index, terms, False, c.context_terms)
             run.members = tuple(members)
             run.features = {
                 "semantic": max(m.features["semantic"] for m in members),
@@ -234,13 +234,9 @@ def _runs(scored: list[_Candidate], sims: dict[int, float]) -> list[_Candidate]:
     return runs
 
 
-def _has_figures(c: _Candidate) -> bool:
-    return any(is_figures_row(line) for line in c.span.text.split("\n"))
-
-
 def _facts(
-    c: _Candidate,
-    by_place: dict[tuple[int, int], _Candidate],
+    c: Candidate,
+    by_place: dict[tuple[int, int], Candidate],
     bm25: float,
     asked: frozenset[str],
     named: frozenset[str],
@@ -274,25 +270,10 @@ def _facts(
         after_lead_in=prev is not None and prev.span.text.rstrip().endswith(":"),
         new_identifier=_new(sp.identifiers(text), asked) or _defined_term(text),
         new_number=_new(sp.numbers(text), asked),
-        figures_row=_has_figures(c),
+        figures_row=has_figures(c),
         row_named=bool(named) and _row_named(text, named),
         domain=1.0 if measure else 0.0,
     )
-
-
-def _bm25(weights: dict[str, float], runs: list[_Candidate]) -> dict[int, float]:
-    """BM25 of each candidate for the question's words, with the words' rarity among the candidates."""
-    counted = {id(r): Counter(sp.content_terms(r.span.text)) for r in runs}
-    lengths = {k: max(1, sum(c.values())) for k, c in counted.items()}
-    avg = sum(lengths.values()) / max(1, len(lengths))
-    out = {}
-    for r in runs:
-        counts = counted[id(r)]
-        norm = BM25_K1 * (1 - BM25_B + BM25_B * lengths[id(r)] / avg)
-        out[id(r)] = sum(
-            w * counts[t] * (BM25_K1 + 1) / (counts[t] + norm) for t, w in weights.items() if counts[t]
-        )
-    return out
 
 
 _PARTS = re.compile(
@@ -307,25 +288,19 @@ def question_parts(question: str) -> list[str]:
     return parts if len(parts) > 1 else [question]
 
 
-def _terms(text: str) -> list[str]:
-    return [t for t in sp.content_terms(text) if t not in sp.QUESTION_WORDS]
-
-
-def _lexical(weights: dict[str, float], c: _Candidate) -> tuple[float, float]:
-    """The share of the question's words (weighted) the sentence holds; and that share counting its heading's
-    and the previous sentence's words in part (``CONTEXT_WORDS``)."""
-    total = sum(weights.values()) or 1.0
-    own = sum(w for t, w in weights.items() if t in c.terms) / total
-    around = sum(w for t, w in weights.items() if t in c.context_terms) / total
-    return own, (1 - CONTEXT_WORDS) * own + CONTEXT_WORDS * around
-
-
-def _choose(runs: list[_Candidate], model: reader.ReaderModel) -> list[_Candidate]:
-    """The best span if the reader finds it likely enough, one nearly as likely beside it, and the line a
-    colon announces."""
+def _choose(
+    runs: list[Candidate],
+    model: reader.ReaderModel,
+    signals: dict[str, float],
+    candidates: list[Candidate],
+    *,
+    similarities: bool = True,
+) -> list[Candidate]:
+    """The best span if the reader finds it likely enough and the documents seem to answer at all, one nearly
+    as likely beside it, and the line a colon announces."""
     # A heading names a topic; it never answers (whatever the reader makes of its words).
     ranked = sorted((c for c in runs if not c.heading), key=lambda c: c.score, reverse=True)
-    if not ranked or ranked[0].score < model.threshold:
+    if not ranked or model.declines(signals, similarities=similarities):
         return []
     best = ranked[0]
     chosen = [best]
@@ -337,26 +312,26 @@ def _choose(runs: list[_Candidate], model: reader.ReaderModel) -> list[_Candidat
         if best.features.get("domain") and not c.features.get("domain"):
             continue  # the figures a measure is computed from answer it; a sentence beside them does not
         chosen.append(c)
-    return chosen + _continuation(best, runs, chosen)
+    return chosen + _continuation(best, candidates, chosen)
 
 
 def _choose_for_part(
     part: str,
-    runs: list[_Candidate],
+    runs: list[Candidate],
     sims: dict[int, float],
     asks: reader.Asks,
     model: reader.ReaderModel,
-    chosen: list[_Candidate],
-) -> list[_Candidate]:
+    chosen: list[Candidate],
+) -> list[Candidate]:
     """Adds the best span for one part of a two-part question when the answer lacks one."""
     if len(chosen) >= MAX_SPANS + 1:
         return chosen
-    weights = _term_weights(_terms(part), runs)
+    weights = term_weights(question_terms(part), runs)
     part_asks = reader.Asks.of(part)
 
-    def part_score(c: _Candidate) -> float:
+    def part_score(c: Candidate) -> float:
         members = c.members or (c,)
-        own, around = _lexical(weights, c)
+        own, around = lexical(weights, c)
         f = dict(c.features)
         f["semantic"] = max(sims.get(id(m), 0.0) for m in members)
         f["lexical"], f["lexical_context"] = own, around
@@ -378,92 +353,29 @@ def _choose_for_part(
     return [*chosen, top]
 
 
-def _candidates(sources: Sequence[Any]) -> list[_Candidate]:
-    out = []
-    for rank, src in enumerate(sources):
-        text = str(getattr(src, "text", "") or "")
-        heading_terms = set(sp.content_terms(str(getattr(src, "heading_path", "") or "").split(" > ")[-1]))
-        spans = with_terms(split_long(sp.split_spans(text)), text)
-        previous: set[str] = set()
-        for index, span in enumerate(spans):
-            terms = set(sp.content_terms(span.text))
-            if not terms:
-                continue
-            # A table's column headings count as a heading: the rows under them inherit their match.
-            domain = str(getattr(src, "domain", "") or "")
-            heading = _looks_like_heading(span, heading_terms, domain) or is_column_headings(span.text)
-            out.append(
-                _Candidate(span, src, rank + 1, rank, index, terms, heading, terms | heading_terms | previous)
-            )
-            previous = terms
-    return out
-
-
-def with_terms(spans: list[sp.Span], text: str) -> list[sp.Span]:
-    """A definition list's entries whole: a term on its own line ("nocheck", "-p", "‘uninstall’") joined to
-    the sentence that describes it, which alone would not say what it describes."""
-    out: list[sp.Span] = []
-    for s in spans:
-        prev = out[-1] if out else None
-        if (
-            prev is not None
-            and _is_term(prev.text)
-            and s.text[:1].isupper()
-            and text[prev.end : s.start].count("\n") <= 1
-        ):
-            out[-1] = sp.Span(prev.start, s.end, text[prev.start : s.end])
-        else:
-            out.append(s)
-    return out
-
-
-def _is_term(line: str) -> bool:
-    line = line.strip()
-    if "\n" in line or len(line.split()) > 3 or line[-1:] in ".:;!?,":
-        return False
-    return line[:1] in "-‘'\"`" or line[:1].islower() or sp.has_identifier(line)
-
-
-def split_long(spans: list[sp.Span]) -> list[sp.Span]:
-    """Sentences longer than ``MAX_SPAN_CHARS`` cut at their clauses (after a semicolon or colon, or before a
-    conjunction that follows a comma)."""
-    out = []
-    for s in spans:
-        if len(s.text) <= MAX_SPAN_CHARS:
-            out.append(s)
+def _other_documents(
+    runs: list[Candidate], model: reader.ReaderModel, chosen: list[Candidate]
+) -> list[Candidate]:
+    """For a question that sets things side by side, the best span of each other document read (at most
+    ``MAX_SPANS`` of them), when the reader finds it likely enough for one side of the question
+    (``PART_SHARE`` of the threshold): each side is answered from its own document."""
+    docs = {_doc(c) for c in chosen}
+    best: dict[Any, Candidate] = {}
+    for c in runs:
+        d = _doc(c)
+        if c.heading or d in docs or c.score < model.threshold * PART_SHARE:
             continue
-        cuts = [0]
-        for m in re.finditer(r"(?<=[;:])\s+|(?<=,)\s+(?=(?:and|but|or|which|so|while|because)\b)", s.text):
-            if m.start() - cuts[-1] >= MAX_SPAN_CHARS // 3:
-                cuts.append(m.end())
-        cuts.append(len(s.text))
-        for a, b in itertools.pairwise(cuts):
-            out.extend(sp.Span(s.start + x.start, s.start + x.end, x.text) for x in sp.trimmed(s.text, a, b))
-    return out
+        if d not in best or c.score > best[d].score:
+            best[d] = c
+    return sorted(best.values(), key=lambda c: c.score, reverse=True)[:MAX_SPANS]
 
 
-def _pack_features(question: str, c: _Candidate) -> dict[str, float]:
+def _doc(c: Candidate) -> Any:
+    return getattr(c.source, "doc_id", None) or getattr(c.source, "path", None)
+
+
+def _pack_features(question: str, c: Candidate) -> dict[str, float]:
     return hooks.evidence_features(question, c.span.text, str(getattr(c.source, "domain", "") or ""))
-
-
-def _looks_like_heading(span: sp.Span, heading_terms: set[str], domain: str = "") -> bool:
-    text = sp.flat(span.text)
-    if text.startswith("#"):  # a Markdown heading
-        return True
-    if re.match(
-        r"^(?:chapter|section|appendix|part)?\s*\d+(?:\.\d+)*\.?\s+\S", text, re.IGNORECASE
-    ) and not text.endswith("."):
-        return True
-    if hooks.is_title(text, domain):
-        return True
-    terms = set(sp.content_terms(text))
-    return bool(heading_terms) and terms <= heading_terms and not text.endswith(".")
-
-
-def _term_weights(q_terms: list[str], candidates: list[_Candidate]) -> dict[str, float]:
-    n = len(candidates)
-    df = Counter(t for c in candidates for t in set(q_terms) & c.terms)
-    return {t: math.log(1.0 + (n + 1) / (df[t] + 0.5)) for t in set(q_terms)}
 
 
 def _row_named(text: str, named: frozenset[str]) -> bool:
@@ -485,30 +397,50 @@ def _new(found: list[str], asked: frozenset[str]) -> bool:
 def _defined_term(text: str) -> bool:
     """Whether ``text`` is a definition list's entry (a term line, then what it means)."""
     lines = text.splitlines()
-    return len(lines) > 1 and _is_term(lines[0])
+    return len(lines) > 1 and is_term(lines[0])
 
 
 def asked_for(question: str) -> frozenset[str]:
     return frozenset(x.lower() for x in sp.identifiers(question) + sp.numbers(question))
 
 
-def _continuation(
-    best: _Candidate, candidates: list[_Candidate], chosen: list[_Candidate]
-) -> list[_Candidate]:
-    """The line after a span that ends with a colon ("Use the following command:") belongs to it."""
-    if not best.span.text.rstrip().endswith(":"):
+def _continuation(best: Candidate, candidates: list[Candidate], chosen: list[Candidate]) -> list[Candidate]:
+    """What a lead-in announces belongs to it: the line after a span that ends with a colon ("Use the
+    following command:"), and when that line is a list's item, the items after it (``MAX_ITEMS`` at most) —
+    and the rest of a list a span starts after its lead-in. Taken from every sentence of the passage, read by
+    the embedding model or not."""
+    by_place = {(c.number, c.index): c for c in candidates if not c.members}
+    last = by_place.get((best.number, best.last))
+    lines = best.span.text.rstrip().splitlines()
+    opened = best.span.text.rstrip().endswith(":")
+    listing = any(ln.rstrip().endswith(":") for ln in lines[:-1]) and last is not None and _is_item(last)
+    if not opened and not listing:
         return []
-    nxt = [c for c in candidates if c.number == best.number and c.index == best.last + 1 and not c.members]
-    return [c for c in nxt if c not in chosen]
+    out: list[Candidate] = []
+    index = best.last + 1
+    while len(out) < MAX_ITEMS:
+        nxt = by_place.get((best.number, index))
+        if nxt is None or nxt.heading or (out and not _is_item(nxt)) or (listing and not _is_item(nxt)):
+            break
+        if nxt not in chosen:
+            out.append(nxt)
+        if not _is_item(nxt):
+            break
+        index += 1
+    return out
 
 
-def _overlaps(a: _Candidate, b: _Candidate) -> bool:
+def _is_item(c: Candidate) -> bool:
+    return bool(_ITEM.match(c.span.text))
+
+
+def _overlaps(a: Candidate, b: Candidate) -> bool:
     if a.source is b.source:
         return a.span.start < b.span.end and b.span.start < a.span.end
     return sp.flat(a.span.text) == sp.flat(b.span.text)
 
 
-def _span(c: _Candidate) -> EvidenceSpan:
+def _span(c: Candidate) -> EvidenceSpan:
     src = c.source
     start = int(getattr(src, "char_start", 0) or 0)
     end = int(getattr(src, "char_end", 0) or 0)

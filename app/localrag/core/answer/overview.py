@@ -39,8 +39,9 @@ from typing import Any
 
 import psycopg
 
+from localrag.core.answer.candidates import split_long
 from localrag.core.answer.citations import page_phrase
-from localrag.core.answer.evidence import EvidenceSpan, split_long
+from localrag.core.answer.evidence import EvidenceSpan
 from localrag.core.ingest import sections as doc_sections
 from localrag.core.retrieve.results import PAGE_LABEL, Result
 from localrag.core.store.db import SHOWN_TITLE, one
@@ -97,7 +98,9 @@ _LEAD = re.compile(
     re.IGNORECASE,
 )
 _TAIL = re.compile(
-    r"(?:[\s,]+(?:please|for me|briefly|in short|in brief|in a few (?:words|sentences)))+$", re.IGNORECASE
+    r"(?:[\s,]+(?:please|for me|briefly|in short|in brief|in a few (?:words|sentences)|"
+    r"(?:section|chapter|part) by (?:section|chapter|part)))+$",
+    re.IGNORECASE,
 )
 
 _MAIN = r"(?:(?:main|major|top[- ]level|key|principal|different|various)\s+)?"
@@ -151,6 +154,9 @@ _WORDINGS = {
         rf"what {_PARTS} (?:are|exist) (?:there )?in (?P<x>.+)",
         rf"how many {_PARTS} (?:does|do) (?P<x>.+?) have",
         r"how is (?P<x>.+?) (?:structured|organi[sz]ed|laid out|divided|broken down)",
+        rf"(?:what|which) {_PARTS} (?:is|are) (?P<x>.+?) (?:divided|split|broken|organi[sz]ed) into",
+        rf"what(?:'s| is) in (?P<x>.+?)\s*[-–—:;,]\s*(?:what|which) (?:are|is) its {_MAIN}{_TOC}",
+        r"what (?:items|points|topics) (?:were|are|was|is) on the agenda(?: (?:of|for|at) (?P<x>.+))?",
         r"outline (?P<x>.+)",
     ],
     SUMMARY: [
@@ -164,7 +170,7 @@ _WORDINGS = {
         r"what (?:does|do|did) (?P<x>.+?) (?:cover|discuss|talk about|deal with|describe)",
         (
             r"what (?:topics|subjects|areas|themes) (?:does|do|did) (?P<x>.+?) "
-            r"(?:cover|discuss|address|talk about|deal with|treat|include)"
+            r"(?:cover|discuss|address|talk about|deal with|treat|include|walk through|go through|go over)"
         ),
         (
             r"what(?:'s| is) (?:the )?"

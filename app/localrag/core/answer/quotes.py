@@ -89,6 +89,10 @@ class Evidence:
     seconds: float = 0.0
     # The computation the question asks for (``figures.Computation.to_dict``), or None.
     figures: dict[str, Any] | None = None
+    # The embedding model's share of ``seconds``; what says whether the documents answer at all
+    # (``reader.ANSWERS_SIGNALS``).
+    embed_seconds: float = 0.0
+    signals: dict[str, float] = field(default_factory=dict)
 
     @property
     def answered(self) -> bool:
@@ -110,6 +114,8 @@ class Evidence:
             "candidates": [s.to_dict() for s in self.candidates],
             "seconds": round(self.seconds, 4),
             "figures": self.figures,
+            "embed_seconds": round(self.embed_seconds, 4),
+            "signals": {k: round(v, 4) for k, v in self.signals.items()},
         }
 
     @classmethod
@@ -124,6 +130,8 @@ class Evidence:
             candidates=[EvidenceSpan.from_dict(s) for s in data.get("candidates") or []],
             seconds=float(data.get("seconds") or 0.0),
             figures=data.get("figures") or None,
+            embed_seconds=float(data.get("embed_seconds") or 0.0),
+            signals={str(k): float(v) for k, v in (data.get("signals") or {}).items()},
         )
 
 

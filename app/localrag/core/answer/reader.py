@@ -52,6 +52,12 @@ _HOW_Q = re.compile(
     r"\bhow (?:do|can|should|to|would)\b|\bwhat (?:do|should) i do\b|\bsteps?\b", re.IGNORECASE
 )
 
+# A question that sets two things side by side (often in two documents).
+_COMPARE_Q = re.compile(
+    r"\b(?:both|compared?|comparing|the same|match(?:es)?|differ(?:s|ent|ence)?|versus|vs\.?|how close)\b",
+    re.IGNORECASE,
+)
+
 _REASON = re.compile(
     r"\b(?:because|since|so that|due to|in order to|therefore|thus|as a result|otherwise)\b", re.I
 )
@@ -77,6 +83,7 @@ class Asks:
     yesno: bool
     why: bool
     how: bool
+    compare: bool = False
 
     @classmethod
     def of(cls, question: str) -> Asks:
@@ -88,6 +95,7 @@ class Asks:
             yesno=bool(_YESNO_Q.search(q)),
             why=bool(_WHY_Q.search(q)),
             how=bool(_HOW_Q.search(q)),
+            compare=bool(_COMPARE_Q.search(q)),
         )
 
     @property
@@ -123,6 +131,10 @@ class SpanFacts:
     figures_row: bool
     row_named: bool  # a row of figures whose label the question names
     domain: float = 0.0  # what a domain pack adds (``core/hooks``); 0 without one
+    semantic_rank: int = 0  # its place among the candidates by ``semantic`` (0: the most similar)
+    passage_best: bool = False  # the most similar read sentence of its passage is among its sentences
+    novelty: float = 0.0  # the share of its content words the question does not hold (what it adds)
+    heading_match: float = 0.0  # the question's words its passage's heading holds, weighted by rarity
     extra: dict[str, float] = field(default_factory=dict)
 
 
@@ -170,8 +182,63 @@ def features(asks: Asks, f: SpanFacts, best: dict[str, float]) -> dict[str, floa
         "figures_row": float(f.figures_row),
         "row_named": float(f.row_named),
         "domain": f.domain,
+        "semantic_top": float(f.semantic_rank == 0),
+        "semantic_rank": 1.0 / (1.0 + f.semantic_rank),
+        "passage_best": float(f.passage_best),
+        "novelty": f.novelty,
+        "semantic_lexical": f.semantic * f.lexical,
+        "semantic_novelty": f.semantic * f.novelty,
+        "heading_match": f.heading_match,
+        "fragment": float(_fragment(flat)),
         **f.extra,
     }
+
+
+def _fragment(flat: str) -> bool:
+    """Whether a span reads as a piece of a sentence: it starts in lower case or with a joining word, or ends
+    without a sentence's closing mark."""
+    first = flat[:1]
+    ends = flat.rstrip()[-1:]
+    return (first.islower() and not sp.has_identifier(flat.split(" ", 1)[0])) or ends not in ".!?:)\"'”’"
+
+
+# What says whether the documents answer at all, read from the question's candidates as a whole.
+ANSWERS_SIGNALS = ("top", "margin", "semantic_max", "lexical_max", "coverage", "coverage_first", "similarity")
+
+
+@dataclass(frozen=True)
+class AnswersModel:
+    """Whether the passages found answer the question at all: a logistic model over ``ANSWERS_SIGNALS``
+    (the best span's probability and its lead over the next, the best similarity and word match of a span,
+    the share of the question's words, weighted by rarity, that the passages read hold anywhere and that the
+    best passage holds, and the best passage's similarity); under ``threshold`` nothing is quoted."""
+
+    names: tuple[str, ...]
+    weights: tuple[float, ...]
+    intercept: float
+    threshold: float
+
+    def probability(self, signals: dict[str, float]) -> float:
+        pairs = zip(self.names, self.weights, strict=True)
+        z = self.intercept + sum(w * signals.get(n, 0.0) for n, w in pairs)
+        return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "names": list(self.names),
+            "weights": [round(w, 6) for w in self.weights],
+            "intercept": round(self.intercept, 6),
+            "threshold": round(self.threshold, 4),
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> AnswersModel:
+        return cls(
+            names=tuple(data["names"]),
+            weights=tuple(float(w) for w in data["weights"]),
+            intercept=float(data["intercept"]),
+            threshold=float(data["threshold"]),
+        )
 
 
 @dataclass(frozen=True)
@@ -188,6 +255,7 @@ class ReaderModel:
     threshold: float
     second: float
     fitted_on: str = ""
+    answers: AnswersModel | None = None
 
     def probability(self, feats: dict[str, float]) -> float:
         z = self.intercept
@@ -203,8 +271,17 @@ class ReaderModel:
         ]
         return sorted(out, key=lambda nw: abs(nw[1]), reverse=True)
 
+    def declines(self, signals: dict[str, float], *, similarities: bool = True) -> bool:
+        """Whether the documents do not seem to answer, by the best span's probability or by ``answers``
+        (which reads the embedding model's similarities: without them, ``similarities=False``, only the best
+        span's probability decides)."""
+        if signals.get("top", 0.0) < self.threshold:
+            return True
+        gate = self.answers if similarities else None
+        return gate is not None and gate.probability(signals) < gate.threshold
+
     def to_json(self) -> dict[str, Any]:
-        return {
+        out = {
             "names": list(self.names),
             "weights": [round(w, 6) for w in self.weights],
             "means": [round(m, 6) for m in self.means],
@@ -214,6 +291,9 @@ class ReaderModel:
             "second": round(self.second, 4),
             "fitted_on": self.fitted_on,
         }
+        if self.answers is not None:
+            out["answers"] = self.answers.to_json()
+        return out
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ReaderModel:
@@ -226,6 +306,7 @@ class ReaderModel:
             threshold=float(data["threshold"]),
             second=float(data["second"]),
             fitted_on=str(data.get("fitted_on", "")),
+            answers=AnswersModel.from_json(data["answers"]) if data.get("answers") else None,
         )
 
 

@@ -248,7 +248,13 @@ class EvidencePage(_Page):
         bits.append(f"{len(spans)} quoted of {len(candidates)} candidates")
         seconds = field_of(evidence, "seconds")
         if isinstance(seconds, (int, float)) and seconds:
-            bits.append(f"{seconds * 1000:.0f} ms")
+            embedding = field_of(evidence, "embed_seconds") or 0.0
+            bits.append(f"{seconds * 1000:.0f} ms ({embedding * 1000:.0f} ms embedding)")
+        signals = field_of(evidence, "signals") or {}
+        answers = reader.model().answers
+        if signals and answers is not None:
+            p = answers.probability(signals)
+            bits.append(f"answers at all {p:.2f} (declined under {answers.threshold:.2f})")
         if lead:
             bits.append(f"lead <b>{escape(lead)}</b>")
         if field_of(evidence, "closest"):

@@ -1,0 +1,235 @@
+"""The candidate spans of the best passages, and what is known of them before the reader scores them.
+
+A passage's sentences (made whole, long ones cut at their clauses, a definition list's term joined to what
+it describes) are candidates; each holds its words, whether it is a heading, and the words around it. The
+embedding model reads only some of them (its cost grows with their number): ``to_read`` picks them by the
+question's words and the passage's rank, with a quota per passage. The cheap measures the reader's features
+are made of (the question's words a span holds, weighted by rarity; its BM25 among the candidates; its rank by
+similarity) are here too.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from localrag.core import hooks
+from localrag.core.text import spans as sp
+from localrag.core.text.cells import is_column_headings, is_figures_row
+
+# At most this many sentences are read by the embedding model (the best by words and rank first), and the
+# sentence after each of the first ``FOLLOWERS`` of them (what a lead-in announces).
+EMBED_CANDIDATES = 32
+FOLLOWERS = 8
+# Of those, each passage's best few by words are read whatever the other passages hold.
+PER_PASSAGE = 3
+# The lexical match counts the sentence's own words, and in part those of its heading and the sentence before.
+CONTEXT_WORDS = 0.4
+# A sentence longer than this (characters) is cut at a clause boundary for display; its offsets shrink with
+# it.
+MAX_SPAN_CHARS = 420
+# BM25 among the candidate sentences.
+BM25_K1, BM25_B = 1.2, 0.75
+
+
+@dataclass
+class Candidate:
+    span: sp.Span
+    source: Any  # a packed source (``Result``): text, doc_id, title, path, page_number, char_start…
+    number: int
+    rank: int
+    index: int  # the sentence's position in its passage
+    terms: set[str]
+    heading: bool
+    context_terms: set[str] = field(default_factory=set)  # its heading's and the previous sentence's
+    features: dict[str, float] = field(default_factory=dict)
+    score: float = 0.0
+    members: tuple[Candidate, ...] = ()  # the sentences of a run of several; empty for one sentence
+
+    @property
+    def last(self) -> int:
+        return self.members[-1].index if self.members else self.index
+
+
+def to_read(candidates: list[Candidate], needed: set[int]) -> list[Candidate]:
+    """The sentences the embedding model reads (its cost grows with their number): each passage's most
+    promising by words (``PER_PASSAGE``), then the best of the rest by words and rank, and the sentence after
+    each of the first of them (what a lead-in announces). A quota per passage keeps an answer worded unlike
+    the question in a passage the question's words favour less."""
+
+    def promise(c: Candidate) -> tuple[bool, float]:
+        return id(c) in needed, c.features["lexical"] + 0.3 / (1.0 + 0.5 * c.rank)
+
+    ranked = sorted(candidates, key=promise, reverse=True)
+    per: Counter[int] = Counter()
+    chosen: list[Candidate] = []
+    for c in ranked:
+        if per[c.number] < PER_PASSAGE:
+            chosen.append(c)
+            per[c.number] += 1
+    taken = {id(c) for c in chosen}
+    for c in ranked:
+        if len(chosen) >= EMBED_CANDIDATES:
+            break
+        if id(c) not in taken:
+            chosen.append(c)
+            taken.add(id(c))
+    by_place = {(c.number, c.index): c for c in candidates}
+    for c in ranked[:FOLLOWERS]:
+        nxt = by_place.get((c.number, c.index + 1))
+        if nxt is not None and id(nxt) not in taken:
+            chosen.append(nxt)
+            taken.add(id(nxt))
+    return chosen
+
+
+def semantic_ranks(runs: list[Candidate]) -> dict[int, int]:
+    order = sorted(runs, key=lambda c: c.features["semantic"], reverse=True)
+    return {id(c): i for i, c in enumerate(order)}
+
+
+def passage_best(scored: list[Candidate]) -> set[int]:
+    """The most similar read sentence of each passage."""
+    best: dict[int, Candidate] = {}
+    for c in scored:
+        if c.heading:
+            continue
+        if c.number not in best or c.features["semantic"] > best[c.number].features["semantic"]:
+            best[c.number] = c
+    return {id(c) for c in best.values()}
+
+
+def novelty(terms: set[str], named: frozenset[str]) -> float:
+    return len(terms - named) / len(terms) if terms else 0.0
+
+
+def heading_match(weights: dict[str, float], c: Candidate) -> float:
+    heading = str(getattr(c.source, "heading_path", "") or "")
+    terms = set(sp.content_terms(heading))
+    total = sum(weights.values()) or 1.0
+    return sum(w for t, w in weights.items() if t in terms) / total
+
+
+def has_figures(c: Candidate) -> bool:
+    return any(is_figures_row(line) for line in c.span.text.split("\n"))
+
+
+def bm25_of(weights: dict[str, float], runs: list[Candidate]) -> dict[int, float]:
+    """BM25 of each candidate for the question's words, with the words' rarity among the candidates."""
+    counted = {id(r): Counter(sp.content_terms(r.span.text)) for r in runs}
+    lengths = {k: max(1, sum(c.values())) for k, c in counted.items()}
+    avg = sum(lengths.values()) / max(1, len(lengths))
+    out = {}
+    for r in runs:
+        counts = counted[id(r)]
+        norm = BM25_K1 * (1 - BM25_B + BM25_B * lengths[id(r)] / avg)
+        out[id(r)] = sum(
+            w * counts[t] * (BM25_K1 + 1) / (counts[t] + norm) for t, w in weights.items() if counts[t]
+        )
+    return out
+
+
+def question_terms(text: str) -> list[str]:
+    return [t for t in sp.content_terms(text) if t not in sp.QUESTION_WORDS]
+
+
+def lexical(weights: dict[str, float], c: Candidate) -> tuple[float, float]:
+    """The share of the question's words (weighted) the sentence holds; and that share counting its heading's
+    and the previous sentence's words in part (``CONTEXT_WORDS``)."""
+    total = sum(weights.values()) or 1.0
+    own = sum(w for t, w in weights.items() if t in c.terms) / total
+    around = sum(w for t, w in weights.items() if t in c.context_terms) / total
+    return own, (1 - CONTEXT_WORDS) * own + CONTEXT_WORDS * around
+
+
+def passage_candidates(sources: Sequence[Any]) -> list[Candidate]:
+    out = []
+    for rank, src in enumerate(sources):
+        text = str(getattr(src, "text", "") or "")
+        heading_terms = set(sp.content_terms(str(getattr(src, "heading_path", "") or "").split(" > ")[-1]))
+        spans = with_terms(split_long(sp.split_spans(text)), text)
+        previous: set[str] = set()
+        for index, span in enumerate(spans):
+            terms = set(sp.content_terms(span.text))
+            if not terms:
+                continue
+            # A table's column headings count as a heading: the rows under them inherit their match.
+            domain = str(getattr(src, "domain", "") or "")
+            heading = looks_like_heading(span, heading_terms, domain) or is_column_headings(span.text)
+            out.append(
+                Candidate(span, src, rank + 1, rank, index, terms, heading, terms | heading_terms | previous)
+            )
+            previous = terms
+    return out
+
+
+def with_terms(spans: list[sp.Span], text: str) -> list[sp.Span]:
+    """A definition list's entries whole: a term on its own line ("nocheck", "-p", "‘uninstall’") joined to
+    the sentence that describes it, which alone would not say what it describes."""
+    out: list[sp.Span] = []
+    for s in spans:
+        prev = out[-1] if out else None
+        if (
+            prev is not None
+            and is_term(prev.text)
+            and s.text[:1].isupper()
+            and text[prev.end : s.start].count("\n") <= 1
+        ):
+            out[-1] = sp.Span(prev.start, s.end, text[prev.start : s.end])
+        else:
+            out.append(s)
+    return out
+
+
+def is_term(line: str) -> bool:
+    line = line.strip()
+    if "\n" in line or len(line.split()) > 3 or line[-1:] in ".:;!?,":
+        return False
+    return line[:1] in "-‘'\"`" or line[:1].islower() or sp.has_identifier(line)
+
+
+def split_long(spans: list[sp.Span]) -> list[sp.Span]:
+    """Sentences longer than ``MAX_SPAN_CHARS`` cut at their clauses (after a semicolon or colon, or before a
+    conjunction that follows a comma)."""
+    out = []
+    for s in spans:
+        if len(s.text) <= MAX_SPAN_CHARS:
+            out.append(s)
+            continue
+        cuts = [0]
+        for m in re.finditer(r"(?<=[;:])\s+|(?<=,)\s+(?=(?:and|but|or|which|so|while|because)\b)", s.text):
+            if m.start() - cuts[-1] >= MAX_SPAN_CHARS // 3:
+                cuts.append(m.end())
+        cuts.append(len(s.text))
+        for a, b in itertools.pairwise(cuts):
+            out.extend(sp.Span(s.start + x.start, s.start + x.end, x.text) for x in sp.trimmed(s.text, a, b))
+    return out
+
+
+def looks_like_heading(span: sp.Span, heading_terms: set[str], domain: str = "") -> bool:
+    text = sp.flat(span.text)
+    if text.startswith("#"):  # a Markdown heading
+        return True
+    if re.match(
+        r"^(?:chapter|section|appendix|part)?\s*\d+(?:\.\d+)*\.?\s+\S", text, re.IGNORECASE
+    ) and not text.endswith("."):
+        return True
+    if hooks.is_title(text, domain):
+        return True
+    terms = set(sp.content_terms(text))
+    return bool(heading_terms) and terms <= heading_terms and not text.endswith(".")
+
+
+def term_weights(q_terms: list[str], candidates: list[Candidate]) -> dict[str, float]:
+    n = len(candidates)
+    df = Counter(t for c in candidates for t in set(q_terms) & c.terms)
+    return {t: math.log(1.0 + (n + 1) / (df[t] + 0.5)) for t in set(q_terms)}
+
+
+def passage_similarity(c: Candidate) -> float:
+    return float(getattr(c.source, "similarity", 0.0) or 0.0)
