@@ -392,10 +392,7 @@ class AnswerRun:
         try:
             ids = list(self.doc_ids or [])
             if not ids and self.collection_id is not None:  # a collection stands for a selection
-                from localrag.core.store.collections import document_ids
-
-                with self.library.connect() as conn:
-                    ids = document_ids(conn, self.collection_id)
+                ids = self.library.collection_documents(self.collection_id)
                 if not ids:
                     return None
             return overview.answer(self.library, self.question, intent, ids or None)
