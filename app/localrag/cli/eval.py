@@ -285,7 +285,8 @@ def run_reader(args: argparse.Namespace, folders: list[Path]) -> int:
 
 
 def run_figures(args: argparse.Namespace, folder: Path) -> int:
-    from localrag.eval.figures import HALVES, evaluate
+    from localrag.eval.answers import HALVES
+    from localrag.eval.figures import evaluate
 
     half = args.half or args.split
     if half is not None and half not in HALVES:

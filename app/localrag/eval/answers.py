@@ -88,12 +88,17 @@ class Question:
 
 
 def load_questions(folder: Path) -> list[Question]:
+    return read_questions(folder, Question)
+
+
+def read_questions(folder: Path, kind: Any) -> list[Any]:
+    """Each line of ``folder/questions/*.jsonl`` as a ``kind`` (a dataclass), with the fields it has."""
     out = []
     for path in sorted((folder / "questions").glob("*.jsonl")):
         for line in path.read_text(encoding="utf-8").splitlines():
             if line.strip():
                 d = json.loads(line)
-                out.append(Question(**{k: d[k] for k in Question.__dataclass_fields__ if k in d}))
+                out.append(kind(**{k: d[k] for k in kind.__dataclass_fields__ if k in d}))
     if not out:
         raise FileNotFoundError(f"no questions in {folder / 'questions'}")
     return out

@@ -19,7 +19,6 @@ ones shown.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -28,8 +27,7 @@ from typing import Any
 
 from localrag.core.answer.figures import Computation, nearly
 from localrag.core.text.tables import parse_number
-
-HALVES = ("tune", "test")
+from localrag.eval.answers import half_files, read_questions
 
 
 @dataclass
@@ -51,23 +49,8 @@ class Question:
 
 def load_questions(folder: Path, half: str | None = None) -> list[Question]:
     """The folder's questions (only those of ``half``'s documents when given)."""
-    out = []
-    for path in sorted((folder / "questions").glob("*.jsonl")):
-        for line in path.read_text(encoding="utf-8").splitlines():
-            if line.strip():
-                d = json.loads(line)
-                out.append(Question(**{k: d[k] for k in Question.__dataclass_fields__ if k in d}))
-    if not out:
-        raise FileNotFoundError(f"no questions in {folder / 'questions'}")
-    if half is None:
-        return out
-    if half not in HALVES:
-        raise ValueError(f"half is one of {', '.join(HALVES)}, not {half!r}")
-    split = folder / "split.json"
-    if not split.is_file():
-        raise FileNotFoundError(f"{split} not found: this dataset has no tune/test split")
-    files = set(json.loads(split.read_text(encoding="utf-8"))[half])
-    return [q for q in out if q.file in files]
+    out: list[Question] = read_questions(folder, Question)
+    return out if half is None else [q for q in out if q.file in half_files(folder, half)]
 
 
 def score(q: Question, worked: Computation | None) -> dict[str, Any]:
