@@ -95,7 +95,7 @@ class Operation:
     kind: str
     wanted: tuple[Wanted, ...]
     subject: str  # the quantity in words, for the answer ("Percentage change in turnover, 2022 to 2023")
-    owners: tuple[str, ...] = ()  # whose figures the question asks for ("3M" of "3M's net sales")
+    owners: tuple[str, ...] = ()  # whose figures the question asks for ("Acme" of "Acme's net sales")
 
 
 def detect(question: str) -> Operation | None:
@@ -128,7 +128,7 @@ def _column(text: str) -> str:
 
 def _clean(text: str) -> str:
     text = _LEAD.sub("", text.strip(" ,;:"))
-    text = re.sub(r"(?:\bthe\s+)?[\w&.-]+(?:\s[\w&.-]+)?['’]s\s+", "", text)  # whose: "3M's", "the society's"
+    text = re.sub(r"(?:\bthe\s+)?[\w&.-]+(?:\s[\w&.-]+)?['’]s\s+", "", text)  # whose: "Acme's", "the club's"
     return re.sub(r"^(?:the|a|an|its|their|our)\s+", "", text, flags=re.IGNORECASE).strip()
 
 

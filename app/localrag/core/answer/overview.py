@@ -221,7 +221,7 @@ def _intent(kind: str, x: str, y: str) -> Intent | None:
 
 
 def _clean_subject(text: str) -> str:
-    """The document's name alone: "the Octave manual: what does it cover" → "the Octave manual"."""
+    """The document's name alone: "the widget manual: what does it cover" → "the widget manual"."""
     text = re.split(r"\s*[:;?(]\s*|\s+[-–—]\s+", text, maxsplit=1)[0]
     text = re.sub(r"^(?:what|how) ", "", text, flags=re.IGNORECASE)
     text = re.sub(

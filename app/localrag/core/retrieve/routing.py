@@ -189,7 +189,7 @@ def document_names(
         add(name_org, "file name")
     shown = str(edited.get("title") or title)
     words = [w for w in re.findall(r"[A-Za-z][\w+\-]*", shown) if _fold(w) not in identity.GENERIC_WORDS]
-    # A title names a document when it reads as a name ("GNU Octave", "Debian Policy Manual"), not as a
+    # A title names a document when it reads as a name ("Acme Widget Guide", "Harbour Town Bylaws"), not as a
     # sentence ("Tumor necrosis factor in sepsis", a paper's title a question may well repeat).
     name_like = bool(words) and all(w[0].isupper() or any(ch.isdigit() for ch in w) for w in words)
     if shown and len(shown) <= 60 and name_like:
@@ -226,7 +226,7 @@ def route(ids: Identities, question: str) -> Route:
                 if said not in hits.setdefault(d.id, []):
                     hits[d.id].append(f"{said} ({d.names[key]})")
                 docs[d.id] = d
-    # Words taken out of a title ("Debian" of "Debian Policy Manual") are also what the library is about:
+    # Words taken out of a title ("Harbour" of "Harbour Town Bylaws") are also what the library is about:
     # they never route on their own.
     weak = {"title words"}
     for doc_id in [i for i, said in hits.items() if all(h.rsplit(" (", 1)[1][:-1] in weak for h in said)]:
