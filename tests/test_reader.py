@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 from localrag.core.answer import reader
@@ -120,3 +121,53 @@ def test_the_answers_signal_declines_where_the_best_span_alone_would_be_quoted()
     row = _row("none", [False], [0.9])
     row["signals"] = {"coverage": 0.1}
     assert simulate([row], m)["none_declined"] == 1.0
+
+
+def test_the_language_models_likelihood_of_the_question_prefers_the_span_that_answers_it(tmp_path):
+    # The bundled GGUF, run for real: the question is likelier after the sentence that answers it than after
+    # sentences about something else, and a strong enough weight lets it overtake the reader's pick.
+    from localrag.core.embed.model_files import default_gguf
+    from localrag.eval.reader_fit import likelihood_report, question_likelihoods
+
+    texts = [
+        "The kitchen is open from nine in the morning until late evening on weekdays.",
+        "To stop the printer from pausing between pages, turn off the duplex delay in the printer settings.",
+        "Our staff wear blue uniforms and name badges at all times.",
+        "Parking is free for customers during the weekend.",
+    ]
+    row = {
+        "id": "q1",
+        "kind": "procedural",
+        "question": "My printer keeps pausing between pages. How do I stop it?",
+        "answer": "turn off the duplex delay in the printer settings",
+        "evidence": texts[1],
+        "file": "a.pdf",
+        "page": 1,
+        # the passages hold the question's words: the documents answer
+        "signals": {
+            "coverage": 1.0,
+            "coverage_first": 1.0,
+            "semantic_max": 0.9,
+            "lexical_max": 1.0,
+            "similarity": 0.9,
+        },
+        "candidates": [
+            {
+                "text": t,
+                "path": "a.pdf",
+                "page": 1,
+                "number": 1,
+                "start": 100 * i,
+                "label": i == 1,
+                "features": {"semantic": 0.9 if i == 0 else 0.5},
+            }
+            for i, t in enumerate(texts)
+        ],
+    }
+    out = tmp_path / "lm.jsonl"
+    assert question_likelihoods([row], default_gguf(), out, say=lambda _: None) == 1
+    scores = json.loads(out.read_text())["scores"]
+    assert max(scores, key=scores.get) == "1"
+    by_alpha = likelihood_report([row], out, alphas=(0.0, 100.0))["by_alpha"]
+    assert by_alpha["0.0"]["correct_and_cited"] == 0.0  # the shipped reader alone takes the first span
+    assert by_alpha["100.0"]["correct_and_cited"] == 1.0

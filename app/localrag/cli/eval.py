@@ -94,6 +94,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", type=Path, help="reader: where the fitted weights go")
     p.add_argument("--c", type=float, action="append", help="reader: regularisation strengths to compare")
     p.add_argument(
+        "--likelihood",
+        type=Path,
+        help="reader: with --fit DUMP, the language model's likelihood of each question after the reader's "
+        "best spans, written to this file (read from it if it exists), and the answer measure reranked by it",
+    )
+    p.add_argument("--every", type=int, default=1, help="reader --likelihood: score every n-th question")
+    p.add_argument("--gguf", type=Path, help="reader --likelihood: the GGUF (default: the bundled one)")
+    p.add_argument(
         "--collection", metavar="NAME", help="page datasets and answers: search only this collection"
     )
     p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -271,6 +279,15 @@ def run_reader(args: argparse.Namespace, folders: list[Path]) -> int:
         print("local-rag: eval reader needs --dump FILE or --fit FILE", file=sys.stderr)
         return 2
     rows = reader_fit.load_dump(args.fit)
+    if args.likelihood:
+        if not args.likelihood.exists():
+            from localrag.core.embed.model_files import default_gguf
+
+            gguf = args.gguf or default_gguf()
+            say = lambda s: print(s, file=sys.stderr)  # noqa: E731
+            reader_fit.question_likelihoods(rows, gguf, args.likelihood, every=args.every, say=say)
+        print(json.dumps(reader_fit.likelihood_report(rows, args.likelihood)))
+        return 0
     report = {}
     for c in args.c or [1.0]:
         report[str(c)] = round(reader_fit.cross_validate(rows, c=c), 4)

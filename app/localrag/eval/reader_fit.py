@@ -351,3 +351,115 @@ def cross_validate(rows: list[dict[str, Any]], *, c: float, folds: int = 4, seed
         if train and test:
             scores.append(simulate(test, fit(train, c=c))["correct_and_cited"] * len(test))
     return sum(scores) / len(rows) if scores else math.nan
+
+
+# -- the language model's likelihood of the question, read beside the reader --------------------------------
+# Measured, not shipped: the bundled language model's log-probability of the question after a span, per
+# token and against the question alone (pointwise mutual information), for the reader's best few
+# candidates; the reader's log-odds plus ``alpha`` times its z-score within the question rerank them. The
+# figures and why it is not in the app are in docs/benchmarks.md ("Documents and questions nobody tuned for").
+LM_TOP = 4
+LM_SPAN_TOKENS = 120
+
+
+def question_likelihoods(
+    rows: list[dict[str, Any]],
+    gguf: Path,
+    out: Path,
+    *,
+    top: int = LM_TOP,
+    every: int = 1,
+    say: Callable[[str], None] = print,
+) -> int:
+    """For each row with an answering candidate, ``log P(question | span) - log P(question)`` per question
+    token under the language model ``gguf``, for the ``top`` candidates the shipped reader ranks first (of
+    every ``every``-th row: the model is slow on a busy machine); one JSON line per row (``id``, ``scores``:
+    candidate index → score, ``seconds``). Returns the rows written."""
+    import time
+
+    import numpy as np
+
+    from localrag.core.answer import reader
+    from localrag.core.llm import openmp
+    from localrag.core.llm.backends import cpu_backend
+
+    openmp.configure()
+    from llama_cpp import Llama
+
+    cpu_backend()
+    llm = Llama(model_path=str(gguf), n_ctx=1024, n_batch=512, logits_all=True, verbose=False)
+
+    def tokens(text: str) -> list[int]:
+        return list(llm.tokenize(text.encode("utf-8"), add_bos=False, special=False))
+
+    def logprob(prefix: list[int], target: list[int]) -> float:
+        seq = [llm.token_bos(), *prefix, *target]
+        llm.reset()
+        llm.eval(seq)
+        logits = np.asarray(llm.scores[: len(seq)], dtype=np.float64)
+        total = 0.0
+        for i in range(len(seq) - len(target), len(seq)):
+            row = logits[i - 1]
+            top_logit = row.max()
+            total += float(row[seq[i]] - top_logit - math.log(float(np.exp(row - top_logit).sum())))
+        return total
+
+    probs = prepare(rows, reader.model())
+    written = 0
+    with out.open("w", encoding="utf-8") as f:
+        for n, (r, p) in enumerate(zip(rows, probs, strict=True)):
+            if n % every or not any(c["label"] for c in r["candidates"]):
+                continue
+            started = time.monotonic()
+            asked = tokens(" " + r["question"])
+            alone = logprob(tokens("Question:"), asked)
+            scores = {}
+            for i in (int(i) for i in np.argsort(-p)[:top]):
+                span = tokens(" ".join(r["candidates"][i]["text"].split())[:800])[:LM_SPAN_TOKENS]
+                before = [*tokens("Passage: "), *span, *tokens("\nQuestion:")]
+                scores[i] = (logprob(before, asked) - alone) / max(1, len(asked))
+            seconds = time.monotonic() - started
+            f.write(json.dumps({"id": r["id"], "scores": scores, "seconds": round(seconds, 3)}) + "\n")
+            written += 1
+            say(f"{r['id']}: {len(scores)} spans in {seconds:.2f} s")
+    return written
+
+
+def rerank(rows: list[dict[str, Any]], scored: dict[str, dict[str, float]], alpha: float) -> list[Any]:
+    """The shipped reader's probabilities of ``rows``' candidates, those scored by the language model moved
+    by ``alpha`` times their score's z-score within the question (in log-odds)."""
+    import numpy as np
+
+    from localrag.core.answer import reader
+
+    out = []
+    for r, p in zip(rows, prepare(rows, reader.model()), strict=True):
+        s = scored.get(r["id"])
+        if s and alpha:
+            p = p.copy()
+            idx = [int(i) for i in s]
+            v = np.array([s[i] for i in s], dtype=float)
+            z = (v - v.mean()) / (v.std() + 1e-9)
+            q = np.clip(p[idx], 1e-9, 1 - 1e-9)
+            p[idx] = 1.0 / (1.0 + np.exp(-(np.log(q / (1 - q)) + alpha * z)))
+        out.append(p)
+    return out
+
+
+def likelihood_report(
+    rows: list[dict[str, Any]], scored_file: Path, alphas: Sequence[float] = (0.0, 0.25, 0.5, 1.0, 2.0)
+) -> dict[str, Any]:
+    """The answer measure (``simulate``, the shipped reader's threshold and signal) on the rows the language
+    model scored, for each ``alpha`` of ``rerank``; with the seconds it took per question."""
+    lines = [json.loads(x) for x in scored_file.read_text(encoding="utf-8").splitlines() if x.strip()]
+    scored = {x["id"]: x["scores"] for x in lines}
+    seconds = sorted(x["seconds"] for x in lines if "seconds" in x)
+    kept = [r for r in rows if r["id"] in scored]
+    from localrag.core.answer import reader
+
+    model = reader.model()
+    return {
+        "questions": len(kept),
+        "seconds_p50": seconds[len(seconds) // 2] if seconds else math.nan,
+        "by_alpha": {str(a): simulate(kept, model, rerank(kept, scored, a)) for a in alphas},
+    }
