@@ -9,6 +9,10 @@ gold page, and token F1 ≥ 0.4 against the gold answer or sentence — the answ
 those lines (scikit-learn, needed only here: ``pip install scikit-learn``), chooses the probability under
 which nothing is quoted and the share a second span needs, by the benchmark's measure on the same lines, and
 writes the weights the app reads. Report the result on a test half you did not fit on (``eval answers``).
+
+``local-rag eval reader --fit FILE --likelihood SCORES`` measures a signal the app does not ship: the bundled
+language model's likelihood of the question after each of the reader's best spans (``question_likelihoods``),
+and the measure with the spans reranked by it (``likelihood_report``).
 """
 
 from __future__ import annotations
