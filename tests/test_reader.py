@@ -171,3 +171,21 @@ def test_the_language_models_likelihood_of_the_question_prefers_the_span_that_an
     by_alpha = likelihood_report([row], out, alphas=(0.0, 100.0))["by_alpha"]
     assert by_alpha["0.0"]["correct_and_cited"] == 0.0  # the shipped reader alone takes the first span
     assert by_alpha["100.0"]["correct_and_cited"] == 1.0
+
+
+def test_the_measure_quotes_a_second_span_only_where_the_rule_allows_it():
+    m = ReaderModel(("semantic",), (10.0,), (0.0,), (1.0,), -5.0, threshold=0.5, second=0.8)
+    row = _row("factual", [True, False], [0.9, 0.85])
+    unrelated = " ".join(["Some other setting changes the colour of every plot drawn on screen."] * 2)
+    row["candidates"][1].update(text=unrelated, page=4, start=0)
+    # Quoted beside the answer, the unrelated span pulls the quote's F1 under the cut-off.
+    assert simulate([row], m)["correct_and_cited"] == 0.0
+    assert simulate([row], m)["second_quoted"] == 1.0
+    kept_out = simulate([row], m, beside="page")
+    assert (kept_out["correct_and_cited"], kept_out["second_quoted"]) == (1.0, 0.0)
+    # The sentence right after the answer on its page continues it: "adjacent" quotes it.
+    row["candidates"][1].update(
+        text="It was found in 1979.", page=3, start=len("The answer is forty two.") + 1
+    )
+    assert simulate([row], m, beside="adjacent")["second_quoted"] == 1.0
+    assert simulate([row], m, beside="list")["second_quoted"] == 0.0  # the question asks for no list

@@ -243,15 +243,28 @@ def prepare(rows: list[dict[str, Any]], model: ReaderModel) -> list[Any]:
     return out
 
 
+# Where a second span may come from, for ``simulate``'s ``beside``: anywhere (what the evidence step does),
+# the best span's document, its page, only right after or before it, or only for a question asking for a list.
+BESIDE = ("any", "document", "page", "adjacent", "list")
+
+
 def simulate(
-    rows: list[dict[str, Any]], model: ReaderModel, prepared: list[Any] | None = None
+    rows: list[dict[str, Any]],
+    model: ReaderModel,
+    prepared: list[Any] | None = None,
+    *,
+    beside: str = "any",
 ) -> dict[str, Any]:
-    """The answer benchmark's measure as the reader's choice alone would give it: the best span quoted (and a
-    second beside it when nearly as likely) unless the model declines (``ReaderModel.declines``); a question
-    the documents do not answer is right when nothing is quoted. ``wrong_sentence``: the gold page quoted,
-    the answer not; ``none_declined`` and ``answerable_declined``: the shares of each kind declined."""
+    """The answer benchmark's measure as the reader's choice alone would give it: the best span that is not a
+    heading quoted (and a second beside it when nearly as likely and allowed by ``beside``, one of
+    ``BESIDE``) unless the model declines (``ReaderModel.declines``); a question the documents do not answer
+    is right when nothing is quoted. ``wrong_sentence``: the gold page quoted, the answer not;
+    ``none_declined`` and ``answerable_declined``: the shares of each kind declined; ``second_quoted``: the
+    share of questions quoting a second span."""
     probs_of = prepared if prepared is not None else prepare(rows, model)
-    results = [_result(r, probs, model) for r, probs in zip(rows, probs_of, strict=True)]
+    results = [_result(r, probs, model, beside) for r, probs in zip(rows, probs_of, strict=True)]
+    seconds = sum(res.endswith(PAIRED) for res in results)
+    results = [res.removesuffix(PAIRED) for res in results]
     n = max(1, len(rows))
     nones = [res for r, res in zip(rows, results, strict=True) if r["kind"] == NONE_KIND]
     others = [res for r, res in zip(rows, results, strict=True) if r["kind"] != NONE_KIND]
@@ -264,11 +277,13 @@ def simulate(
         "answerable_with_a_right_candidate": round(
             sum(1 for r in rows if any(c["label"] for c in r["candidates"])) / n, 4
         ),
+        "second_quoted": round(seconds / n, 4),
     }
 
 
 RIGHT, WRONG, WRONG_SENTENCE = "right", "wrong", "wrong sentence"
 DECLINED, DECLINED_RIGHT = "declined", "none"
+PAIRED = "+2"
 
 
 def signals(row: dict[str, Any], probs: Any) -> dict[str, float]:
@@ -281,16 +296,24 @@ def signals(row: dict[str, Any], probs: Any) -> dict[str, float]:
     return out
 
 
-def _result(r: dict[str, Any], probs: Any, model: ReaderModel) -> str:
+def _result(r: dict[str, Any], probs: Any, model: ReaderModel, beside: str = "any") -> str:
     cands = r["candidates"]
-    order = sorted(range(len(cands)), key=lambda i: float(probs[i]), reverse=True)
+    # A heading is never quoted (``evidence._choose``).
+    order = [
+        i
+        for i in sorted(range(len(cands)), key=lambda i: float(probs[i]), reverse=True)
+        if not cands[i]["features"].get("heading")
+    ]
     if not order or model.declines(signals(r, probs)):
         return DECLINED_RIGHT if r["kind"] == NONE_KIND else DECLINED
     if r["kind"] == NONE_KIND:
         return WRONG
     shown = [order[0]]
-    for i in order[1:3]:
-        if probs[i] >= model.second * probs[order[0]] and not _overlap(cands, i, order[0]):
+    # As ``evidence._choose``: the likeliest span above the share, not overlapping the best, and allowed.
+    for i in order[1:]:
+        if probs[i] < model.second * probs[order[0]]:
+            break
+        if not _overlap(cands, i, order[0]) and _allowed(cands[order[0]], cands[i], beside):
             shown.append(i)
             break
     text = " ".join(cands[i]["text"] for i in shown)
@@ -299,7 +322,69 @@ def _result(r: dict[str, Any], probs: Any, model: ReaderModel) -> str:
         any(cands[i]["label"] for i in shown)
         and max(token_f1(text, r["answer"]), token_f1(text, r["evidence"])) >= CORRECT_F1
     )
-    return RIGHT if ok else WRONG_SENTENCE if page_hit else WRONG
+    return (RIGHT if ok else WRONG_SENTENCE if page_hit else WRONG) + (PAIRED if len(shown) > 1 else "")
+
+
+def _allowed(best: dict[str, Any], other: dict[str, Any], beside: str) -> bool:
+    """Whether ``other`` may be quoted beside ``best`` under the rule ``beside`` (one of ``BESIDE``)."""
+    if beside == "list":
+        return bool(best["features"].get("list_asked"))
+    if beside == "any":
+        return True
+    if beside == "document":
+        return bool(other["path"] == best["path"])
+    if other["path"] != best["path"] or other["page"] != best["page"]:
+        return False
+    if beside == "page":
+        return True
+    a, b = sorted((best, other), key=lambda c: int(c["start"]))
+    return int(a["start"]) >= 0 and 0 <= int(b["start"]) - int(a["start"]) - len(a["text"]) <= ADJACENT
+
+
+# Characters between two spans that still continue one another (the whitespace of a line or page break).
+ADJACENT = 3
+
+
+def cross_validate_beside(
+    rows: list[dict[str, Any]], model: ReaderModel, *, folds: int = 4, seed: int = 0
+) -> dict[str, Any]:
+    """Whether a rule for the second span helps, by whole documents: for each fold, the rule of ``BESIDE``
+    and the second span's share (never: above 1) that score best on the other folds' questions under
+    ``model``, scored on the fold's. Returns the held-out measure of the rules chosen so, of the shipped rule
+    (``any`` at ``model.second``), and which rules were chosen."""
+    groups = sorted({(r["dataset"], r.get("file") or r["id"]) for r in rows})
+    random.Random(seed).shuffle(groups)
+    prepared = prepare(rows, model)
+    chosen_right = shipped_right = 0.0
+    chosen: list[str] = []
+    for k in range(folds):
+        held = set(groups[k::folds])
+        inside = [
+            (r, p)
+            for r, p in zip(rows, prepared, strict=True)
+            if (r["dataset"], r.get("file") or r["id"]) in held
+        ]
+        outside = [
+            (r, p)
+            for r, p in zip(rows, prepared, strict=True)
+            if (r["dataset"], r.get("file") or r["id"]) not in held
+        ]
+        if not inside or not outside:
+            continue
+
+        def measure(pairs: list[tuple[dict[str, Any], Any]], second: float, beside: str) -> float:
+            rs, ps = [r for r, _ in pairs], [p for _, p in pairs]
+            m = _with(model, model.threshold, second, model.answers)
+            return float(simulate(rs, m, ps, beside=beside)["correct_and_cited"]) * len(rs)
+
+        rules = [(second, beside) for beside in BESIDE for second in (0.7, 0.8, 0.9, 0.95)] + [(1.01, "any")]
+        # Ties keep the shipped rule, then the earlier (broader) one.
+        best = max(rules, key=lambda sb: (round(measure(outside, *sb), 6), sb == (model.second, "any")))
+        chosen.append(f"{best[1]} {best[0]}")
+        chosen_right += measure(inside, *best)
+        shipped_right += measure(inside, model.second, "any")
+    n = max(1, len(rows))
+    return {"chosen": round(chosen_right / n, 4), "shipped": round(shipped_right / n, 4), "rules": chosen}
 
 
 def fit_answers(rows: list[dict[str, Any]], model: ReaderModel, *, c: float = 1.0) -> ReaderModel:
