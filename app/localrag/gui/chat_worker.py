@@ -1,10 +1,10 @@
 """The generation worker: one language model for the process, questions answered one at a time on a QThread.
 
 ``ChatWorker`` owns the thread and the ``ChatEngine`` with its model; the thread runs the answering line every
-front end runs (``host/answer_line.py``). The UI calls ``warm_up()`` once (the
-models load on the worker thread) and ``ask(request)`` per question; the worker iterates ``ChatEngine.ask``
-and turns its events into signals, which Qt delivers on the main thread in the order they were emitted. Esc
-calls ``cancel()``; the window calls ``shutdown()`` before it closes the Library.
+front end runs (``host/answer_line.py``). The UI calls ``warm_up()`` once (the models load on the worker
+thread) and ``ask(request)`` per question; the worker iterates ``ChatEngine.ask`` and turns its events into
+signals, which Qt delivers on the main thread in the order they were emitted. Esc calls ``cancel()``; the
+window calls ``shutdown()`` before it closes the Library.
 
 A question asked while the models are still loading waits in the queue behind the load (the worker says so
 with ``waiting``). When the model cannot be loaded the engine still searches: ``retrieved`` brings the
