@@ -17,8 +17,10 @@ import pytest
 from fixtures_chat import changed_settings, index
 from fixtures_docs import manual_pdf, write_pdf
 from localrag.core.answer import run as engine_module
-from localrag.core.answer.engine import AskRequest, ChatEngine, Checked, Done, EvidenceReady, Failed, Token
+from localrag.core.answer.engine import ChatEngine
+from localrag.core.answer.events import Checked, Done, EvidenceReady, Failed, Token
 from localrag.core.answer.quotes import NOT_FOUND_TEXT
+from localrag.core.answer.request import AskRequest
 from localrag.core.config import Settings
 from localrag.core.embed.sizing import fit_to_input, fits
 from localrag.core.llm.llm import load_llm

@@ -10,15 +10,9 @@ import pytest
 
 from fixtures_docs import empty_store
 from localrag.core.answer.answer_text import AnswerText
-from localrag.core.answer.engine import (
-    FROM_SOURCES_LABEL,
-    MODEL,
-    REWORD_LABEL,
-    AskRequest,
-    ChatEngine,
-    Done,
-    EvidenceReady,
-)
+from localrag.core.answer.engine import ChatEngine
+from localrag.core.answer.events import FROM_SOURCES_LABEL, MODEL, REWORD_LABEL, Done, EvidenceReady
+from localrag.core.answer.request import AskRequest
 from localrag.core.config import Settings
 from localrag.core.llm.llm import load_llm
 from test_api import DOCS  # the same two small manuals

@@ -269,7 +269,7 @@ def test_a_question_the_documents_do_not_answer_gets_that_answer_not_the_models(
     """With the documents on, an off-topic question gets the not-found answer (200, ``not_found``), with no
     token from the model; asked with ``grounded`` false, the model answers alone and the reply says so from
     its first word."""
-    from localrag.core.answer.engine import MODEL_ALONE_LABEL
+    from localrag.core.answer.events import MODEL_ALONE_LABEL
 
     question = "How many levels does a parking garage have?"
     r = api.client.post("/v1/ask", json={"question": question})

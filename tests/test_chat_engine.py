@@ -11,9 +11,8 @@ import pytest
 from fixtures_chat import index
 from localrag.core.answer import history
 from localrag.core.answer.citations import check_citations
-from localrag.core.answer.engine import (
-    AskRequest,
-    ChatEngine,
+from localrag.core.answer.engine import ChatEngine
+from localrag.core.answer.events import (
     Checked,
     Done,
     EvidenceReady,
@@ -25,6 +24,7 @@ from localrag.core.answer.engine import (
 )
 from localrag.core.answer.prompts import NOT_FOUND, Prompt
 from localrag.core.answer.query import follow_up_query, is_follow_up
+from localrag.core.answer.request import AskRequest
 from localrag.core.config import Settings
 from localrag.core.errors import StoreUnavailable
 from localrag.core.llm.llm import LocalLLM, load_llm

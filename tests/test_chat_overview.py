@@ -13,7 +13,7 @@ import pytest
 from fixtures_chat import index
 from fixtures_docs import write_pdf
 from localrag.core.answer import overview
-from localrag.core.answer.overview import detect
+from localrag.core.answer.overview_questions import detect, groupings
 from localrag.core.ingest.sections import section_keys
 
 TOMATOES = [
@@ -193,7 +193,7 @@ def test_compare_names_keep_their_words():
     intent = detect("Compare the R FAQ and R Installation and Administration")
     assert intent is not None and intent.kind == "compare"
     assert [intent.subject, *intent.others] == ["the R FAQ", "R Installation", "Administration"]
-    assert ["the R FAQ", "R Installation and Administration"] in overview._groupings(intent)
+    assert ["the R FAQ", "R Installation and Administration"] in groupings(intent)
 
 
 def test_section_keys_use_the_second_level_under_a_shared_title():

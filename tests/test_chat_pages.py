@@ -10,8 +10,10 @@ import pytest
 
 from fixtures_chat import index
 from fixtures_docs import write_pdf
-from localrag.core.answer.engine import AskRequest, ChatEngine, EvidenceReady
+from localrag.core.answer.engine import ChatEngine
+from localrag.core.answer.events import EvidenceReady
 from localrag.core.answer.pages import WholePassage, clean_page, page_texts, widen
+from localrag.core.answer.request import AskRequest
 from localrag.core.retrieve.results import Result
 
 

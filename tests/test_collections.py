@@ -14,7 +14,8 @@ from pypdf import PdfReader, PdfWriter
 from fixtures_chat import index
 from fixtures_docs import write_pdf
 from localrag.core.answer import export, history
-from localrag.core.answer.engine import ChatEngine, Done
+from localrag.core.answer.engine import ChatEngine
+from localrag.core.answer.events import Done
 from localrag.core.answer.request import AskRequest
 from localrag.core.config import Settings
 from localrag.core.llm.llm import load_llm

@@ -136,15 +136,16 @@ def test_a_dataset_of_several_document_types_is_read_from_docs(tmp_path):
 def test_page_hit_questions_of_one_half_have_pages_and_their_evidence():
     """``eval DIR --split``: a half's questions for page hit@k, without those the documents do not answer; a
     compare question's pages are those of its two documents; span@k finds the evidence in a passage."""
+    from localrag.core.checks.questions import first_hit
     from localrag.eval import pagehit
 
     everything = [q for q in load_questions(EVERYDAY) if q.kind != "none"]
     tune, test = (pagehit.load_questions(EVERYDAY, h) for h in ("tune", "test"))
     assert len(tune) + len(test) == len(everything)
-    assert not {q.id for q in tune} & {q.id for q in test}
+    assert not {q.label for q in tune} & {q.label for q in test}
     compare = next(q for q in test if q.files)
     assert compare.targets() == set(zip(compare.files, compare.pages, strict=True))
-    assert pagehit.first_hit([("other.pdf", 1), (compare.files[1], compare.pages[1])], compare) == 2
+    assert first_hit([("other.pdf", 1), (compare.files[1], compare.pages[1])], compare.targets()) == 2
     q = next(q for q in tune if q.evidence.count(". ") >= 1)
     first = q.evidence.split(". ")[0]
     target = next(iter(q.targets()))

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from fixtures_chat import changed_settings, index
 from fixtures_docs import write_docx
-from localrag.core.answer.engine import ChatEngine, Done
+from localrag.core.answer.engine import ChatEngine
+from localrag.core.answer.events import Done
 from localrag.core.answer.figures import COMPUTED, MISSING, Computation
 from localrag.core.answer.pages import page_texts
 from localrag.core.answer.request import AskRequest

@@ -14,12 +14,11 @@ import pytest
 
 from fixtures_chat import FAST, changed_settings, index
 from localrag.core.answer import history
-from localrag.core.answer.engine import (
+from localrag.core.answer.engine import ChatEngine
+from localrag.core.answer.events import (
     MODEL_ALONE,
     MODEL_ALONE_LABEL,
     NOT_ANSWERED,
-    AskRequest,
-    ChatEngine,
     Done,
     EvidenceReady,
     Retrieved,
@@ -28,6 +27,7 @@ from localrag.core.answer.engine import (
 )
 from localrag.core.answer.prompts import Prompt
 from localrag.core.answer.query import follow_up_query
+from localrag.core.answer.request import AskRequest
 from localrag.core.config import Settings
 from localrag.core.llm.llm import LocalLLM, load_llm
 

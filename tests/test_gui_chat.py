@@ -74,7 +74,7 @@ def test_streaming_delivers_tokens_as_signals_in_order(qtbot, worker, short, mon
     """Searching, retrieved, the evidence (before the model runs), the prompt, then the tokens with each
     sentence checked as it completes, and done. The small model only rewords the quoted evidence: the answer
     is the evidence, then the reworded sentences the sources support."""
-    from localrag.core.answer.engine import REWORD_LABEL
+    from localrag.core.answer.events import REWORD_LABEL
     from localrag.core.answer.support import strip_marks
     from localrag.gui.chat_worker import AskRequest
 

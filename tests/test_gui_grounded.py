@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from fixtures_chat import FAST, changed_settings, chat_panel, index, warmed_worker
-from localrag.core.answer.engine import MODEL_ALONE, MODEL_ALONE_LABEL, NOT_ANSWERED
+from localrag.core.answer.events import MODEL_ALONE, MODEL_ALONE_LABEL, NOT_ANSWERED
 from localrag.gui.views.transcript import ASK_MODEL_ALONE
 from localrag.gui.views.transcript import NOT_ANSWERED as NOT_ANSWERED_LINE
 from test_grounded import DOCS, OFF_TOPIC
@@ -129,7 +129,7 @@ def test_with_grounding_off_the_window_says_the_chat_does_not_use_the_documents(
 
 
 def test_the_context_budget_reads_as_a_person_would_say_it():
-    from localrag.core.answer.engine import UNLIMITED_TOKENS
+    from localrag.core.answer.run import UNLIMITED_TOKENS
     from localrag.gui.views.devpane import budget_text
 
     assert budget_text(300, 1200) == "<b>300</b> of 1200 tokens"

@@ -39,7 +39,7 @@ def test_the_transcript_renders_stored_messages_without_qt():
 STATE_MACHINE = r"""
 import sys
 from localrag.core.answer.citations import CitationCheck, Source
-from localrag.core.answer.engine import Done, Retrieved
+from localrag.core.answer.events import Done, Retrieved
 from localrag.core.retrieve.results import RetrievalResponse
 from localrag.gui.views import turns
 from localrag.gui.views.transcript import turn_html

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from localrag.core import paths
-from localrag.core.answer.engine import keep_prefix
+from localrag.core.answer.model_setup import keep_prefix
 from localrag.core.config import Settings
 from localrag.core.embed import model_files
 from localrag.core.llm import machine_check, tuning

@@ -1,4 +1,5 @@
-"""Questions answered one at a time, on one thread that the language model is used from.
+"""Questions answered one at a time, on the answering thread (``host/answer_line.py``, run on a thread of the
+server's ``Host``) that the language model is used from.
 
 ``AnswerWorker.events`` hands an ``engine.ask`` to that thread and gives its events back to the event loop
 as they come; when the client goes away, the answer is cancelled (it stops within a token). ``sse_events``
@@ -12,25 +13,29 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import AsyncIterator
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from localrag.api.sse import sse
 from localrag.core.answer.answer_json import AnswerJson
 from localrag.core.answer.delivery import EventSink, deliver
-from localrag.core.answer.engine import ChatEngine, ChatEvent, Checked, Done, EvidenceReady, Failed, Token
+from localrag.core.answer.engine import ChatEngine
+from localrag.core.answer.events import ChatEvent, Checked, Done, EvidenceReady, Failed, Token
 from localrag.core.answer.request import AskRequest
 from localrag.core.progress import CancelToken
+from localrag.host import Host
+from localrag.host.answer_line import AnswerLine
 
 
 class AnswerWorker:
-    """The thread that answers. ``close`` cancels what runs and waits for the thread."""
+    """The answering line, on a thread of ``host``. ``close`` cancels what runs and ends the line (the host
+    joins its thread when it closes)."""
 
-    def __init__(self, engine: ChatEngine) -> None:
+    def __init__(self, engine: ChatEngine, host: Host) -> None:
         self.engine = engine
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="api-answer")
+        self._line = AnswerLine()
         self._lock = threading.Lock()
         self._running: set[CancelToken] = set()
+        host.start_task("api-answer", self._line.run, self._line.stop)
 
     async def events(self, question: str, **options: Any) -> AsyncIterator[ChatEvent]:
         """The events of ``engine.ask(AskRequest(question, **options))``."""
@@ -57,7 +62,7 @@ class AnswerWorker:
 
         with self._lock:
             self._running.add(cancel)
-        self._pool.submit(work)
+        self._line.submit(work)
         try:
             while (event := await queue.get()) is not None:
                 yield event
@@ -77,13 +82,13 @@ class AnswerWorker:
 
         with self._lock:
             self._running.add(cancel)
-        self._pool.submit(work)
+        self._line.submit(work)
 
     def close(self) -> None:
         with self._lock:
             for cancel in self._running:
                 cancel.cancel()
-        self._pool.shutdown(wait=True, cancel_futures=True)
+        self._line.stop()
 
 
 async def answer_json(worker: AnswerWorker, record: AnswerJson, question: str, **options: Any) -> None:

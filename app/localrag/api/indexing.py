@@ -1,7 +1,8 @@
-"""Documents added through the API are indexed in the background, on one thread of the server's own.
+"""Documents added through the API are indexed in the background, by the ingest loop on a thread of the
+server's ``Host`` (``host/ingest_rounds.py``, the loop the window runs too).
 
 ``Indexing.add`` records the files ``folders.plan`` lists as queued (on the caller's thread, with a connection
-of its own) and wakes the thread, which runs the ingest until nothing is left; work left unfinished by an
+of its own) and wakes the loop, which runs the ingest until nothing is left; work left unfinished by an
 earlier run (a kill, the window closed mid-way) is resumed when the server starts. ``progress`` holds the
 latest event of each document in hand (for its ETA). ``close`` pauses the ingest between steps: what was
 committed stays, and the next run carries on from there.
@@ -9,71 +10,55 @@ committed stays, and the next run carries on from there.
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from localrag.core.errors import describe
 from localrag.core.ingest import status
 from localrag.core.ingest.events import IngestEvent
 from localrag.core.ingest.pipeline import Ingestor
-
-log = logging.getLogger("localrag.api")
+from localrag.host import Host
+from localrag.host.ingest_rounds import IngestRounds
 
 
 class Indexing:
-    def __init__(self, library: Any) -> None:
+    """The API's ingest: ``start`` runs its loop on a thread of ``host``; ``close`` stops it (the host joins
+    the thread when it closes)."""
+
+    def __init__(self, library: Any, host: Host) -> None:
         self.library = library
+        self.host = host
         self.ingestor = Ingestor(library, on_event=self._on_event)
+        self.rounds = IngestRounds(self.ingestor)
         self.progress: dict[int, IngestEvent] = {}
-        self.error = ""  # why the last run stopped, when it failed
-        self._wake = threading.Event()
-        self._stopping = False
-        self._busy = False
         self._lock = threading.Lock()
-        self._thread = threading.Thread(target=self._loop, name="api-ingest", daemon=True)
+
+    @property
+    def error(self) -> str:
+        """Why the last run stopped, when it failed."""
+        return self.rounds.error
 
     def start(self) -> None:
-        self._wake.set()  # resume what an earlier run left
-        self._thread.start()
+        self.rounds.wake()  # resume what an earlier run left
+        self.host.start_task("api-ingest", self.rounds.run, self.rounds.stop)
 
     @property
     def busy(self) -> bool:
-        return self._busy or self._wake.is_set()
+        return self.rounds.busy
 
     def add(self, files: Sequence[tuple[Path, bool]]) -> list[IngestEvent]:
         """Queue ``files``, listed as ``(path, explicit)`` (blocking: files are hashed), and return one event
         per file."""
         with Ingestor(self.library) as queuer:
             events = queuer.enqueue_files(files)
-        self._wake.set()
+        self.rounds.wake()
         return events
 
     def close(self) -> None:
-        self._stopping = True
-        self.ingestor.pause()
-        self._wake.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout=30)
-        self.ingestor.close()
-
-    def _loop(self) -> None:
-        while True:
-            self._wake.wait()
-            if self._stopping:
-                return
-            self._busy = True
-            self._wake.clear()
-            try:
-                summary = self.ingestor.run()
-                self.error = ""
-                log.info("indexed %d document(s), %d failed", summary.ready, summary.failed)
-            except Exception as exc:  # the store went away for good, or a bug: said, and the server goes on
-                self.error, _known = describe(exc, "indexing", log)
-            finally:
-                self._busy = False
+        """Pause the ingest after the step in hand and end the loop, which closes its connection (returns at
+        once; ``Host.close`` waits for it)."""
+        self.rounds.stop()
 
     def _on_event(self, event: IngestEvent) -> None:
         if event.doc_id is None:

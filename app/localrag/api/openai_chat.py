@@ -27,7 +27,7 @@ from localrag.api.sse import sse, sse_response
 from localrag.core.answer.answer_text import AnswerText
 from localrag.core.answer.citations import Source
 from localrag.core.answer.delivery import EventSink, deliver
-from localrag.core.answer.engine import (
+from localrag.core.answer.events import (
     MODEL_ALONE,
     MODEL_ALONE_LABEL,
     Checked,

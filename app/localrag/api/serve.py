@@ -61,9 +61,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         library.open()
         provider = LLMProvider(library.settings)
-        answers = AnswerWorker(ChatEngine(library, provider))
-        with Host(library, embedding=True):
-            indexing = Indexing(library)
+        with Host(library, embedding=True) as host:
+            answers = AnswerWorker(ChatEngine(library, provider), host)
+            indexing = Indexing(library, host)
             try:
                 indexing.start()
                 answers.warm_up()

@@ -8,7 +8,7 @@ import sys
 from typing import Any
 
 from localrag.core.answer.delivery import EventSink
-from localrag.core.answer.engine import (
+from localrag.core.answer.events import (
     MODEL,
     MODEL_ALONE_LABEL,
     NOT_ANSWERED,

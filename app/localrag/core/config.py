@@ -40,7 +40,7 @@ class Settings:
     # A document that would make more chunks than this is refused (about 17 MB of English text at the default
     # chunk size; embedding it would take hours on a laptop), early when its size tells, else on reaching it.
     max_document_chunks: int = 20_000
-    # Retrieval (tuned on the SciFact train split; see docs/benchmarks.md).
+    # Retrieval (tuned on the tuning half of a public retrieval benchmark; see docs/benchmarks.md).
     k: int = 8
     mode: str = "hybrid"
     floor: float = 0.25  # cosine similarity a vector-only candidate needs; BM25 matches always pass

@@ -265,7 +265,8 @@ def _shown_counts(done: Any) -> tuple[int, int, int]:
 
 def ask_json(engine: Any, question: str, **options: Any) -> dict[str, Any]:
     """What ``local-rag ask --json`` prints for ``question``, through the same engine calls."""
-    from localrag.core.answer.engine import AskRequest, Done, Failed
+    from localrag.core.answer.events import Done, Failed
+    from localrag.core.answer.request import AskRequest
 
     out: dict[str, Any] = {}
     for event in engine.ask(AskRequest(question, persist=False, **options)):

@@ -313,7 +313,7 @@ def measure_round(config: BenchConfig) -> RoundResult:
     prepared = llm.last_stats
     # The first question after a restart: a freshly loaded model whose fixed prefix's state comes from the
     # cache folder (``LocalLLM.keep_prefix``; written by this model first if it is not there yet).
-    from localrag.core.answer.engine import keep_prefix
+    from localrag.core.answer.model_setup import keep_prefix
 
     prefix = keep_prefix(llm)
     _empty_cache(llm)

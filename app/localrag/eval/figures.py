@@ -114,7 +114,8 @@ def evaluate(
 ) -> dict[str, Any]:
     """Index the folder's documents into this data folder's library (those already there are skipped), then
     ask each question (only ``half``'s, when given) with the sources leading. Returns the report."""
-    from localrag.core.answer.engine import ChatEngine, Done
+    from localrag.core.answer.engine import ChatEngine
+    from localrag.core.answer.events import Done
     from localrag.core.answer.quotes import Evidence
     from localrag.core.answer.request import AskRequest
     from localrag.core.ingest.pipeline import index_paths

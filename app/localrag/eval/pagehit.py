@@ -25,35 +25,16 @@ import re
 import statistics
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from localrag.core.checks.questions import Question, first_hit
 from localrag.eval import metrics
 
 KS = (1, 5, 10)
 # span@k at these k: 5 is how many passages the evidence step reads.
 SPAN_KS = (1, 5, 10)
 DOC_SUFFIXES = (".pdf", ".md", ".txt", ".html", ".htm", ".docx")
-
-
-@dataclass
-class PageQuestion:
-    id: str
-    question: str
-    file: str
-    pages: list[int]
-    files: list[str] = field(default_factory=list)  # with ``pages``, one page each: several documents
-    evidence: str = ""
-
-    def targets(self) -> set[tuple[str, int]]:
-        """The gold pages as ``(file, page)``."""
-        if self.files and len(self.files) == len(self.pages):
-            return set(zip(self.files, self.pages, strict=True))
-        return {(self.file, p) for p in self.pages}
-
-    def documents(self) -> set[str]:
-        return {self.file, *self.files}
 
 
 def is_page_dataset(folder: Path) -> bool:
@@ -63,8 +44,9 @@ def is_page_dataset(folder: Path) -> bool:
     return (folder / "questions.jsonl").exists() or any((folder / "questions").glob("*.jsonl"))
 
 
-def load_questions(folder: Path, half: str | None = None) -> list[PageQuestion]:
-    """The questions that have a gold page; only those of ``half`` of ``split.json`` when given."""
+def load_questions(folder: Path, half: str | None = None) -> list[Question]:
+    """The questions that have a gold page; only those of ``half`` of ``split.json`` when given. Each is a
+    test question (``core/checks/questions.py``), labelled ``FILE-LINE`` when its line has no ``id``."""
     files = [folder / "questions.jsonl"] if (folder / "questions.jsonl").exists() else []
     files += sorted((folder / "questions").glob("*.jsonl"))
     out = []
@@ -76,16 +58,11 @@ def load_questions(folder: Path, half: str | None = None) -> list[PageQuestion]:
             pages = d.get("pages") or ([d["page"]] if d.get("page") else [])
             if not pages:  # the documents do not answer it: no page to find
                 continue
-            out.append(
-                PageQuestion(
-                    str(d.get("id", f"{path.stem}-{n}")),
-                    d["question"],
-                    d["file"],
-                    [int(p) for p in pages],
-                    [str(f) for f in d.get("files") or []],
-                    str(d.get("evidence") or ""),
-                )
-            )
+            # An answer or evidence that is not text (a number, a list of sentences) is read as its text.
+            text = {k: str(d[k]) for k in ("answer", "evidence") if d.get(k) and not isinstance(d[k], str)}
+            q = Question.from_json({**d, **text, "pages": [int(p) for p in pages]})
+            q.label = q.label or f"{path.stem}-{n}"
+            out.append(q)
     if half is not None:
         from localrag.eval.answers import half_files
 
@@ -101,15 +78,6 @@ def document_files(folder: Path) -> list[Path]:
         if (folder / name).is_dir():
             return sorted(p for p in (folder / name).rglob("*") if p.suffix.lower() in DOC_SUFFIXES)
     return []
-
-
-def first_hit(ranked: list[tuple[str, int]], q: PageQuestion) -> int | None:
-    """The 1-based rank of the first passage on a gold page, or None."""
-    targets = q.targets()
-    for i, place in enumerate(ranked, 1):
-        if place in targets:
-            return i
-    return None
 
 
 _SENTENCE_END = re.compile(r"(?<=[.!?:])\s+")
@@ -135,7 +103,7 @@ def holds_evidence(text: str, evidence: str) -> bool:
     return False
 
 
-def first_span(passages: list[tuple[str, int, str]], q: PageQuestion) -> int | None:
+def first_span(passages: list[tuple[str, int, str]], q: Question) -> int | None:
     """The 1-based rank of the first passage (file, page, text) on a gold page that holds the evidence."""
     if not q.evidence:
         return None
@@ -230,7 +198,7 @@ def evaluate(
                 )
                 latencies.append((time.perf_counter() - started) * 1000.0)
                 ranked = [(r.file_name, r.page_number) for r in resp.results]
-                hit = first_hit(ranked, q)
+                hit = first_hit(ranked, q.targets())
                 hits.append(hit)
                 read = [(*place, r.text) for place, r in zip(ranked, resp.results, strict=True)]
                 span = first_span(read, q)
@@ -238,7 +206,7 @@ def evaluate(
                     spans.append(span)
                 per_question.append(
                     {
-                        "id": q.id,
+                        "id": q.label,
                         "file": q.file,
                         "pages": q.pages,
                         "hit": hit,

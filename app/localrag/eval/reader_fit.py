@@ -62,7 +62,9 @@ def dump(
 ) -> int:
     """Index each dataset's documents in this data folder's library, ask its questions with the sources
     leading, and write the reader's candidates with their labels to ``out``. Returns the questions written."""
-    from localrag.core.answer.engine import AskRequest, ChatEngine, Done
+    from localrag.core.answer.engine import ChatEngine
+    from localrag.core.answer.events import Done
+    from localrag.core.answer.request import AskRequest
     from localrag.core.ingest.pipeline import index_paths
     from localrag.core.library import Library
 

@@ -1,9 +1,10 @@
 """The generation worker: one language model for the process, questions answered one at a time on a QThread.
 
-``ChatWorker`` owns the thread and the ``ChatEngine`` with its model. The UI calls ``warm_up()`` once (the
-models load on the worker thread) and ``ask(request)`` per question; the worker iterates ``ChatEngine.ask``
-and turns its events into signals, which Qt delivers on the main thread in the order they were emitted. Esc
-calls ``cancel()``; the window calls ``shutdown()`` before it closes the Library.
+``ChatWorker`` owns the thread and the ``ChatEngine`` with its model; the thread runs the answering line every
+front end runs (``host/answer_line.py``). The UI calls ``warm_up()`` once (the models load on the worker
+thread) and ``ask(request)`` per question; the worker iterates ``ChatEngine.ask`` and turns its events into
+signals, which Qt delivers on the main thread in the order they were emitted. Esc calls ``cancel()``; the
+window calls ``shutdown()`` before it closes the Library.
 
 A question asked while the models are still loading waits in the queue behind the load (the worker says so
 with ``waiting``). When the model cannot be loaded the engine still searches: ``retrieved`` brings the
@@ -13,13 +14,12 @@ sources, then ``failed`` says why there is no answer.
 from __future__ import annotations
 
 import logging
-import queue
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from localrag.core.answer import engine as chat
+from localrag.core.answer import events as chat
 from localrag.core.answer.delivery import EventSink, deliver
 from localrag.core.answer.request import AskRequest
 from localrag.core.errors import describe
@@ -27,21 +27,12 @@ from localrag.core.library import Library
 from localrag.core.progress import Cancelled, CancelToken
 from localrag.gui.qt import QObject, Signal
 from localrag.gui.tasks import STOP_WAIT_MS, WorkerThread
+from localrag.host.answer_line import AnswerLine
 
 log = logging.getLogger("localrag.gui.chat")
 
 # Model states (``ChatWorker.model_state``).
 IDLE, LOADING, READY, FAILED = "idle", "loading", "ready", "failed"
-
-
-_LOAD, _STOP = "load", "stop"
-
-
-@dataclass
-class _Draft:
-    """A question still being typed, to prepare (``ChatEngine.prepare``)."""
-
-    request: AskRequest
 
 
 @dataclass
@@ -118,7 +109,7 @@ class ChatWorker(QObject):
         super().__init__(parent)
         self.library = library
         self._loader = loader
-        self._queue: queue.Queue[Any] = queue.Queue()
+        self._line = AnswerLine()
         self._thread: WorkerThread | None = None
         self._lock = threading.Lock()
         self._current: AskRequest | None = None
@@ -138,7 +129,8 @@ class ChatWorker(QObject):
 
     def _ensure_thread(self) -> None:
         if self._thread is None:
-            self._thread = WorkerThread("generation", self._loop, lambda: self._queue.put(_STOP), self)
+            self._line = AnswerLine()  # a line stopped with an earlier thread runs nothing more
+            self._thread = WorkerThread("generation", self._line.run, self._line.stop, self)
             self._thread.start()
 
     def warm_up(self) -> None:
@@ -147,7 +139,7 @@ class ChatWorker(QObject):
             return
         self.model_state = LOADING
         self._ensure_thread()
-        self._queue.put(_LOAD)
+        self._line.submit(self._warm_up)
         self.model_loading.emit()
 
     def ask(self, request: AskRequest) -> bool:
@@ -163,7 +155,7 @@ class ChatWorker(QObject):
         if self.model_state == LOADING:
             self.waiting.emit()
         self._ensure_thread()
-        self._queue.put(request)
+        self._line.submit(lambda: self._ask(request))
         return True
 
     def prepare(self, request: AskRequest) -> bool:
@@ -174,7 +166,7 @@ class ChatWorker(QObject):
                 return False
             self._cancel_draft()
             self._draft = request
-        self._queue.put(_Draft(request))
+        self._line.submit(lambda: self._prepare(request))
         return True
 
     def cancel_draft(self) -> None:
@@ -219,25 +211,16 @@ class ChatWorker(QObject):
 
     # -- worker thread --------------------------------------------------------------------------------------
 
-    def _loop(self) -> None:
-        while True:
-            item = self._queue.get()
-            if item == _STOP:
-                break  # anything still queued is dropped: the window is closing
-            if item == _LOAD:
+    def _ask(self, request: AskRequest) -> None:
+        try:
+            if self.engine is None:
                 self._warm_up()
-            elif isinstance(item, _Draft):
-                self._prepare(item.request)
-            elif isinstance(item, AskRequest):
-                try:
-                    if self.engine is None:
-                        self._warm_up()
-                    self._answer(item)
-                finally:
-                    with self._lock:
-                        self._pending = 0
-                        self._current = None
-                    self.request_finished.emit()
+            self._answer(request)
+        finally:
+            with self._lock:
+                self._pending = 0
+                self._current = None
+            self.request_finished.emit()
 
     def _on_provider(self, state: Any) -> None:
         """The model's load state changed (called on the thread that changed it)."""

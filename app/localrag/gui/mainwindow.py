@@ -5,13 +5,15 @@ and stops them at the end; the window turns its signals into banners, the status
 It shows at once; then the store opens, the embedding worker loads its model and the ingest worker resumes
 unfinished documents. Every banner appears and clears on a signal.
 Files and folders dropped anywhere on the window are indexed; a dropped ``.gguf`` becomes the language model.
+Its parts live beside it: the menus (``window_menus.py``), drops and keys (``window_drops.py``), the saved
+layout (``window_layout.py``), the re-embed banner (``window_reembed.py``) and collections
+(``window_collections.py``).
 """
 
 from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any
 
 from localrag.core import paths
 from localrag.core.ingest.documents import DocumentInfo
@@ -31,15 +33,17 @@ from localrag.gui.views.details import DocumentDetailsDialog
 from localrag.gui.views.devpane import DevPane
 from localrag.gui.views.documents import DocumentsPanel
 from localrag.gui.views.documents_model import DocumentRow
-from localrag.gui.views.drop_overlay import DropOverlay, local_paths
+from localrag.gui.views.drop_overlay import DropOverlay
 from localrag.gui.views.settings import SettingsDialog
 from localrag.gui.views.watched import WatchedFoldersDialog
 from localrag.gui.window_collections import install as install_collections
+from localrag.gui.window_drops import WindowEvents
+from localrag.gui.window_layout import restore_layout, save_layout
+from localrag.gui.window_menus import build_menus
+from localrag.gui.window_reembed import ReembedBanner
 from localrag.gui.workers import EmbeddingWorker, IngestWorker, ReembedWorker
 
 log = logging.getLogger("localrag.gui")
-
-LAYOUT_VERSION = 1
 
 
 class MainWindow(QtWidgets.QMainWindow):
@@ -78,6 +82,7 @@ class MainWindow(QtWidgets.QMainWindow):
     settings_applied = Signal(list)
     shut_down = Signal()
     checks_window: TestQuestionsWindow | None = None
+    api_action: QtGui.QAction  # File → Local API server; it and the other actions: ``window_menus.py``
 
     def __init__(self, library: Library, *, layout_file: Path | None = None) -> None:
         super().__init__()
@@ -85,8 +90,6 @@ class MainWindow(QtWidgets.QMainWindow):
         self.services = AppServices(library, self)
         self._layout_file = layout_file
         self._closing = False
-        self._report_reembed = False
-        self._reembed_again = False
         self.setWindowTitle("Local RAG")
         self.setWindowIcon(theme.app_icon())
         self.setAcceptDrops(True)
@@ -144,14 +147,16 @@ class MainWindow(QtWidgets.QMainWindow):
         self.statusBar().addPermanentWidget(self.api_label)
         self.statusBar().showMessage("Starting…")
 
+        self.reembed = ReembedBanner(self)
         self._connect_services()
         self._connect_documents()
-        self._build_menus()
+        build_menus(self)
         self.collections_panel = install_collections(self)  # between the chats and the documents
-        self._restore_layout()
+        restore_layout(self, self._layout_file)
+        self.window_events = WindowEvents(self)  # drops anywhere, and the menu's keys
         app = QtWidgets.QApplication.instance()
         if app is not None:
-            app.installEventFilter(self)
+            app.installEventFilter(self.window_events)
         if isinstance(app, QtGui.QGuiApplication):
             app.applicationStateChanged.connect(self._on_application_state)
 
@@ -167,89 +172,6 @@ class MainWindow(QtWidgets.QMainWindow):
 
     def _build_dev_pane(self) -> DevPane:
         return DevPane(self.library, self.dev_dock)
-
-    # -- menus ----------------------------------------------------------------------------------------------
-
-    def _action(self, text: str, slot: Any, shortcut: Any = None, tip: str = "") -> QtGui.QAction:
-        action = QtGui.QAction(text, self)
-        if shortcut is not None:
-            action.setShortcut(QtGui.QKeySequence(shortcut))
-        if tip:
-            action.setStatusTip(tip)
-        action.triggered.connect(lambda _checked=False: slot())
-        self.addAction(action)
-        return action
-
-    def _build_menus(self) -> None:
-        bar = self.menuBar()
-        file_menu = self.file_menu = bar.addMenu("&File")
-        self.add_action = self._action(
-            "&Add documents…",
-            self.add_documents_dialog,
-            "Ctrl+O",
-            "Index files (PDF, Word, Markdown, HTML, text, images)",
-        )
-        self.add_folder_action = self._action(
-            "Add &folder…", self.add_folder_dialog, "Ctrl+Shift+O", "Index every supported file in a folder"
-        )
-        self.watch_action = self._action(
-            "&Watched folders…",
-            self.watched_folders_dialog,
-            None,
-            "Folders whose new, changed and deleted files are picked up",
-        )
-        self.new_chat_action = self.chat_panel.new_chat_action  # Ctrl+N
-        self.settings_action = self._action("&Settings…", self.open_settings, "Ctrl+,")
-        self.settings_action.setMenuRole(QtGui.QAction.MenuRole.PreferencesRole)
-        self.api_action = QtGui.QAction("Local &API server", self, checkable=True)
-        self.api_action.setStatusTip(
-            "Let other programs on this computer search and ask your library over HTTP (127.0.0.1 only)"
-        )
-        self.api_action.toggled.connect(self._toggle_api)
-        quit_action = self._action("&Quit", self.close, QtGui.QKeySequence.StandardKey.Quit)
-        quit_action.setMenuRole(QtGui.QAction.MenuRole.QuitRole)
-        for a in (
-            self.add_action,
-            self.add_folder_action,
-            self.watch_action,
-            None,
-            self.new_chat_action,
-            None,
-            self.settings_action,
-            self.api_action,
-            None,
-            quit_action,
-        ):
-            file_menu.addSeparator() if a is None else file_menu.addAction(a)
-
-        chat_menu = bar.addMenu("&Chat")
-        self.send_action = self._action("&Send", self.chat_panel.send, "Ctrl+Return")
-        self.send_action.setShortcuts([QtGui.QKeySequence("Ctrl+Return"), QtGui.QKeySequence("Ctrl+Enter")])
-        self.stop_action = self.chat_panel.stop_action  # Esc
-        for a in (self.new_chat_action, self.send_action, self.stop_action):
-            chat_menu.addAction(a)
-
-        view_menu = bar.addMenu("&View")
-        self.dev_action = self.dev_dock.toggleViewAction()
-        self.dev_action.setText("&Developer pane")
-        self.dev_action.setShortcut(QtGui.QKeySequence("Ctrl+D"))
-        view_menu.addAction(self.dev_action)
-        self.chats_action = QtGui.QAction("&Chats list", self, checkable=True, checked=True)
-        self.chats_action.toggled.connect(self.chats_list.setVisible)
-        view_menu.addAction(self.chats_action)
-        self.checks_action = self._action(
-            "&Test questions…",
-            self.show_test_questions,
-            "Ctrl+T",
-            "Questions kept with the page that answers them: run them to see what a change did",
-        )
-        view_menu.addAction(self.checks_action)
-        self.chat_panel.test_question_requested.connect(self.save_test_question)
-
-        help_menu = bar.addMenu("&Help")
-        self.about_action = self._action("&About Local RAG", self.show_about)
-        self.about_action.setMenuRole(QtGui.QAction.MenuRole.AboutRole)
-        help_menu.addAction(self.about_action)
 
     # -- what the services and workers say
     # --------------------------------------------------------------------
@@ -286,9 +208,9 @@ class MainWindow(QtWidgets.QMainWindow):
         s.details_saved.connect(self._on_details_saved)
         s.details_failed.connect(lambda message: self.statusBar().showMessage(message, 8000))
         s.watched_scanned.connect(self._on_watched_scanned)
-        s.reembed_checked.connect(self._on_reembed_checked)
-        s.reembed_progress.connect(self._on_reembed_progress)
-        s.reembed_done.connect(self._on_reembed_done)
+        s.reembed_checked.connect(self.reembed.checked)
+        s.reembed_progress.connect(self.reembed.progress)
+        s.reembed_done.connect(self.reembed.done)
         s.api_started.connect(self._on_api_started)
         s.api_stopped.connect(self._on_api_stopped)
         s.settings_save_failed.connect(lambda msg: self.statusBar().showMessage(f"Settings not saved: {msg}"))
@@ -430,7 +352,8 @@ class MainWindow(QtWidgets.QMainWindow):
         self.services.set_gguf(path)
         self.statusBar().showMessage(f"Language model: {Path(path).name} (used from the next start)", 8000)
 
-    def _toggle_api(self, on: bool) -> None:
+    def toggle_api(self, on: bool) -> None:
+        """File → Local API server: start or stop the local API."""
         if on and not self.services.api.running:
             self.api_label.setText("·  API: starting…")
             self.api_label.show()
@@ -465,60 +388,9 @@ class MainWindow(QtWidgets.QMainWindow):
         """Count documents without vectors from the active model; the banner offers to re-embed them."""
         self.services.check_reembed()
 
-    def _on_reembed_checked(self, n: int) -> None:
-        if not self.services.reembedding:
-            if n:
-                docs = f"{n} document{'s' if n != 1 else ''}"
-                self.banners.show_banner(
-                    "reembed",
-                    f"{docs} {'were' if n != 1 else 'was'} indexed by an earlier version or with a different "
-                    "embedding model. Re-embed "
-                    f"{'them' if n != 1 else 'it'} with the current model; until then "
-                    f"{'they are' if n != 1 else 'it is'} searched as indexed (by the previous model's "
-                    "vectors where its files are still here).",
-                    level="warning",
-                    action=f"Re-embed {docs}",
-                    on_action=self.start_reembed,
-                )
-            else:
-                self.banners.clear("reembed")
-            self.reembed_checked.emit(n)
-        if self._report_reembed:
-            self._report_reembed = False
-            self.reembed_finished.emit(n)
-
     def start_reembed(self) -> None:
         """Embed the chunks of every document that lacks vectors from the active model, in the background."""
-        if self.services.reembedding:
-            return
-        banner = self.banners.show_banner(
-            "reembed",
-            "Re-embedding your documents…",
-            level="info",
-            action="Cancel",
-            on_action=self.services.cancel_reembed,
-        )
-        banner.set_progress(0, 0)
-        self.services.start_reembed()
-
-    def _on_reembed_progress(self, done: int, total: int, title: str) -> None:
-        self.banners.show_banner(
-            "reembed",
-            f"Re-embedding {title}… ({done} of {total} documents)",
-            action="Cancel",
-            on_action=self.services.cancel_reembed,
-        )
-        self.banners.set_progress("reembed", done, total)
-
-    def _on_reembed_done(self, message: str) -> None:
-        if message:
-            self.statusBar().showMessage(message, 8000)
-        self.banners.set_progress("reembed", None)
-        self.banners.clear("reembed")
-        self._report_reembed = True  # the count that follows says how many still lack vectors
-        if self._reembed_again:
-            self._reembed_again = False
-            QtCore.QTimer.singleShot(0, self.start_reembed)
+        self.reembed.start()
 
     # -- documents -------------------------------------------------------------------------------------------
 
@@ -542,11 +414,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.statusBar().showMessage("Details saved.", 4000)
         if not stale:
             return
-        self.services.reembed_count += 1  # this document, besides any the last count found
-        if self.services.reembedding:  # the run in hand listed its documents before this edit
-            self._reembed_again = True
-        else:
-            self.start_reembed()
+        self.reembed.document_changed()
 
     def add_paths(self, paths: list[str]) -> None:
         """Index these files and folders (a ``.gguf`` becomes the language model). Returns at once."""
@@ -687,95 +555,10 @@ class MainWindow(QtWidgets.QMainWindow):
         if not getattr(self, "_closing", True):
             self.chats_list.reload()
 
-    # -- drag and drop anywhere ------------------------------------------------------------------------------
-
-    def eventFilter(self, obj: QtCore.QObject, event: QtCore.QEvent) -> bool:  # noqa: N802 (Qt override)
-        kind = event.type()
-        if (
-            kind == QtCore.QEvent.Type.ShortcutOverride
-            and isinstance(event, QtGui.QKeyEvent)
-            and self._is_window_key(event)
-            and isinstance(obj, QtWidgets.QWidget)
-            and self.isAncestorOf(obj)
-        ):
-            # A text field would take Ctrl+D as "delete" (X11's key binding); the window's menu gets it.
-            event.ignore()
-            return True
-        if (
-            kind
-            in (
-                QtCore.QEvent.Type.DragEnter,
-                QtCore.QEvent.Type.DragMove,
-                QtCore.QEvent.Type.Drop,
-                QtCore.QEvent.Type.DragLeave,
-            )
-            and isinstance(obj, QtWidgets.QWidget)
-            and (obj is self or self.isAncestorOf(obj))
-            and not self.collections_panel.isAncestorOf(obj)  # a folder dropped on a collection joins it
-        ):
-            return self._drag_event(event)
-        return super().eventFilter(obj, event)
-
-    def _is_window_key(self, event: QtGui.QKeyEvent) -> bool:
-        pressed = QtGui.QKeySequence(event.keyCombination())
-        return any(
-            pressed.matches(key) == QtGui.QKeySequence.SequenceMatch.ExactMatch
-            for key in self.dev_action.shortcuts()
-        )
-
-    def _drag_event(self, event: QtCore.QEvent) -> bool:
-        kind = event.type()
-        if kind == QtCore.QEvent.Type.DragLeave:
-            if not self.rect().contains(self.mapFromGlobal(QtGui.QCursor.pos())):
-                self.overlay.hide()
-            return False
-        if not isinstance(event, QtGui.QDropEvent):  # drag enter and drag move events are drop events too
-            return False
-        paths = local_paths(event.mimeData())
-        if not paths:
-            return False
-        if kind == QtCore.QEvent.Type.Drop:
-            event.setDropAction(QtCore.Qt.DropAction.CopyAction)
-            event.accept()
-            self.overlay.hide()
-            self.add_paths(paths)
-            return True
-        event.setDropAction(QtCore.Qt.DropAction.CopyAction)
-        event.accept()
-        if kind == QtCore.QEvent.Type.DragEnter:
-            self.overlay.setGeometry(self.rect())
-            self.overlay.raise_()
-            self.overlay.show()
-        return True
-
     # -- layout ----------------------------------------------------------------------------------------------
 
-    def _layout_settings(self) -> QtCore.QSettings:
-        path = self._layout_file or (paths.data_dir() / "window.ini")
-        return QtCore.QSettings(str(path), QtCore.QSettings.Format.IniFormat)
-
-    def _restore_layout(self) -> None:
-        s = self._layout_settings()
-        geometry = s.value("geometry")
-        if geometry is not None:
-            self.restoreGeometry(geometry)
-        state = s.value("state")
-        if state is not None:
-            self.restoreState(state, LAYOUT_VERSION)
-        for name, splitter in (("splitter", self.splitter), ("left_splitter", self.left_splitter)):
-            value = s.value(name)
-            if value is not None:
-                splitter.restoreState(value)
-        self.chats_action.setChecked(str(s.value("chats_visible", "true")).lower() != "false")
-
     def save_layout(self) -> None:
-        s = self._layout_settings()
-        s.setValue("geometry", self.saveGeometry())
-        s.setValue("state", self.saveState(LAYOUT_VERSION))
-        s.setValue("splitter", self.splitter.saveState())
-        s.setValue("left_splitter", self.left_splitter.saveState())
-        s.setValue("chats_visible", self.chats_action.isChecked())
-        s.sync()
+        save_layout(self, self._layout_file)
 
     def resizeEvent(self, event: QtGui.QResizeEvent) -> None:  # noqa: N802 (Qt override)
         super().resizeEvent(event)
@@ -793,7 +576,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.hide()
         app = QtWidgets.QApplication.instance()
         if app is not None:
-            app.removeEventFilter(self)
+            app.removeEventFilter(self.window_events)
         self.chat_panel.shutdown()  # its source viewers close
         self.services.shutdown(root=self)
         self.shut_down.emit()

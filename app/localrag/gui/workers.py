@@ -3,7 +3,8 @@
 - ``EmbeddingWorker`` hosts the process's one ``EmbeddingService`` on two ``WorkerThread``s (its batch loop
   and its query lane), with a watchdog.
 - ``IngestWorker`` indexes dropped files on two ``WorkerThread``s of its own: an intake thread records files
-  as queued (and removes or re-indexes documents), a runner thread extracts and embeds them.
+  as queued (and removes or re-indexes documents), a runner thread extracts and embeds them (the ingest loop
+  of ``host/ingest_rounds.py``, which ``serve`` runs too).
 - ``ReembedWorker`` re-embeds the library with the active model as one cancellable ``Op``.
 
 Each worker's ``stop()`` ends and waits for its threads; the application services call them in order before
@@ -29,6 +30,7 @@ from localrag.core.library import Library
 from localrag.core.progress import CancelToken
 from localrag.gui.qt import QObject, QTimer, Signal
 from localrag.gui.tasks import Op, WorkerThread, task_manager
+from localrag.host.ingest_rounds import IngestRounds
 
 log = logging.getLogger("localrag.gui.workers")
 
@@ -278,9 +280,7 @@ class IngestWorker(QObject):
         self.library = library
         self._min_gap = 1.0 / max_rate
         self._commands: queue.Queue[_Command] = queue.Queue()
-        self._wake = threading.Event()
         self._stop = threading.Event()
-        self._cancel = CancelToken()
         self._cancel_lock = threading.Lock()
         self._intake_cancel = CancelToken()
         self._unfinished: set[int] = set()  # documents reported queued or in progress
@@ -288,8 +288,10 @@ class IngestWorker(QObject):
         self._emit_lock = threading.Lock()
         self.intake = Ingestor(library, on_event=self._on_event)
         self.runner = Ingestor(library, on_event=self._on_event)
+        # The ingest loop every front end runs (``host/ingest_rounds.py``), on a watched thread of the window.
+        self.rounds = IngestRounds(self.runner, on_busy=self._set_busy, on_error=self._report_round)
         self._intake_thread = WorkerThread("ingest-intake", self._intake_loop, self.request_stop, self)
-        self._runner_thread = WorkerThread("ingest-runner", self._runner_loop, self.request_stop, self)
+        self._runner_thread = WorkerThread("ingest-runner", self.rounds.run, self.request_stop, self)
         self.busy = False
 
     # -- any thread -----------------------------------------------------------------------------------------
@@ -298,7 +300,7 @@ class IngestWorker(QObject):
         """Start both threads; the runner resumes unfinished documents at once."""
         self._intake_thread.start()
         self._runner_thread.start()
-        self._wake.set()
+        self.rounds.wake()
 
     def add_paths(self, paths: Sequence[str | Path]) -> None:
         """Queue files and folders for indexing; returns at once."""
@@ -318,8 +320,8 @@ class IngestWorker(QObject):
 
     def cancel_all(self) -> None:
         """Cancel the document in progress and every queued one (work already committed stays)."""
+        self.rounds.cancel_round()
         with self._cancel_lock:
-            self._cancel.cancel()
             unfinished = list(self._unfinished)
         for doc_id in unfinished:
             self.runner.cancel_document(doc_id)
@@ -330,7 +332,7 @@ class IngestWorker(QObject):
 
     def resume(self) -> None:
         """Process unfinished documents again (after the store came back)."""
-        self._wake.set()
+        self.rounds.wake()
 
     def stop(self) -> bool:
         """End both threads and wait for them (the runner pauses after the step in hand).
@@ -349,10 +351,9 @@ class IngestWorker(QObject):
         if self._stop.is_set():
             return
         self._stop.set()
-        self.runner.pause()
+        self.rounds.stop()  # pauses the runner after the step in hand
         self._intake_cancel.cancel()
         self._commands.put(_Command("stop"))
-        self._wake.set()
 
     # -- worker threads -------------------------------------------------------------------------------------
 
@@ -407,7 +408,7 @@ class IngestWorker(QObject):
             except Exception as exc:
                 self._report(exc, f"ingest {command.kind}")
                 self.intake.close()  # a fresh connection next time
-            self._wake.set()
+            self.rounds.wake()
 
     def _scan_watched(self) -> None:
         from localrag.core.ingest.watch import scan_watched
@@ -422,29 +423,6 @@ class IngestWorker(QObject):
             self.intake.enqueue(paths)
         self.watched_scanned.emit(len(paths), len(removed))
 
-    def _runner_loop(self) -> None:
-        while not self._stop.is_set():
-            self._wake.wait()
-            self._wake.clear()
-            if self._stop.is_set():
-                break
-            with self._cancel_lock:
-                if self._cancel.cancelled:
-                    self._cancel = CancelToken()
-                cancel = self._cancel
-            self._set_busy(True)
-            try:
-                self.runner.run(cancel)
-                if cancel.cancelled and not self._stop.is_set():
-                    self.runner.run(cancel)  # mark what was queued meanwhile as cancelled too
-            except Exception as exc:
-                self._report(exc, "ingest run")
-                self.runner.close()
-                if cancel.cancelled and not self._stop.is_set():
-                    self._wake.set()  # a fresh round settles the documents cancelled one by one
-            finally:
-                self._set_busy(False)
-
     def _set_busy(self, busy: bool) -> None:
         if busy != self.busy:
             self.busy = busy
@@ -452,7 +430,9 @@ class IngestWorker(QObject):
 
     def _report(self, exc: Exception, what: str) -> None:
         """The store went away (the window offers Retry), or a bug (logged with its traceback)."""
-        message, known = describe(exc, what, log)
+        self._report_round(exc, *describe(exc, what, log))
+
+    def _report_round(self, exc: Exception, message: str, known: bool) -> None:
         if known and isinstance(as_known(exc), StoreUnavailable):
             self.store_failed.emit(message)
 

@@ -9,6 +9,8 @@ The core starts no thread of its own; it offers blocking loops and calls (``Embe
   (``embedding.py``). The window opens one for its library (its embedding loop runs on the window's own
   watched threads, ``gui/workers.py``), ``local-rag serve`` one with the embedding loop, and each command
   that searches, answers or indexes one for its run.
+- The loops every front end runs, whoever hosts them: the ingest loop (``ingest_rounds.py``) and the answering
+  line (``answer_line.py``); ``serve`` runs them as tasks of its ``Host``, the window on its watched QThreads.
 
 Nothing here imports Qt or a front end: the window, the API and the command line import the host, never one
 another.

@@ -35,6 +35,7 @@ class Host:
         self._executor: ThreadPoolExecutor | None = None
         self._stack = contextlib.ExitStack()
         self._tasks: list[threading.Thread] = []
+        self._stops: list[Callable[[], object]] = []
 
     def start(self) -> Host:
         if self._executor is None:
@@ -44,8 +45,11 @@ class Host:
                 self._stack.enter_context(embedding_service(self.library))
         return self
 
-    def start_task(self, name: str, fn: Callable[[], object]) -> None:
-        """Run ``fn`` on a thread of its own (a model loading while the store opens); ``close`` waits for it.
+    def start_task(
+        self, name: str, fn: Callable[[], object], stop: Callable[[], object] | None = None
+    ) -> None:
+        """Run ``fn`` on a thread of its own (a model loading while the store opens, a loop such as
+        ``IngestRounds.run``); ``close`` calls ``stop`` (which asks a loop to return) and waits for it.
         ``fn`` handles its own errors: what escapes it is logged as a bug."""
 
         def task() -> None:
@@ -56,11 +60,16 @@ class Host:
 
         thread = threading.Thread(target=task, name=name, daemon=True)
         self._tasks.append(thread)
+        if stop is not None:
+            self._stops.append(stop)
         thread.start()
 
     def close(self) -> None:
-        """Stop the embedding loop and wait for every task and search leg in hand (each leg is bounded by the
-        statement timeout); returns once no thread of this host runs."""
+        """Ask the loops to stop, stop the embedding loop and wait for every task and search leg in hand (each
+        leg is bounded by the statement timeout); returns once no thread of this host runs."""
+        for stop in self._stops:
+            stop()
+        self._stops.clear()
         for thread in self._tasks:
             thread.join()
         self._tasks.clear()

@@ -14,7 +14,6 @@ import numpy as np
 import psycopg
 
 from localrag.core.answer import fallback, figures, prompts
-from localrag.core.answer import history as hist
 from localrag.core.answer.citations import Source, apply_citations, check_citations
 from localrag.core.answer.echo import EchoFilter
 from localrag.core.answer.events import (
@@ -37,6 +36,7 @@ from localrag.core.answer.events import (
     answer_parts,
 )
 from localrag.core.answer.evidence import PASSAGES, Evidence, find_evidence
+from localrag.core.answer.exchange import Exchange, earlier_turns, new_chat, save_exchange
 from localrag.core.answer.model_setup import choose_lead, keep_prefix, llm_setup
 from localrag.core.answer.notices import (
     NOT_ANSWERED_TEXT,
@@ -63,8 +63,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("localrag.chat")
 
-# Earlier messages loaded for the prompt (the budget trims further).
-HISTORY_MESSAGES = 12
 # A question the documents do not answer lists this many of the closest passages found.
 CLOSEST_PASSAGES = 3
 # When the sources lead, every passage found is a source: no model reads them all.
@@ -385,8 +383,9 @@ class AnswerRun:
         """An answer from the documents' structure for "summarize X", "sections of X", "which documents
         mention Z"… (``None``: an ordinary question)."""
         from localrag.core.answer import overview
+        from localrag.core.answer.overview_questions import detect
 
-        intent = overview.detect(self.question)
+        intent = detect(self.question)
         if intent is None:
             return None
         try:
@@ -444,22 +443,8 @@ class AnswerRun:
         )
 
     def _load_history(self) -> None:
-        if self.chat_id is None:
-            if self.given_history:
-                self.history = self.given_history[-HISTORY_MESSAGES:]
-                self.earlier = [t.content for t in self.history if t.role == "user"][-2:]
-            return
-        try:
-            with self.library.connect() as conn:
-                if hist.get_chat(conn, self.chat_id) is None:
-                    raise KnownError(f"There is no chat {self.chat_id}.")
-                messages = hist.load_messages(conn, self.chat_id, last=HISTORY_MESSAGES)
-        except (StoreUnavailable, psycopg.OperationalError) as exc:  # the store is down; a bug is raised
-            self.store_ok = False
-            log.warning("cannot read chat %s: %s", self.chat_id, exc)
-            return
-        self.history = [Turn(m.role, m.content) for m in messages if m.role in ("user", "assistant")]
-        self.earlier = [m.content for m in messages if m.role == "user"][-2:]
+        earlier = earlier_turns(self.library, self.chat_id, self.given_history)
+        self.history, self.earlier, self.store_ok = earlier.turns, earlier.questions, earlier.readable
 
     def _retrieve(self, query: str) -> tuple[RetrievalResponse, list[Result]]:
         from localrag.core.retrieve import retrieve
@@ -588,23 +573,14 @@ class AnswerRun:
             stored["notice"] = self.notice
         if cancelled:
             stored["cancelled"] = True
+        parts = answer_parts(self.lead, self.evidence, self.generated) if self.evidence else None
+        exchange = Exchange(
+            self.question, self.answer, self.grounded, self.strict, chunk_ids, sources, stored, parts
+        )
         try:
-            with self.library.connect() as conn:
-                if self.chat_id is None:
-                    title = hist.title_from(self.question)
-                    self.chat_id = hist.create_chat(conn, title, self.collection_id).id
-                return hist.add_exchange(
-                    conn,
-                    self.chat_id,
-                    self.question,
-                    self.answer,
-                    grounded=self.grounded,
-                    strict=self.strict,
-                    chunk_ids=chunk_ids,
-                    sources=sources,
-                    timings=stored,
-                    parts=answer_parts(self.lead, self.evidence, self.generated) if self.evidence else None,
-                )
+            if self.chat_id is None:
+                self.chat_id = new_chat(self.library, self.question, self.collection_id)
+            return save_exchange(self.library, self.chat_id, exchange)
         except (StoreUnavailable, psycopg.OperationalError) as exc:  # the store is down; a bug is raised
             why = exc.message if isinstance(exc, KnownError) else str(exc).strip().splitlines()[0]
             log.warning("cannot save the answer: %s", why)

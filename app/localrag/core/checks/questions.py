@@ -6,15 +6,16 @@ One question a line, the format of the ``local-rag eval`` datasets (``datasets/*
      "kind": "setting"}
 
 ``file`` is the document's file name (no folder), ``page`` or ``pages`` the 1-based page(s) that answer it,
-``answer`` the answer expected, ``evidence`` the sentence(s) of that page that give it, verbatim; any other
-field is kept as it came and written back on export. A line with ``page`` 0 (a question the documents do not
-answer) is read, but is not ``answerable`` and cannot be kept as a test question.
+``answer`` the answer expected, ``evidence`` the sentence(s) of that page that give it, verbatim; a question
+over several documents lists them as ``files`` beside its ``pages`` (one page each). Any other field (and
+``files``) is kept as it came and written back on export. A line with ``page`` 0 (a question the documents do
+not answer) is read, but is not ``answerable`` and cannot be kept as a test question.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -56,6 +57,24 @@ class Question:
     def answerable(self) -> bool:
         """Whether it names a page that answers it (a dataset's ``none`` questions, ``page`` 0, do not)."""
         return bool(self.pages)
+
+    @property
+    def files(self) -> list[str]:
+        """A question over several documents: their file names, one for each of ``pages`` (``files`` of its
+        line, kept in ``extra``); empty for a question about one document."""
+        files = self.extra.get("files")
+        return [file_name(str(f)) for f in files] if isinstance(files, list) else []
+
+    def targets(self) -> set[tuple[str, int]]:
+        """The pages that answer it, as ``(file name, page)``."""
+        files = self.files
+        if files and len(files) == len(self.pages):
+            return set(zip(files, self.pages, strict=True))
+        return {(self.file, p) for p in self.pages}
+
+    def documents(self) -> set[str]:
+        """The file names of the documents it is about."""
+        return {self.file, *self.files}
 
     @classmethod
     def from_json(cls, data: Any) -> Question:
@@ -129,12 +148,11 @@ def write_jsonl(questions: Iterable[Question], path: Path) -> int:
     return len(lines)
 
 
-def first_hit(ranked: Sequence[tuple[str, int]], file: str, pages: Iterable[int]) -> int | None:
-    """The 1-based rank of the first passage on one of ``pages`` of ``file``, or None. ``ranked`` holds each
-    passage's (file name, page)."""
-    wanted = set(pages)
-    for i, (name, page) in enumerate(ranked, 1):
-        if name == file and page in wanted:
+def first_hit(ranked: Sequence[tuple[str, int]], targets: Collection[tuple[str, int]]) -> int | None:
+    """The 1-based rank of the first passage on one of the ``targets`` (``Question.targets``), or None.
+    ``ranked`` holds each passage's (file name, page)."""
+    for i, place in enumerate(ranked, 1):
+        if place in targets:
             return i
     return None
 

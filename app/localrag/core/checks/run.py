@@ -22,7 +22,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from localrag.core.answer.engine import ChatEngine, Done, EvidenceReady, Failed
+from localrag.core.answer.engine import ChatEngine
+from localrag.core.answer.events import Done, EvidenceReady, Failed
 from localrag.core.answer.quotes import Evidence
 from localrag.core.answer.request import AskRequest
 from localrag.core.checks import store
@@ -103,7 +104,7 @@ def check_question(engine: ChatEngine, q: Question, cancel: CancelToken | None =
         quoted = f"{text} — {file_name(first.path)} p. {first.page_number}"
     return QuestionResult(
         q.id,
-        first_hit(ranked, q.file, q.pages),
+        first_hit(ranked, q.targets()),
         bool(on_page),
         quoted,
         [f"{name} p. {page}" for name, page in ranked[:RANK_DEPTH]],

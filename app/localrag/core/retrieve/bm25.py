@@ -32,7 +32,7 @@ from localrag.core.retrieve.filters import Filters
 
 log = logging.getLogger("localrag.retrieve.bm25")
 
-# Defaults chosen on the SciFact train split (see docs/benchmarks.md).
+# Defaults chosen on the tuning half of a public retrieval benchmark (see docs/benchmarks.md).
 DEFAULT_K1 = 1.2
 DEFAULT_B = 0.75
 
@@ -315,8 +315,9 @@ _TERM_SCORE = "qt.w * p.tf * (%(k1)s + 1.0) / (p.tf + %(k1)s * (1.0 - %(b)s + %(
 # it.
 _IMPACT = "(p.tf::float8 / (p.tf::float8 + 0.3 + 0.009 * p.dl::float8))"
 # Postings read per frequent term, and how many of the chunks found are scored exactly. Measured at 1M chunks
-# of SciFact-like text (docs/benchmarks.md), recall@10 against scoring every posting / BM25 leg p50: 2000 and
-# 200: 0.75 / 23 ms; 2000 and 1000: 0.90 / 43 ms; 5000 and 1000: 0.96 / 61 ms (every posting: about 1 s).
+# of scientific abstracts and text made of them (docs/benchmarks.md), recall@10 against scoring every posting
+# / BM25 leg p50: 2000 and 200: 0.75 / 23 ms; 2000 and 1000: 0.90 / 43 ms; 5000 and 1000: 0.96 / 61 ms (every
+# posting: about 1 s).
 TERM_POSTINGS_READ = 5000
 RESCORED = 1000
 RESCORE_POSTINGS = 30  # what rescoring one chunk costs (one probe of the chunk index), in postings read

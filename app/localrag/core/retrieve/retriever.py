@@ -34,7 +34,7 @@ log = logging.getLogger("localrag.retrieve")
 
 
 class Searchable(Protocol):
-    """What ``retrieve`` needs of a ``Library`` (the BEIR evaluation's ``StoreHandle`` is the other one)."""
+    """What ``retrieve`` needs of a ``Library`` (the evaluation's ``StoreHandle`` is the other one)."""
 
     @property
     def settings(self) -> Settings: ...

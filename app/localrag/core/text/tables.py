@@ -91,6 +91,22 @@ def _unit(heading: str, value: str, scale: str) -> str:
     return " ".join(parts)
 
 
+def _cell(
+    label: str,
+    column: str,
+    figure: str,
+    scale: str,
+    row: tuple[int, int],
+    place: tuple[int, int],
+    heading: tuple[int, int],
+    table: int,
+) -> TableCell:
+    """The cell of ``figure`` (as printed), its number and its unit read from it, its heading and the table's
+    ``scale``."""
+    number, unit = parse_number(figure), _unit(column, figure, scale)
+    return TableCell(label, column, figure, number, unit, row, place, heading, table)
+
+
 def _cells_of_line(line: str, start: int) -> list[tuple[str, tuple[int, int]]]:
     """A tab-separated line's cells, each with its offsets in the page (trimmed)."""
     out = []
@@ -149,19 +165,7 @@ def tab_cells(page: str) -> list[TableCell]:
             if not figure:
                 continue
             value_place = (place[0], place[0] + len(figure))
-            out.append(
-                TableCell(
-                    label,
-                    name,
-                    figure,
-                    parse_number(figure),
-                    _unit(name, figure, scale),
-                    row,
-                    value_place,
-                    where,
-                    table,
-                )
-            )
+            out.append(_cell(label, name, figure, scale, row, value_place, where, table))
     return out
 
 
@@ -181,20 +185,10 @@ def figure_row_cells(page: str, headings: str = "") -> list[TableCell]:
         table = tables.setdefault(columns[0][1], 1000 + len(tables))
         scale = _scale_above(page, columns[0][1][0])
         row = (start, start + len(line.rstrip()))
-        for name, where, figure, place in columns:
-            out.append(
-                TableCell(
-                    label,
-                    name,
-                    figure,
-                    parse_number(figure),
-                    _unit(name, figure, scale),
-                    row,
-                    place,
-                    where,
-                    table,
-                )
-            )
+        out.extend(
+            _cell(label, name, figure, scale, row, place, where, table)
+            for name, where, figure, place in columns
+        )
     return out
 
 

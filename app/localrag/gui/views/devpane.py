@@ -16,7 +16,7 @@ import logging
 from html import escape
 from typing import Any
 
-from localrag.core.answer.engine import UNLIMITED_TOKENS
+from localrag.core.answer.run import UNLIMITED_TOKENS
 from localrag.core.library import Library
 from localrag.gui.qt import QtCore, QtGui, QtWidgets, Signal
 from localrag.gui.tasks import Op

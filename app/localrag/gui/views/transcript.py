@@ -36,7 +36,7 @@ from pathlib import PurePath
 from typing import Any
 
 from localrag.core.answer.citations import page_phrase
-from localrag.core.answer.engine import MODEL_ALONE, MODEL_ALONE_LABEL
+from localrag.core.answer.events import MODEL_ALONE, MODEL_ALONE_LABEL
 from localrag.core.answer.figures import Computation, Operand
 from localrag.core.answer.history import Message
 from localrag.core.answer.quotes import Evidence, EvidenceSpan, display

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from enum import Enum
 
-from localrag.core.answer.engine import Checked, Done, EvidenceReady, Retrieved
+from localrag.core.answer.events import Checked, Done, EvidenceReady, Retrieved
 from localrag.gui.views.source_ref import SourceRef
 from localrag.gui.views.transcript import OVERVIEW_KINDS, REWORDING, SOURCES, Turn
 
