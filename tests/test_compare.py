@@ -7,6 +7,7 @@ leading; the same answer kept in a chat, exported (Markdown, HTML) and drawn in 
 
 from __future__ import annotations
 
+import json
 import re
 
 from fixtures_chat import changed_settings, index
@@ -57,7 +58,9 @@ def _ask(library, question: str, *, persist: bool = False) -> Done:
     return done
 
 
-def test_two_year_reports_are_compared_side_by_side_each_cell_cited_and_the_change_shown(clean_db, tmp_path):
+def test_two_year_reports_are_compared_side_by_side_each_cell_cited_and_the_change_shown(
+    clean_db, tmp_path, qtbot, monkeypatch
+):
     old, new = _reports(tmp_path)
     index(clean_db, [old, new])
     done = _ask(clean_db, QUESTION, persist=True)
@@ -78,7 +81,7 @@ def test_two_year_reports_are_compared_side_by_side_each_cell_cited_and_the_chan
     for s in cells:  # each cell cites the source it is quoted from
         assert s is not None and 1 <= s.number <= len(done.sources)
         assert done.sources[s.number - 1].doc_id == s.doc_id
-    assert "£4,650 − £4,200 = £450" in table.change
+    assert table.change.startswith("Change, 2021 → 2022: £4,650 − £4,200 = £450")
     assert "£4,200" in done.answer and "£4,650" in done.answer and "£450" in done.answer
     assert done.to_json()["comparison"]["columns"][0]["figure"] == "£4,200"
 
@@ -91,6 +94,7 @@ def test_two_year_reports_are_compared_side_by_side_each_cell_cited_and_the_chan
     row = next(line for line in md.splitlines() if "£4,200" in line)
     assert row.startswith("| ") and "£4,650" in row and f"(<{link}>)" in row
     assert '<table class="compare"' in html and f'href="{link}"' in html and "£450" in html
+    _open_in_a_browser(html, link, tmp_path, qtbot, monkeypatch)
 
     turn = Turn(QUESTION, answer=done.answer, evidence=done.evidence, lead=done.lead)
     turn.sources = [SourceRef.from_source(s, i + 1) for i, s in enumerate(done.sources)]
@@ -98,6 +102,52 @@ def test_two_year_reports_are_compared_side_by_side_each_cell_cited_and_the_chan
     assert "ev:0:0" in drawn and "ev:0:1" in drawn and "<th" in drawn
     ref = span_ref(turn, 0)  # the cell's link opens its page with the sentence highlighted
     assert ref is not None and ref.page_number == 2 and "£4,200" in ref.text
+
+
+def _open_in_a_browser(html: str, link: str, tmp_path, qtbot, monkeypatch) -> None:
+    """The exported HTML opened in Chromium (Qt WebEngine, offscreen): it loads, its page links are there as
+    links, and it draws (a screenshot kept beside the test's files)."""
+    monkeypatch.setenv(
+        "QTWEBENGINE_DISABLE_SANDBOX", "1"
+    )  # Chromium's sandbox refuses root (CI runs as root)
+    from PySide6.QtCore import QUrl
+    from PySide6.QtWebEngineWidgets import QWebEngineView
+
+    page = tmp_path / "chat.html"
+    page.write_text(html, encoding="utf-8")
+    view = QWebEngineView()
+    qtbot.addWidget(view)
+    view.resize(1000, 700)
+    with qtbot.waitSignal(view.loadFinished, timeout=60_000) as loaded:
+        view.load(QUrl.fromLocalFile(str(page)))
+    assert loaded.args == [True]
+    found: list[str] = []
+    script = "JSON.stringify(Array.from(document.links).map(a => a.href))"
+    view.page().runJavaScript(script, 0, found.append)
+    qtbot.waitUntil(lambda: bool(found), timeout=30_000)
+    assert link in json.loads(found[0])
+    cells: list[str] = []
+    view.page().runJavaScript("document.querySelectorAll('table.compare td').length", 0, cells.append)
+    qtbot.waitUntil(lambda: bool(cells), timeout=30_000)
+    assert int(cells[0]) == 2
+    view.show()
+    qtbot.waitExposed(view)
+    backgrounds = {"#ffffff", "#1e1f22"}  # the export's page colour, light or dark
+
+    def drawn() -> bool:
+        return view.grab().toImage().pixelColor(3, view.height() - 3).name() in backgrounds
+
+    qtbot.waitUntil(drawn, timeout=30_000)  # the page is painted (not the blank window before)
+    shot = view.grab().toImage()
+    assert shot.save(str(tmp_path / "chat.png"))
+    background = shot.pixelColor(3, shot.height() - 3)
+    inked = [  # the title and the first lines: text in a colour far from the page's
+        (x, y)
+        for x in range(0, shot.width(), 3)
+        for y in range(0, 120, 3)
+        if abs(shot.pixelColor(x, y).lightness() - background.lightness()) > 100
+    ]
+    assert len(inked) > 50
 
 
 def _names():

@@ -14,6 +14,7 @@ against each other (``figures.change_of``): every figure of the line is a cell's
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 from collections.abc import Callable, Sequence
@@ -186,12 +187,45 @@ def _change(columns: list[Column], spans: list[EvidenceSpan]) -> str:
                 page_label=s.page_label,
             )
         )
-    worked = figures.change_of(f"From {pair[0].side.name} to {pair[1].side.name}", operands)
+    first, second = _apart(pair[0].side.name, pair[1].side.name)
+    worked = figures.change_of(f"Change, {first} → {second}", operands)
     if not worked.computed:
         return ""
     same = " (the same)" if worked.result == 0 else ""
     cited = " ".join(f"[{o.number}]" for o in operands)
-    return f"{worked.subject}: {worked.formula} = {worked.result_text}{same} {cited}"
+    values = worked.formula.split(" = ", 1)[-1]  # the values, not the names again
+    return f"{worked.subject}: {values} = {worked.result_text}{same} {cited}"
+
+
+def _apart(a: str, b: str) -> tuple[str, str]:
+    """What tells two names apart ("2021", "2022" of two reports' titles), or the names whole."""
+    wa, wb = a.split(), b.split()
+    lead = 0
+    while lead < min(len(wa), len(wb)) - 1 and wa[lead] == wb[lead]:
+        lead += 1
+    tail = 0
+    while tail < min(len(wa), len(wb)) - lead - 1 and wa[-1 - tail] == wb[-1 - tail]:
+        tail += 1
+    da, db = " ".join(wa[lead : len(wa) - tail]), " ".join(wb[lead : len(wb) - tail])
+    return (da, db) if da and db and (lead or tail) else (a, b)
+
+
+def _without_headings(span: EvidenceSpan) -> EvidenceSpan:
+    """A cell's sentence without the title or heading lines a passage read in before it ("Finances")."""
+    lines = span.text.split("\n")
+    cut = 0
+    while cut < len(lines) - 1 and _heading_line(lines[cut]):
+        cut += 1
+    if not cut or span.rows:
+        return span
+    dropped = sum(len(line) + 1 for line in lines[:cut])
+    start = span.char_start + dropped if span.char_start >= 0 else -1
+    return dataclasses.replace(span, text=span.text[dropped:], char_start=start)
+
+
+def _heading_line(line: str) -> bool:
+    words = line.split()
+    return not words or (len(words) <= 8 and not re.search(r"[.:;!?)]\s*$", line))
 
 
 # -- cells ---------------------------------------------------------------------------------------------------
@@ -246,6 +280,7 @@ def build(
     for side, cell in zip(sides, cells, strict=True):
         column = Column(side)
         if cell is not None:
+            cell = _without_headings(cell)
             column.span = len(spans)
             spans.append(cell)
             found = _the_figure(cell)
