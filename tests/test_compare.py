@@ -183,7 +183,7 @@ def test_a_side_with_nothing_found_says_so_and_no_change_is_made_up():
         "Kestrel is licensed under the GPL, version 2.", 1, 1, "Kestrel", "/d/k.pdf", 3, 0, 40, 0.9
     )
     evidence = Evidence(ANSWERED, spans=[quoted])
-    table = build("", evidence, sides, considered, lambda side: None)
+    table = build("", evidence, sides, considered, lambda side, own: own)
     assert [c.span for c in table.columns] == [0, -1]
     assert NOTHING.format(name="Open Quiz Builder") in evidence.text()
     assert table.change == ""  # one side has no figure: nothing to set against it

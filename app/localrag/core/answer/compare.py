@@ -263,18 +263,19 @@ def build(
     evidence: Any,
     sides: list[Side],
     considered: list[dict[str, Any]],
-    read_side: Callable[[Side], EvidenceSpan | None],
+    read_side: Callable[[Side, EvidenceSpan | None], EvidenceSpan | None],
 ) -> Comparison:
     """The comparison of ``sides``, given to ``evidence`` (``evidence.comparison``): each side's cell
-    (``read_side`` reads a side the evidence has no span of), the evidence's spans made the cells (in the
-    sides' order), and the change."""
+    (``read_side`` reads a side's documents on their own and keeps the better of what it finds and the span
+    the evidence holds of them, if any), the evidence's spans made the cells (in the sides' order), and the
+    change."""
     cells: list[EvidenceSpan | None] = []
     for side in sides:
         if side.kind == PERIOD:
             cells.append(_period_cell(side, evidence))
             continue
         own = [s for s in evidence.spans if _doc(s) in side.doc_ids] if evidence.answered else []
-        cells.append(own[0] if own else read_side(side))
+        cells.append(read_side(side, own[0] if own else None))
     spans: list[EvidenceSpan] = []
     columns = []
     for side, cell in zip(sides, cells, strict=True):
@@ -361,10 +362,10 @@ def attach(
         if not sides:
             return
 
-        def read_side(side: Side) -> EvidenceSpan | None:
+        def read_side(side: Side, own: EvidenceSpan | None) -> EvidenceSpan | None:
             found, span = read(question, side.doc_ids)
-            if span is None:
-                return None
+            if span is None or (own is not None and own.score >= span.score):
+                return own
             passage = found[span.number - 1]
             numbers = {tuple(getattr(s, "chunk_ids", ())): i for i, s in enumerate(sources, 1)}
             number = numbers.get(tuple(getattr(passage, "chunk_ids", ())))

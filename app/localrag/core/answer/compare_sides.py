@@ -23,11 +23,16 @@ DOCUMENT, COLLECTION, PERIOD = "document", "collection", "period"
 MAX_SIDES = 4
 # A word shared by more names than this names none of them on its own.
 MAX_SHARED = 2
-# What says a question sets things side by side (with two sides named, "and" is enough).
+# What says a question sets things side by side: a word that compares, or the same thing asked again of
+# another ("who wrote X and who wrote Y").
 _CUE = re.compile(
     r"\b(?:both|compared?|comparing|comparison|the same|same as|match(?:es|ed)?|differ\w*|versus|vs\.?|"
-    r"how close|chang(?:e|ed|es)|each|between|than|against|either|and)\b",
+    r"how close|chang(?:e|ed|es)|each|between|than|against|either|and (?:who|what|which|how|when|where))\b",
     re.IGNORECASE,
+)
+# A date's words name no document ("12 March 2024" in a title).
+_MONTHS = frozenset(
+    "january february march april may june july august september october november december".split()
 )
 # "the two manuals", "both reports", "each paper": the question counts documents it does not name.
 _COUNTED = re.compile(
@@ -77,7 +82,7 @@ def words_of(text: str) -> set[str]:
     out = set()
     for w in re.findall(r"[A-Za-z][A-Za-z0-9]+|(?:19|20)\d\d", text):
         w = w.lower()
-        if w in _NOT_NAMES:
+        if w in _NOT_NAMES or w in _MONTHS:
             continue
         out.add(w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w)
     return out
