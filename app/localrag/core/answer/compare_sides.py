@@ -1,13 +1,13 @@
 """The sides of a comparison: the documents, collections or periods a question sets side by side.
 
 "How did the bank balance change between the 2021 and the 2022 report?", "are Gutenprint and AMC under the
-same licence?", "what do the two manuals say about paper sizes?". The sides come from the question's own
-words matched to the library's names — each document's title and file name, each collection's name — and,
-when it names no two of those, to the years it names. A name's words count by how few names share them
-(``idf``): "annual" of two reports says less than "board" of one set of minutes; a title's initials count as
-a word ("AMC" for "Auto Multiple Choice"). When several documents fit one mention equally ("the annual
-report" of two reports), the one retrieval ranked first for the question is taken. Nothing here knows a
-document: the names are the library's.
+same licence?", "what do the two manuals say about paper sizes?". The sides come from the question's own words
+matched to the library's names — each document's title and file name, each collection's name — and, when it
+names no two of those, to the years it names. A name's words count by how few names share them (``idf``):
+"annual" of two reports says less than "board" of one set of minutes, and a word every name has says nothing;
+a title's initials count as a word ("AMC" for "Auto Multiple Choice"). When several documents fit one mention
+equally ("the annual report" of two reports), the one retrieval ranked first for the question is taken.
+Nothing here knows a document: the names are the library's.
 """
 
 from __future__ import annotations
@@ -21,8 +21,6 @@ from typing import Any
 
 DOCUMENT, COLLECTION, PERIOD = "document", "collection", "period"
 MAX_SIDES = 4
-# A word shared by more names than this names none of them on its own.
-MAX_SHARED = 2
 # What says a question sets things side by side: a word that compares, or the same thing asked again of
 # another ("who wrote X and who wrote Y").
 _CUE = re.compile(
@@ -136,7 +134,8 @@ def find_sides(
     rank = {d: i for i, d in enumerate(ranked)}
     weighed: list[tuple[float, Name, frozenset[str]]] = []
     for n in names:
-        hit = frozenset(w for w in n.words & asked if shared[w] <= MAX_SHARED)
+        # A word every name has tells none apart; one some share names each of them, the best-ranked taken.
+        hit = frozenset(w for w in n.words & asked if shared[w] < total or total == 1)
         acronym = bool(n.initials) and len(n.initials) >= 2 and n.initials in asked_raw
         if not hit and not acronym:
             continue
