@@ -1,11 +1,11 @@
 """The sides of a comparison: the documents, collections or periods a question sets side by side.
 
-"How did the bank balance change between the 2021 and the 2022 report?", "are Gutenprint and AMC under the
+"How did the bank balance change between the 2021 and the 2022 report?", "are Kestrel and OQB under the
 same licence?", "what do the two manuals say about paper sizes?". The sides come from the question's own words
 matched to the library's names — each document's title and file name, each collection's name — and, when it
 names no two of those, to the years it names. A name's words count by how few names share them (``idf``):
 "annual" of two reports says less than "board" of one set of minutes, and a word every name has says nothing;
-a title's initials count as a word ("AMC" for "Auto Multiple Choice"). When several documents fit one mention
+a title's initials count as a word ("OQB" for "Open Quiz Builder"). When several documents fit one mention
 equally ("the annual report" of two reports), the one retrieval ranked first for the question is taken.
 Nothing here knows a document: the names are the library's.
 """
