@@ -185,7 +185,7 @@ def write_library(folder: Path, repo: Path | None) -> tuple[list[Path], Path]:
     for year, paragraphs in CLUB_REPORTS.items():
         report = Document()
         for style, text in paragraphs:
-            report.add_paragraph(text, style=style)
+            report.add_paragraph(text, style=style or None)
         report.save(str(folder / f"Birdwatch club report {year}.docx"))
         docs.append(folder / f"Birdwatch club report {year}.docx")
     if repo is not None and (repo / "README.md").is_file():
