@@ -28,6 +28,7 @@ from localrag.core.answer.compare_sides import (
     PERIOD,
     Side,
     collection_name,
+    compares,
     document_name,
     find_sides,
 )
@@ -356,6 +357,8 @@ def attach(
 
     from localrag.core.errors import StoreUnavailable
 
+    if not compares(question):  # the library's names are not read for an ordinary question
+        return
     try:
         ranked = list(dict.fromkeys(int(getattr(s, "doc_id", 0) or 0) for s in sources))
         sides, considered = find_sides(question, names_of(library), ranked)

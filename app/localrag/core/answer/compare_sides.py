@@ -111,6 +111,11 @@ def collection_name(name: str, doc_ids: Sequence[int]) -> Name:
     return Name(COLLECTION, name, list(doc_ids), frozenset(words_of(name)), _initials(name))
 
 
+def compares(question: str) -> bool:
+    """Whether ``question`` has a word that sets things side by side (the sides are looked for only then)."""
+    return bool(_CUE.search(question))
+
+
 def find_sides(
     question: str, names: Sequence[Name], ranked: Sequence[int] = ()
 ) -> tuple[list[Side], list[dict[str, Any]]]:
@@ -122,7 +127,7 @@ def find_sides(
         ranked: document ids in the order retrieval ranked them for the question (a tie's breaker, and the
             documents "the two reports" stands for when it names none of them).
     """
-    if not _CUE.search(question):
+    if not compares(question):
         return [], []
     asked = words_of(question)
     asked_raw = {w.lower() for w in re.findall(r"[A-Za-z]+", question)}
