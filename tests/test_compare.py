@@ -134,20 +134,19 @@ def _open_in_a_browser(html: str, link: str, tmp_path, qtbot, monkeypatch) -> No
     qtbot.waitExposed(view)
     backgrounds = {"#ffffff", "#1e1f22"}  # the export's page colour, light or dark
 
-    def drawn() -> bool:
-        return view.grab().toImage().pixelColor(3, view.height() - 3).name() in backgrounds
+    def inked(shot) -> int:
+        """How many sampled points of the title and first lines are text: far from the page's colour."""
+        background = shot.pixelColor(3, shot.height() - 3)
+        if background.name() not in backgrounds:
+            return 0  # not the page yet (the window before it is painted)
+        return sum(
+            abs(shot.pixelColor(x, y).lightness() - background.lightness()) > 100
+            for x in range(0, shot.width(), 3)
+            for y in range(0, 120, 3)
+        )
 
-    qtbot.waitUntil(drawn, timeout=30_000)  # the page is painted (not the blank window before)
-    shot = view.grab().toImage()
-    assert shot.save(str(tmp_path / "chat.png"))
-    background = shot.pixelColor(3, shot.height() - 3)
-    inked = [  # the title and the first lines: text in a colour far from the page's
-        (x, y)
-        for x in range(0, shot.width(), 3)
-        for y in range(0, 120, 3)
-        if abs(shot.pixelColor(x, y).lightness() - background.lightness()) > 100
-    ]
-    assert len(inked) > 50
+    qtbot.waitUntil(lambda: inked(view.grab().toImage()) > 50, timeout=30_000)  # painted, text and all
+    assert view.grab().toImage().save(str(tmp_path / "chat.png"))
 
 
 def _names():
