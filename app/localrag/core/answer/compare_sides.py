@@ -137,7 +137,10 @@ def find_sides(
             shared[w] = shared.get(w, 0) + 1
     total = max(1, len(names))
     rank = {d: i for i, d in enumerate(ranked)}
+    written = {w.lower().rstrip("s") for w in re.findall(r"(?<![.?!]\s)(?<!^)\b[A-Z][A-Za-z0-9]+", question)}
+    written |= {w + "s" for w in written}
     weighed: list[tuple[float, Name, frozenset[str]]] = []
+    considered: list[dict[str, Any]] = []
     for n in names:
         # A word every name has tells none apart; one some share names each of them, the best-ranked taken.
         hit = frozenset(w for w in n.words & asked if shared[w] < total or total == 1)
@@ -145,10 +148,23 @@ def find_sides(
         if not hit and not acronym:
             continue
         score = sum(math.log(1 + total / shared[w]) for w in hit) + (math.log(1 + total) if acronym else 0)
-        weighed.append((score, n, hit | ({n.initials} if acronym else set())))
-    considered = [
-        {"name": n.label, "kind": n.kind, "words": sorted(hit), "score": round(s, 3)} for s, n, hit in weighed
-    ]
+        words = hit | ({n.initials} if acronym else set())
+        # A name no passage found for the question is a side only when the question plainly calls it so: by
+        # initials, a year, two of its words or a capitalised one, that no other name has.
+        found = not rank or any(d in rank for d in n.doc_ids)
+        plain = acronym or len(hit) >= 2 or any(w in written or _YEAR.fullmatch(w) for w in hit)
+        alone = all(shared[w] == 1 for w in hit)
+        considered.append(
+            {
+                "name": n.label,
+                "kind": n.kind,
+                "words": sorted(words),
+                "score": round(score, 3),
+                "found": found,
+            }
+        )
+        if found or (plain and alone):
+            weighed.append((score, n, words))
 
     def best_rank(n: Name) -> int:
         return min((rank.get(d, len(rank)) for d in n.doc_ids), default=len(rank))
