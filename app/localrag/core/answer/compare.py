@@ -362,8 +362,8 @@ def attach(
     try:
         ranked = list(dict.fromkeys(int(getattr(s, "doc_id", 0) or 0) for s in sources))
         sides, considered = find_sides(question, names_of(library), ranked)
-        if not sides:
-            return
+        if not sides or (sides[0].kind == PERIOD and evidence.figures):
+            return  # years a computation is worked out over: the computation answers
 
         def read_side(side: Side, own: EvidenceSpan | None) -> EvidenceSpan | None:
             found, span = read(question, side.doc_ids)

@@ -107,10 +107,10 @@ class Evidence:
         from localrag.core.answer.compare import Comparison
 
         table = Comparison.from_dict(self.comparison)
-        if table is not None and self.answered:
-            return table.text(self.spans)
-        quoted = "\n".join(f"{s.shown} [{s.number}]" for s in self.spans) if self.answered else NOT_FOUND_TEXT
         worked = Computation.from_dict(self.figures)  # the computation asked for comes first
+        if table is not None and self.answered:
+            return "\n\n".join(t for t in (worked.text() if worked else "", table.text(self.spans)) if t)
+        quoted = "\n".join(f"{s.shown} [{s.number}]" for s in self.spans) if self.answered else NOT_FOUND_TEXT
         return "\n\n".join(t for t in (worked.text() if worked else "", quoted) if t)
 
     def to_dict(self) -> dict[str, Any]:
