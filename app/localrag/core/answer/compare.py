@@ -355,7 +355,8 @@ def attach(
     leaves the evidence as it was."""
     import psycopg
 
-    from localrag.core.errors import StoreUnavailable
+    from localrag.core.errors import KnownError, StoreUnavailable
+    from localrag.core.progress import Cancelled
 
     if not compares(question):  # the library's names are not read for an ordinary question
         return
@@ -379,7 +380,9 @@ def attach(
             return span
 
         build(question, evidence, sides, considered, read_side)
-    except (StoreUnavailable, psycopg.OperationalError) as exc:
+    except Cancelled:
+        raise  # the question was stopped
+    except (KnownError, StoreUnavailable, psycopg.OperationalError) as exc:  # the store or the embedder
         log.warning("the sides of a comparison were not read: %s", exc)
         return
     except Exception:  # a bug: logged with its traceback; the answer goes on without the table
