@@ -3,9 +3,10 @@ server's ``Host``) that the language model is used from.
 
 ``AnswerWorker.events`` hands an ``engine.ask`` to that thread and gives its events back to the event loop
 as they come; when the client goes away, the answer is cancelled (it stops within a token). ``sse_events``
-is what ``POST /v1/ask`` streams: ``evidence`` (the quoted sentences, at once), ``token`` (what the model
-writes), ``checked`` (each sentence of it checked against the sources), ``sources``, ``timings``, then
-``done`` with the same object as the answer without streaming; ``error`` first when the answer failed.
+is what ``POST /v1/ask`` streams: ``evidence`` (the quoted sentences, and a comparison's table, at once),
+``token`` (what the model writes), ``checked`` (each sentence of it checked against the sources),
+``sources``, ``timings``, then ``done`` with the same object as the answer without streaming; ``error``
+first when the answer failed.
 """
 
 from __future__ import annotations
@@ -115,7 +116,8 @@ class _SseEvents(EventSink[str]):
     def on_evidence(self, event: EvidenceReady) -> str:
         keys = ("text", "number", "path", "page_number", "page_label", "char_start", "char_end", "score")
         spans = [{k: v for k, v in s.to_dict().items() if k in keys} for s in event.evidence.spans]
-        return sse("evidence", {"lead": event.lead, "text": event.text, "spans": spans})
+        table = event.evidence.comparison  # the sides set side by side, each cell a span's index
+        return sse("evidence", {"lead": event.lead, "text": event.text, "spans": spans, "comparison": table})
 
     def on_token(self, event: Token) -> str:
         return sse("token", {"text": event.text})

@@ -2,8 +2,9 @@
 
 Each theme runs in a fresh process with its own temporary data folder: a real embedded PostgreSQL, the bundled
 models, and a small library of documents written here (a PDF field guide, Markdown, a Word file, the project's
-own README, an encrypted PDF that cannot be read, and a long PDF caught while it is being indexed). The
-window is driven like a user would (documents added, a question asked) and grabbed to PNG files.
+own README, two years' reports of a club, an encrypted PDF that cannot be read, and a long PDF caught while it
+is being indexed). The window is driven like a user would (documents added, questions asked: one of them
+compares the two reports) and grabbed to PNG files.
 
 Options: ``--out DIR`` (default ``docs/screenshots``), ``--theme light|dark`` (default: both, each in its
 own process).
@@ -27,6 +28,24 @@ if TYPE_CHECKING:
     from localrag.gui.mainwindow import MainWindow
 
 QUESTION = "Why are there two high tides a day?"
+COMPARE_QUESTION = "How did the membership fees change between the 2022 and the 2023 report?"
+# Two years' reports of an invented club (Word files), for a comparison side by side.
+CLUB_REPORTS = {
+    2022: [
+        ("Title", "Estuary Birdwatch Club Annual Report 2022"),
+        ("Heading 2", "Members and money"),
+        ("", "The club had 64 members at the end of the year."),
+        ("", "Membership fees brought in £1,920 during the year."),
+        ("", "Two guided walks a month were led on the salt marsh."),
+    ],
+    2023: [
+        ("Title", "Estuary Birdwatch Club Annual Report 2023"),
+        ("Heading 2", "Members and money"),
+        ("", "The club had 71 members at the end of the year."),
+        ("", "Membership fees brought in £2,130 during the year."),
+        ("", "A new hide was opened by the reed beds in June."),
+    ],
+}
 
 FIELD_GUIDE = {
     "Owls at night": """
@@ -163,6 +182,12 @@ def write_library(folder: Path, repo: Path | None) -> tuple[list[Path], Path]:
         word.add_paragraph(text, style=style)
     word.save(str(folder / "Glacier field notes.docx"))
     docs.append(folder / "Glacier field notes.docx")
+    for year, paragraphs in CLUB_REPORTS.items():
+        report = Document()
+        for style, text in paragraphs:
+            report.add_paragraph(text, style=style or None)
+        report.save(str(folder / f"Birdwatch club report {year}.docx"))
+        docs.append(folder / f"Birdwatch club report {year}.docx")
     if repo is not None and (repo / "README.md").is_file():
         shutil.copy(repo / "README.md", folder / "README.md")
         docs.append(folder / "README.md")
@@ -286,6 +311,13 @@ def shoot(theme_name: str, out: Path, repo: Path | None) -> None:
         _wait(app, lambda: about.table.rowCount() > 0, 60, "the versions")
         _save(about, out, "about", theme_name)
         about.reject()
+
+        window.chat_panel.new_chat()
+        answered.clear()
+        window.chat_panel.ask(COMPARE_QUESTION)
+        _wait(app, lambda: bool(answered), 300, "the comparison")
+        window.statusBar().clearMessage()
+        _save(window, out, "compare", theme_name)
 
     finally:
         if window.ingest_worker is not None:

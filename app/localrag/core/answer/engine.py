@@ -39,19 +39,12 @@ import psycopg
 from localrag.core.answer import history as hist
 from localrag.core.answer.citations import Source
 from localrag.core.answer.events import (
-    MODEL,
-    MODEL_ALONE,
-    MODEL_ALONE_LABEL,
-    SOURCES,
     ChatEvent,
-    Checked,
-    Done,
-    EvidenceReady,
     Failed,
     Retrieved,
 )
 from localrag.core.answer.model_setup import keep_prefix
-from localrag.core.answer.notices import NOT_ANSWERED_TEXT, notice_for
+from localrag.core.answer.notices import notice_for
 from localrag.core.answer.query import relevant, search_for
 from localrag.core.answer.request import AskRequest
 from localrag.core.answer.run import AnswerRun
@@ -63,22 +56,6 @@ from localrag.core.progress import Cancelled, CancelToken
 if TYPE_CHECKING:
     from localrag.core.library import Library
     from localrag.core.retrieve import Result, RetrievalResponse
-
-# Besides the engine: names still imported from here by ``gui/views/chat.py`` and ``core/answer/export.py``
-# (which change with other work); every other module imports them from where they are defined (``events.py``,
-# ``notices.py``). To go once those two do too.
-__all__ = [
-    "MODEL",
-    "MODEL_ALONE",
-    "MODEL_ALONE_LABEL",
-    "NOT_ANSWERED_TEXT",
-    "SOURCES",
-    "ChatEngine",
-    "Checked",
-    "Done",
-    "EvidenceReady",
-    "Retrieved",
-]
 
 log = logging.getLogger("localrag.chat")
 

@@ -115,8 +115,10 @@ class Done:
         on: ``documents``, ``not_found`` — the documents do not seem to answer, its sources are the closest
         passages — or ``model``, the model alone) and ``not_found``, ``evidence`` (the quoted
         sentences: text, number, path, page_number, char_start, char_end, score), ``figures`` (the computation
-        the question asks for, ``figures.Computation.to_dict``, or None), ``generated`` (the model's
-        sentences, each with ``supported`` and ``shown``), ``sources``, citations and timings."""
+        the question asks for, ``figures.Computation.to_dict``, or None), ``comparison`` (the sides a
+        comparison sets side by side, each with its cell: ``compare.Comparison.to_dict``, or None),
+        ``generated`` (the model's sentences, each with ``supported`` and ``shown``), ``sources``, citations
+        and timings."""
         parts = self.parts
         evidence = parts.get("evidence") or {}
         for g, d in zip(self.generated, parts["generated"], strict=True):
@@ -135,6 +137,7 @@ class Done:
             ],
             "evidence_status": evidence.get("status"),
             "figures": evidence.get("figures"),
+            "comparison": evidence.get("comparison"),
             "generated": parts["generated"],
             "parts": parts,
             "sources": [{k: v for k, v in s.to_dict().items() if k != "text"} for s in self.sources],

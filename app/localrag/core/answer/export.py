@@ -19,8 +19,10 @@ from typing import Any
 from urllib.parse import quote
 
 from localrag.core.answer.citations import Source
-from localrag.core.answer.engine import MODEL, MODEL_ALONE, MODEL_ALONE_LABEL, NOT_ANSWERED_TEXT, SOURCES
+from localrag.core.answer.compare import NOTHING, Comparison
+from localrag.core.answer.events import MODEL, MODEL_ALONE, MODEL_ALONE_LABEL, SOURCES
 from localrag.core.answer.history import Chat, Message, get_chat, load_messages
+from localrag.core.answer.notices import NOT_ANSWERED_TEXT
 from localrag.core.answer.quotes import Evidence
 from localrag.core.answer.support import NOT_FOUND_MARK, CheckedSentence
 from localrag.core.errors import KnownError
@@ -32,6 +34,7 @@ REWORDED = "In other words (the model, checked against your documents):"
 MODEL_ANSWER = "The model's answer, checked against your documents:"
 CLOSEST = "The closest passages:"
 SOURCES_HEADING = "Sources"
+COMPARED = "Side by side, from your documents:"
 
 
 @dataclass
@@ -57,6 +60,9 @@ class Exchange:
     notice: str = ""
     sources: list[Line] = field(default_factory=list)
     stopped: bool = False
+    # A comparison: each side's name with its quoted cell (None: nothing found there), and what changed.
+    table: list[tuple[str, Line | None]] = field(default_factory=list)
+    change: str = ""
 
 
 def link_for(path: str, page_number: int | None, doc_type: str = "") -> str:
@@ -122,6 +128,11 @@ def _fill(ex: Exchange, m: Message) -> None:
         )
         ex.blocks.append((CLOSEST, [_source_line(sources[n - 1]) for n in closest]))
         used |= set(closest)
+    elif (table := Comparison.from_dict(evidence.comparison)) is not None:  # the quotes are its cells
+        cells = [quoted[c.span] if 0 <= c.span < len(quoted) else None for c in table.columns]
+        ex.table = [(c.side.name, line) for c, line in zip(table.columns, cells, strict=True)]
+        ex.change = table.change
+        ex.blocks += [(MODEL_ANSWER, checked)] if lead == MODEL else [(REWORDED, checked)]
     elif lead == MODEL:
         ex.blocks += [(MODEL_ANSWER, checked), (FROM_DOCUMENTS, quoted)]
     else:
@@ -212,6 +223,8 @@ def to_markdown(chat: Chat, messages: Sequence[Message], *, now: dt.datetime | N
             out += [f"**{_md(ex.label)}**", ""]
         if ex.text:
             out += [ex.text.strip(), ""]
+        if ex.table:
+            out += [*_md_table(ex), ""]
         for heading, lines in ex.blocks:
             out += [f"**{_md(heading)}**", ""]
             for line in lines:
@@ -238,6 +251,21 @@ def to_markdown(chat: Chat, messages: Sequence[Message], *, now: dt.datetime | N
     return "\n".join(out).rstrip() + "\n"
 
 
+def _md_table(ex: Exchange) -> list[str]:
+    """A comparison as a Markdown table: a column per side, its quoted cell with its link."""
+
+    def cell(name: str, line: Line | None) -> str:
+        if line is None:
+            return f"*{_md(NOTHING.format(name=name))}*"
+        return f"“{_md(line.text)}” \\[{line.number}\\]{_md_link(line)}".replace("\n", " ")
+
+    out = [f"**{COMPARED}**", ""]
+    out.append("| " + " | ".join(_md(name) for name, _ in ex.table) + " |")
+    out.append("|" + "---|" * len(ex.table))
+    out.append("| " + " | ".join(cell(name, line) for name, line in ex.table) + " |")
+    return out + ([] if not ex.change else ["", f"**{_md(ex.change)}**"])
+
+
 # -- HTML ---------------------------------------------------------------------------------------------------
 
 _CSS = """
@@ -255,6 +283,10 @@ ul.checked { list-style: none; padding-left: 0.4em; }
 .unsupported { color: #b3261e; }
 ul.sources { list-style: none; padding-left: 0.4em; }
 a { color: #1a5fb4; }
+table.compare { border-collapse: collapse; width: 100%; margin: 0.3em 0; }
+table.compare th, table.compare td { border: 1px solid #c8ccd4; padding: 0.4em 0.6em; text-align: left;
+       vertical-align: top; background: #eef3fb; }
+p.change { font-weight: bold; }
 """
 _DARK = """
 @media (prefers-color-scheme: dark) {
@@ -262,6 +294,7 @@ _DARK = """
   blockquote { background: #262c36; border-left-color: #7aa2e3; }
   .meta, .where, .notice, .label { color: #a0a4ab; }
   a { color: #8ab4f8; }
+  table.compare th, table.compare td { background: #262c36; border-color: #4a505a; }
   .ok { color: #6fcf8a; } .no, .unsupported { color: #f28b82; }
 }
 """
@@ -300,6 +333,8 @@ def to_html(
             out.append(f'<p class="label">{escape(ex.label)}</p>')
         if ex.text:
             out.append(_text_html(ex.text))
+        if ex.table:
+            out.append(_html_table(ex))
         for heading, lines in ex.blocks:
             out.append(f'<p class="label">{escape(heading)}</p>')
             if heading == CLOSEST:
@@ -322,6 +357,22 @@ def to_html(
             out.append("</ul>")
     out.append("</body></html>")
     return "\n".join(out) + "\n"
+
+
+def _html_table(ex: Exchange) -> str:
+    """A comparison as a table: a column per side, its quoted cell and the link to its page."""
+    heads = "".join(f'<th scope="col">{escape(name)}</th>' for name, _ in ex.table)
+    cells = "".join(
+        f'<td>“{escape(line.text)}” [{line.number}] <span class="where">— {_a(line)}</span></td>'
+        if line is not None
+        else f'<td class="notice">{escape(NOTHING.format(name=name))}</td>'
+        for name, line in ex.table
+    )
+    change = f'<p class="change">{escape(ex.change)}</p>' if ex.change else ""
+    return (
+        f'<p class="label">{escape(COMPARED)}</p><table class="compare" aria-label="{escape(COMPARED)}">'
+        f"<tr>{heads}</tr><tr>{cells}</tr></table>{change}"
+    )
 
 
 def _checked_html(line: Line) -> str:

@@ -580,6 +580,11 @@ def attach(evidence: Any, question: str, sources: Sequence[Any], library: Any) -
         evidence.status = "answered"
 
 
+def change_of(subject: str, operands: list[Operand]) -> Computation:
+    """The change from the first of two found cells to the second (a comparison's figures)."""
+    return _computed(Operation("change", (), subject), operands, [])
+
+
 def checked(computation: Computation) -> bool:
     """Whether every operand of a computation shown is cited (its source, page and cell): a computation
     with an uncited operand is never shown as computed."""

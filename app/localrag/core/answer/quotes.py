@@ -93,6 +93,8 @@ class Evidence:
     # (``reader.ANSWERS_SIGNALS``).
     embed_seconds: float = 0.0
     signals: dict[str, float] = field(default_factory=dict)
+    # The sides a comparison sets side by side, each with its cell (``compare.Comparison.to_dict``), or None.
+    comparison: dict[str, Any] | None = None
 
     @property
     def answered(self) -> bool:
@@ -100,9 +102,15 @@ class Evidence:
 
     def text(self) -> str:
         """The answer as a person reads it: the computation the question asks for, if any (its formula and
-        each operand with its ``[n]``), then each quoted sentence on one line with its ``[n]``."""
-        quoted = "\n".join(f"{s.shown} [{s.number}]" for s in self.spans) if self.answered else NOT_FOUND_TEXT
+        each operand with its ``[n]``), then each quoted sentence on one line with its ``[n]``; a comparison
+        as its sides, each with its cell, and what changed."""
+        from localrag.core.answer.compare import Comparison
+
+        table = Comparison.from_dict(self.comparison)
         worked = Computation.from_dict(self.figures)  # the computation asked for comes first
+        if table is not None and self.answered:
+            return "\n\n".join(t for t in (worked.text() if worked else "", table.text(self.spans)) if t)
+        quoted = "\n".join(f"{s.shown} [{s.number}]" for s in self.spans) if self.answered else NOT_FOUND_TEXT
         return "\n\n".join(t for t in (worked.text() if worked else "", quoted) if t)
 
     def to_dict(self) -> dict[str, Any]:
@@ -116,6 +124,7 @@ class Evidence:
             "figures": self.figures,
             "embed_seconds": round(self.embed_seconds, 4),
             "signals": {k: round(v, 4) for k, v in self.signals.items()},
+            "comparison": self.comparison,
         }
 
     @classmethod
@@ -132,6 +141,7 @@ class Evidence:
             figures=data.get("figures") or None,
             embed_seconds=float(data.get("embed_seconds") or 0.0),
             signals={str(k): float(v) for k, v in (data.get("signals") or {}).items()},
+            comparison=data.get("comparison") or None,
         )
 
 

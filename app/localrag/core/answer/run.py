@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 import psycopg
 
-from localrag.core.answer import fallback, figures, prompts
+from localrag.core.answer import compare, fallback, figures, prompts
 from localrag.core.answer.citations import Source, apply_citations, check_citations
 from localrag.core.answer.echo import EchoFilter
 from localrag.core.answer.events import (
@@ -336,6 +336,8 @@ class AnswerRun:
         try:
             self.evidence = self._pick_evidence(sources, query, results)
             figures.attach(self.evidence, self.question, sources, self.library)  # a computation asked for
+            reader = compare.side_reader(self.library, self._embed)  # documents or periods set side by side
+            compare.attach(self.evidence, self.question, self.sources_used, self.library, reader)
         except Cancelled:
             raise
         except Exception as exc:  # the passages found are still the answer's sources, listed

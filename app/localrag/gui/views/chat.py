@@ -11,29 +11,22 @@ when it is done the turn is rendered again from its checked sentences. Clicking 
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from typing import Any
 
-from localrag.core.answer.engine import Checked, Done, EvidenceReady, Retrieved
+from localrag.core.answer.events import Checked, Done, EvidenceReady, Retrieved
 from localrag.core.library import Library
 from localrag.gui.chat_worker import FAILED, LOADING, AskRequest, ChatWorker, PromptView
 from localrag.gui.qt import QtCore, QtGui, QtWidgets, Signal
-from localrag.gui.tasks import STOP_WAIT_MS, Op
+from localrag.gui.tasks import STOP_WAIT_MS
 from localrag.gui.views import turns
+from localrag.gui.views.chat_links import ChatLinks
+from localrag.gui.views.chat_loading import ChatLoading
+from localrag.gui.views.chat_render import TranscriptView
 from localrag.gui.views.chat_scope import ChatScope, save_scope
 from localrag.gui.views.elided_label import ElidedLabel
-from localrag.gui.views.sources import SourceRef, SourceViewer
-from localrag.gui.views.transcript import (
-    STREAM_MARK,
-    Turn,
-    checked_ref,
-    figure_ref,
-    link_citations,
-    span_ref,
-    turn_html,
-    turns_from_messages,
-)
+from localrag.gui.views.sources import SourceViewer
+from localrag.gui.views.transcript import Turn, link_citations, turns_from_messages
 
 __all__ = ["WAITING", "ChatPanel", "Turn", "link_citations", "turns_from_messages"]
 
@@ -46,7 +39,7 @@ DRAFT_PAUSE_MS = 700
 DRAFT_MIN_WORDS = 3
 
 
-class ChatPanel(QtWidgets.QWidget):
+class ChatPanel(ChatLoading, ChatLinks, TranscriptView, QtWidgets.QWidget):
     """Questions and streamed, cited answers; hosts the generation worker.
 
     Args:
@@ -519,224 +512,3 @@ class ChatPanel(QtWidgets.QWidget):
         callbacks, self._after_request = self._after_request, []
         for callback in callbacks:
             callback()
-
-    # -- chats ---------------------------------------------------------------------------------------------
-
-    def _when_idle(self, callback: Any) -> None:
-        if self.generating:
-            self._after_request = [callback]
-            self.stop()
-        else:
-            callback()
-
-    def new_chat(self) -> None:
-        """Show an empty chat; it is created in the store by its first question."""
-
-        def go() -> None:
-            self._load_seq += 1
-            self.chat_id = None
-            self.turns = []
-            self.title_label.setText("New chat")
-            self._render()
-            self.chat_opened.emit(None)
-            self.question.setFocus()
-
-        self._when_idle(go)
-
-    def forget_chat(self, chat_id: int) -> None:
-        """The chat was deleted: clear the view if it showed it."""
-        if chat_id == self.chat_id:
-            self.new_chat()
-
-    def open_chat(self, chat_id: int) -> None:
-        """Show a kept chat: its messages, sources and title are loaded in the background."""
-        if chat_id == self.chat_id and not self.generating and self.turns:
-            return
-        self._when_idle(lambda: self._load_chat(int(chat_id)))
-
-    def _load_chat(self, chat_id: int) -> None:
-        from localrag.core.answer import history
-
-        self._load_seq += 1
-        seq = self._load_seq
-        self.chat_id = chat_id
-        self.turns = []
-        self._render()
-        self.status_label.setText("Loading the chat…")
-
-        def work() -> tuple[history.Chat | None, list[history.Message]]:
-            with self.library.connect() as conn:
-                return history.get_chat(conn, chat_id), list(history.load_messages(conn, chat_id))
-
-        def done(result: tuple[history.Chat | None, list[history.Message]]) -> None:
-            if seq != self._load_seq:
-                return
-            chat, messages = result
-            self.turns = turns_from_messages(messages)
-            self.title_label.setText((chat.title if chat is not None else "") or "Chat")
-            self.status_label.setText("")
-            if chat is not None:
-                self.scope.set(chat.collection_id, chat.collection_name, chat.scope_note)
-                self._update_scope_label()
-                self.collection_loaded.emit(chat.collection_id)
-            self._render(scroll_to_end=True)
-            self.chat_opened.emit(chat_id)
-            self.history_loaded.emit(chat_id)
-
-        def failed(message: str, _known: bool) -> None:
-            if seq == self._load_seq:
-                self.status_label.setText(f"The chat cannot be loaded: {message}")
-
-        Op(work, owner=self).success(done).failure(failed).run_in_background()
-
-    def _refresh_title(self) -> None:
-        from localrag.core.answer import history
-
-        chat_id = self.chat_id
-        if chat_id is None:
-            return
-
-        def work() -> history.Chat | None:
-            with self.library.connect() as conn:
-                return history.get_chat(conn, chat_id)
-
-        def done(chat: history.Chat | None) -> None:
-            if chat is not None and chat_id == self.chat_id:
-                self.title_label.setText(chat.title or "Chat")
-
-        Op(work, owner=self).success(done).failure(lambda *_: None).run_in_background()
-
-    # -- sources -------------------------------------------------------------------------------------------
-
-    def _on_anchor(self, url: QtCore.QUrl) -> None:
-        kind, _, rest = url.toString().partition(":")
-        if kind == "alone":
-            with contextlib.suppress(ValueError):
-                self.ask_model_alone(int(rest))
-            return
-        if kind == "check":
-            with contextlib.suppress(ValueError):
-                self.test_question_requested.emit(int(rest))
-            return
-        opener = {
-            "cite": self.open_source,
-            "src": self.open_source,
-            "ev": self.open_evidence,
-            "gen": self.open_checked,
-            "fig": self.open_figure,
-        }.get(kind)
-        turn_index, _, number = rest.partition(":")
-        if opener is not None:
-            with contextlib.suppress(ValueError):
-                opener(int(turn_index), int(number))
-
-    def open_source(self, turn_index: int, number: int) -> SourceViewer | None:
-        """Open the viewer on source ``number`` (1-based) of turn ``turn_index``; None if there is no such."""
-        if not 0 <= turn_index < len(self.turns):
-            return None
-        turn = self.turns[turn_index]
-        if not turn.valid(number):
-            return None
-        return self._open_viewer(turn.sources[number - 1])
-
-    def open_evidence(self, turn_index: int, index: int) -> SourceViewer | None:
-        """Open the viewer on quoted sentence ``index`` (0-based) of turn ``turn_index``, with exactly that
-        sentence highlighted (the whole source when its place in the page is not known)."""
-        if not 0 <= turn_index < len(self.turns):
-            return None
-        ref = span_ref(self.turns[turn_index], index)
-        return self._open_viewer(ref) if ref is not None else None
-
-    def open_checked(self, turn_index: int, index: int) -> SourceViewer | None:
-        """Open the viewer on the source sentence that generated sentence ``index`` of turn ``turn_index``
-        matched when it was checked."""
-        if not 0 <= turn_index < len(self.turns):
-            return None
-        ref = checked_ref(self.turns[turn_index], index)
-        return self._open_viewer(ref) if ref is not None else None
-
-    def open_figure(self, turn_index: int, index: int) -> SourceViewer | None:
-        """Open the viewer on cell ``index`` of turn ``turn_index``'s computation, the cell and its column
-        heading outlined."""
-        if not 0 <= turn_index < len(self.turns):
-            return None
-        ref = figure_ref(self.turns[turn_index], index)
-        return self._open_viewer(ref) if ref is not None else None
-
-    def _open_viewer(self, ref: SourceRef) -> SourceViewer:
-        viewer = SourceViewer(self.library, ref, self.window())
-        viewer.setWindowFlag(QtCore.Qt.WindowType.Window, True)
-        self.viewers.append(viewer)
-        viewer.destroyed.connect(lambda *_: self.viewers.remove(viewer) if viewer in self.viewers else None)
-        viewer.show()
-        self.source_opened.emit(viewer)
-        return viewer
-
-    # -- rendering -----------------------------------------------------------------------------------------
-
-    def _colors(self) -> dict[str, str]:
-        """The transcript's colours for the scheme in force (see ``transcript.turn_html``)."""
-        pal = self.palette()
-        dark = pal.color(QtGui.QPalette.ColorRole.Window).lightness() < 128
-        try:
-            from localrag.gui import theme
-
-            c = theme.colors()
-            muted, warning, error = c.muted, c.warning, c.error
-        except Exception:  # the theme module is optional for the panel
-            muted, warning, error = "#6b7280", "#b45309", "#c53030"
-        return {
-            "muted": muted,
-            "warning": warning,
-            "error": error,
-            "you_bg": "#26324a" if dark else "#eef3fc",
-            "quote_bg": "#2b2a24" if dark else "#faf7ec",
-            "quote_bar": "#a8842c" if dark else "#e0b53a",
-            "button_bg": pal.color(QtGui.QPalette.ColorRole.Button).name(),
-            "button_border": pal.color(QtGui.QPalette.ColorRole.Mid).name(),
-            "text": pal.color(QtGui.QPalette.ColorRole.Text).name(),
-        }
-
-    def _render(self, *, scroll_to_end: bool = False) -> None:
-        """Render every turn; the tokens of a pending answer go where ``STREAM_MARK`` is, and later ones after
-        them (``_append_stream``)."""
-        bar = self.transcript.verticalScrollBar()
-        at_end = bar.value() >= bar.maximum() - 4
-        old = bar.value()
-        c = self._colors()
-        self._stream_cursor = None
-        if not self.turns:
-            muted = c["muted"]
-            body = (
-                f"<div style='color:{muted}; margin-top:40px' align='center'>"
-                "<p style='font-size:13pt'>Ask a question about your documents.</p>"
-                "<p>Answers quote your documents and cite them as [1], [2]… — click one to see the page."
-                "<br>Ctrl+Enter sends · Esc stops · Ctrl+N starts a new chat</p></div>"
-            )
-            self.transcript.setHtml(body)
-            return
-        self.transcript.setHtml("".join(turn_html(i, turn, c) for i, turn in enumerate(self.turns)))
-        pending = self._pending_turn()
-        if pending is not None and pending.streams and pending.answer:
-            cursor = self.transcript.document().find(STREAM_MARK)
-            if not cursor.isNull():
-                cursor.removeSelectedText()
-                cursor.insertText(pending.answer)
-                self._stream_cursor = cursor
-        if scroll_to_end or at_end:
-            bar.setValue(bar.maximum())
-        else:
-            bar.setValue(old)
-
-    def _render_pending(self) -> None:
-        self._render(scroll_to_end=True)
-
-    def _append_stream(self, text: str) -> None:
-        """Insert a piece of the streamed answer after the pieces before it (the rest of the turn stays)."""
-        if self._stream_cursor is None:
-            return
-        bar = self.transcript.verticalScrollBar()
-        at_end = bar.value() >= bar.maximum() - 4
-        self._stream_cursor.insertText(text)
-        if at_end:
-            bar.setValue(bar.maximum())

@@ -23,6 +23,7 @@ from localrag.gui.tasks import Op
 from localrag.gui.views.devpane_answer import CheckedPage, EvidencePage, FiguresPage, shown_in
 from localrag.gui.views.devpane_answer import field_of as _get
 from localrag.gui.views.devpane_answer import fmt as _fmt
+from localrag.gui.views.devpane_compare import ComparePage
 
 log = logging.getLogger("localrag.gui.devpane")
 
@@ -235,6 +236,8 @@ class DevPane(QtWidgets.QWidget):
         self.tabs.addTab(self.checked_page, "Checked")
         self.figures_page = FiguresPage(self)
         self.tabs.addTab(self.figures_page, "Figures")
+        self.compare_page = ComparePage(self)
+        self.tabs.addTab(self.compare_page, "Compare")
 
         layout = QtWidgets.QVBoxLayout(self)
         layout.setContentsMargins(6, 6, 6, 6)
@@ -556,15 +559,19 @@ class DevPane(QtWidgets.QWidget):
         lead = str(_get(event, "lead") or "")
         self.evidence_page.set_evidence(evidence, lead)
         self.figures_page.set_figures(_get(evidence, "figures"))
+        self.compare_page.set_comparison(_get(evidence, "comparison"), _get(evidence, "spans"))
         self.checked_page.set_rows([(g, shown_in(event, g)) for g in _get(event, "generated") or []], lead)
 
     def show_evidence(self, event: Any) -> None:
         """Show the evidence of the engine's ``EvidenceReady`` event (it comes before the model runs)."""
         self.evidence_page.set_evidence(_get(event, "evidence"), str(_get(event, "lead") or ""))
         self.figures_page.set_figures(_get(_get(event, "evidence"), "figures"))
+        ev = _get(event, "evidence")
+        self.compare_page.set_comparison(_get(ev, "comparison"), _get(ev, "spans"))
         self.checked_page.clear()
 
     def _clear_answer_parts(self, why: str = "") -> None:
         self.evidence_page.clear(why)
         self.figures_page.set_figures(None)
+        self.compare_page.set_comparison(None)
         self.checked_page.clear(why)

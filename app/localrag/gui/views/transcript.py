@@ -364,6 +364,11 @@ def evidence_html(turn: Turn, index: int, c: dict[str, str]) -> str:
         return not_found_html(turn, index, c)
     if not ev.spans:  # a computation alone answers
         return ""
+    from localrag.gui.views.transcript_compare import comparison_html  # it reads this module's pieces
+
+    table = comparison_html(turn, index, c)
+    if table:
+        return table
     rows = []
     for i, span in enumerate(ev.spans):
         ref = turn.sources[span.number - 1] if turn.valid(span.number) else None
