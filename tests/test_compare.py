@@ -13,8 +13,9 @@ import re
 from fixtures_chat import changed_settings, index
 from fixtures_docs import write_docx, write_pdf
 from localrag.core.answer import export, history
-from localrag.core.answer.compare import NOTHING, Comparison, build, figures_in
+from localrag.core.answer.compare import build, figures_in
 from localrag.core.answer.compare_sides import PERIOD, collection_name, document_name, find_sides
+from localrag.core.answer.compare_table import NOTHING, Comparison
 from localrag.core.answer.engine import ChatEngine
 from localrag.core.answer.events import Done
 from localrag.core.answer.quotes import ANSWERED, Evidence, EvidenceSpan

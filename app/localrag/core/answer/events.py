@@ -116,7 +116,7 @@ class Done:
         passages — or ``model``, the model alone) and ``not_found``, ``evidence`` (the quoted
         sentences: text, number, path, page_number, char_start, char_end, score), ``figures`` (the computation
         the question asks for, ``figures.Computation.to_dict``, or None), ``comparison`` (the sides a
-        comparison sets side by side, each with its cell: ``compare.Comparison.to_dict``, or None),
+        comparison sets side by side, each with its cell: ``compare_table.Comparison.to_dict``, or None),
         ``generated`` (the model's sentences, each with ``supported`` and ``shown``), ``sources``, citations
         and timings."""
         parts = self.parts

@@ -19,7 +19,7 @@ from typing import Any
 from urllib.parse import quote
 
 from localrag.core.answer.citations import Source
-from localrag.core.answer.compare import NOTHING, Comparison
+from localrag.core.answer.compare_table import NOTHING, Comparison
 from localrag.core.answer.events import MODEL, MODEL_ALONE, MODEL_ALONE_LABEL, SOURCES
 from localrag.core.answer.history import Chat, Message, get_chat, load_messages
 from localrag.core.answer.notices import NOT_ANSWERED_TEXT

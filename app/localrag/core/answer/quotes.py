@@ -93,7 +93,7 @@ class Evidence:
     # (``reader.ANSWERS_SIGNALS``).
     embed_seconds: float = 0.0
     signals: dict[str, float] = field(default_factory=dict)
-    # The sides a comparison sets side by side, each with its cell (``compare.Comparison.to_dict``), or None.
+    # The sides set side by side, each with its cell (``compare_table.Comparison.to_dict``), or None.
     comparison: dict[str, Any] | None = None
 
     @property
@@ -104,7 +104,7 @@ class Evidence:
         """The answer as a person reads it: the computation the question asks for, if any (its formula and
         each operand with its ``[n]``), then each quoted sentence on one line with its ``[n]``; a comparison
         as its sides, each with its cell, and what changed."""
-        from localrag.core.answer.compare import Comparison
+        from localrag.core.answer.compare_table import Comparison
 
         table = Comparison.from_dict(self.comparison)
         worked = Computation.from_dict(self.figures)  # the computation asked for comes first

@@ -6,7 +6,7 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
-from localrag.core.answer.compare import Comparison
+from localrag.core.answer.compare_table import Comparison
 from localrag.gui.qt import QtWidgets
 from localrag.gui.views.devpane_answer import _Page, field_of
 

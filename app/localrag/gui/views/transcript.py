@@ -43,6 +43,7 @@ from localrag.core.answer.quotes import Evidence, EvidenceSpan, display
 from localrag.core.answer.support import CheckedSentence
 from localrag.core.text.cells import Cells
 from localrag.gui.views.source_ref import SourceRef
+from localrag.gui.views.transcript_compare import COMPARED, comparison_html
 
 SOURCES, MODEL = "sources", "model"
 # Evidence kinds of answers about whole documents: their text (with [n] marks) is the answer.
@@ -364,9 +365,16 @@ def evidence_html(turn: Turn, index: int, c: dict[str, str]) -> str:
         return not_found_html(turn, index, c)
     if not ev.spans:  # a computation alone answers
         return ""
-    from localrag.gui.views.transcript_compare import comparison_html  # it reads this module's pieces
 
-    table = comparison_html(turn, index, c)
+    def said(i: int, s: EvidenceSpan) -> str:  # a comparison's cell
+        ref = turn.sources[s.number - 1] if turn.valid(s.number) else None
+        where = ""
+        if _has_pages(ref, s.page_number):
+            page = _page_html(page_phrase(s.page_number, s.page_label))
+            where = f"<span style='color:{c['muted']}'> · {page}</span>"
+        return f"“{_quoted(s)}”&nbsp;<a href='ev:{index}:{i}' style='{_LINK}'>[{s.number}]</a>{where}"
+
+    table = comparison_html(ev, said, _label(COMPARED, c), c)
     if table:
         return table
     rows = []

@@ -5,28 +5,29 @@ Plain HTML from plain data, coloured from the scheme in force (``ChatPanel._colo
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from html import escape
 
-from localrag.core.answer.citations import page_phrase
-from localrag.core.answer.compare import NOTHING, Comparison
-from localrag.gui.views import transcript as t
+from localrag.core.answer.compare_table import NOTHING, Comparison
+from localrag.core.answer.quotes import Evidence, EvidenceSpan
 
 COMPARED = "Side by side, from your documents:"
 
 
-def comparison_of(turn: t.Turn) -> Comparison | None:
-    ev = turn.evidence
-    if ev is None or not ev.answered:
+def comparison_of(evidence: Evidence | None) -> Comparison | None:
+    if evidence is None or not evidence.answered:
         return None
-    return Comparison.from_dict(ev.comparison)
+    return Comparison.from_dict(evidence.comparison)
 
 
-def comparison_html(turn: t.Turn, index: int, c: dict[str, str]) -> str:
-    """The table (empty when the answer compares nothing)."""
-    table = comparison_of(turn)
-    if table is None or turn.evidence is None:
+def comparison_html(
+    evidence: Evidence | None, said: Callable[[int, EvidenceSpan], str], label: str, c: dict[str, str]
+) -> str:
+    """The table (empty when the answer compares nothing); ``said(i, span)`` is the HTML of quoted span ``i``
+    with its link and page, as the transcript writes a quotation; ``label`` heads the table."""
+    table = comparison_of(evidence)
+    if table is None or evidence is None:
         return ""
-    spans = turn.evidence.spans
     border = c.get("button_border", c["muted"])
     cell = f"style='border:1px solid {border}; padding:6px 8px; background-color:{c['quote_bg']}'"
     width = max(1, 100 // len(table.columns))
@@ -35,21 +36,15 @@ def comparison_html(turn: t.Turn, index: int, c: dict[str, str]) -> str:
     )
     cells = []
     for col in table.columns:
-        s = table.cell(col, spans)
+        s = table.cell(col, evidence.spans)
         if s is None:
-            said = f"<i style='color:{c['muted']}'>{escape(NOTHING.format(name=col.side.name))}</i>"
+            text = f"<i style='color:{c['muted']}'>{escape(NOTHING.format(name=col.side.name))}</i>"
         else:
-            i = col.span
-            ref = turn.sources[s.number - 1] if turn.valid(s.number) else None
-            where = ""
-            if t._has_pages(ref, s.page_number):
-                page = t._page_html(page_phrase(s.page_number, s.page_label))
-                where = f"<span style='color:{c['muted']}'> · {page}</span>"
-            said = f"“{t._quoted(s)}”&nbsp;<a href='ev:{index}:{i}' style='{t._LINK}'>[{s.number}]</a>{where}"
-        cells.append(f"<td valign='top' {cell}>{said}</td>")
+            text = said(col.span, s)
+        cells.append(f"<td valign='top' {cell}>{text}</td>")
     change = f"<p style='margin-top:4px'><b>{escape(table.change)}</b></p>" if table.change else ""
     return (
-        t._label(COMPARED, c)
+        label
         + "<table width='100%' cellspacing='0' cellpadding='6'"
         + " style='border-collapse:collapse; margin-bottom:4px'>"
         + f"<tr>{heads}</tr><tr>{''.join(cells)}</tr></table>"
