@@ -51,6 +51,7 @@ from typing import Any
 from localrag.core.llm import fastcopy, openmp
 from localrag.core.llm import llm as llm_mod
 from localrag.core.llm.backends import VARIANT_ENV, cpu_backend
+from localrag.eval.machine import cpu_flags
 
 PROMPT_TOKENS = 1200
 GEN_TOKENS = 64
@@ -501,18 +502,6 @@ def machine() -> dict[str, Any]:
         "fast_copy_type": fastcopy.fast_copy_type(),
         "load_before": round(os.getloadavg()[0], 2),
     }
-
-
-def cpu_flags() -> list[str]:
-    """The CPU's vector and matrix instruction flags as Linux names them (``/proc/cpuinfo``)."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith(("flags", "Features")):
-                flags = line.split(":", 1)[1].split()
-                return sorted(f for f in flags if f.startswith(("avx", "amx", "fma", "f16c", "asimd", "sve")))
-    except OSError:
-        pass
-    return []
 
 
 def print_report(report: dict[str, Any]) -> None:

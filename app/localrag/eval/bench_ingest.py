@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import sys
 import threading
@@ -24,11 +25,14 @@ from typing import Any
 
 from localrag.core.config import Settings
 from localrag.core.embed.sizing import fit_to_input
+from localrag.core.ingest import pieces
 from localrag.core.ingest.pipeline import EMBED_BATCH, Ingestor
 from localrag.core.library import Library
 from localrag.core.retrieve import retrieve
 from localrag.core.text import identity
 from localrag.eval.beir import throwaway_store
+from localrag.eval.machine import cpu_flags
+from localrag.host.embedding import embedding_service
 
 
 def peak_rss_mb() -> float:
@@ -68,12 +72,15 @@ def first_hit(library: Library, words: str, t0: float, done: threading.Event) ->
 def bench_ingest(
     paths: list[Path], *, embed_only: bool = True, hit_words: str = "", stop_after_hit: bool = False
 ) -> dict[str, Any]:
+    load_before = os.getloadavg()[0]
     with throwaway_store() as conninfo:
         library = Library(replace(Settings.load(), database_url=conninfo))
         library.open()
         _ = library.embedder  # load before the clock starts, as the app does at warm-up
         hit: dict[str, Any] = {}
-        with Ingestor(library) as ingestor:
+        # Batches go through the process's embedding worker, as in the window and ``local-rag ingest``: the
+        # next batch is embedded while the last one is written.
+        with embedding_service(library), Ingestor(library) as ingestor:
             done = threading.Event()
             t0 = time.monotonic()
 
@@ -101,6 +108,7 @@ def bench_ingest(
             "pages": summary.pages,
             "chunks": summary.chunks,
             "embedding_tokens": summary.embedded_tokens,
+            "pieces": summary.embedded_pieces,
             "seconds": round(total, 2),
             "pages_per_s": round(summary.pages / total, 1) if total else 0.0,
             "chunks_per_s": round(summary.chunks / total, 1) if total else 0.0,
@@ -111,22 +119,90 @@ def bench_ingest(
         if hit_words:
             report["first_keyword_hit"] = hit
         if embed_only:
-            fit = identity.ContextFitter(library.embedder)
-            with library.connect() as conn:
-                texts = [  # what the pipeline embedded: each chunk's context, then its text
-                    identity.embedding_text(fit(context, n), text)
-                    for text, context, n in conn.execute(
-                        "SELECT text, context, token_count FROM document_chunks ORDER BY doc_id, chunk_index"
-                    )
-                ]
-            t1 = time.monotonic()
-            for i in range(0, len(texts), EMBED_BATCH):
-                library.embedder.embed(fit_to_input(library.embedder, texts[i : i + EMBED_BATCH]))
-            alone = time.monotonic() - t1
-            report["embed_only_seconds"] = round(alone, 2)
-            report["overhead_vs_embedding"] = round(total / alone - 1, 3) if alone else None
+            alone = embedding_alone(library)
+            report.update(alone)
+            report["overhead_vs_embedding"] = round(total / alone["embed_only_seconds"] - 1, 3)
+            report["word_pieces_per_s"] = round(alone["model_word_pieces"] / total, 1)
+            report["share_of_ceiling"] = round(alone["ceiling"]["seconds"] / total, 3)
+            report["embedding_alone_share_of_ceiling"] = round(
+                alone["ceiling"]["seconds"] / alone["embed_only_seconds"], 3
+            )
+        report["load_average"] = [round(load_before, 2), round(os.getloadavg()[0], 2)]
+        report["cpu_flags"] = cpu_flags()
         library.close()
     return report
+
+
+def embedding_alone(library: Library) -> dict[str, Any]:
+    """Embed again what the pipeline embedded — each chunk in its context and its pieces, in the same
+    requests (``EMBED_BATCH`` chunks and their pieces) — with the model alone; then the model's ceiling on
+    the same word pieces: ``ceiling``."""
+    embedder = library.embedder
+    fit, count = identity.ContextFitter(embedder), pieces.token_counter(embedder)
+    requests: list[list[str]] = []
+    with library.connect() as conn:
+        rows = conn.execute(
+            "SELECT text, context, token_count FROM document_chunks ORDER BY doc_id, chunk_index"
+        ).fetchall()
+    for i in range(0, len(rows), EMBED_BATCH):
+        batch = rows[i : i + EMBED_BATCH]
+        texts = [identity.embedding_text(fit(context, n), text) for text, context, n in batch]
+        texts += [p for text, _c, _n in batch for p in pieces.piece_texts(text, count)]
+        requests.append(texts)
+    t1 = time.monotonic()
+    for texts in requests:
+        embedder.embed(fit_to_input(embedder, texts))
+    alone = time.monotonic() - t1
+    lengths = [n for texts in requests for n in embedder.count_tokens_batch(texts)]
+    out: dict[str, Any] = {
+        "embed_only_seconds": round(alone, 2),
+        "model_word_pieces": sum(lengths),
+        "model_texts": len(lengths),
+        "embed_only_word_pieces_per_s": round(sum(lengths) / alone, 1) if alone else None,
+    }
+    out["ceiling"] = ceiling(embedder, lengths)
+    return out
+
+
+# Widths (word pieces) at which the model's own rate is measured for ``ceiling``, and the rows of each batch.
+CEILING_WIDTHS = (16, 32, 64, 128, 192, 256)
+CEILING_ROWS = 16
+CEILING_SECONDS = 1.5  # of running per width
+
+
+def ceiling(embedder: Any, lengths: list[int]) -> dict[str, Any]:
+    """The model's ceiling for texts of these lengths (word pieces, special tokens included): its rate on
+    batches of ``CEILING_ROWS`` texts of one width (no padding, no tokenizing, no pooling), measured at each
+    of ``CEILING_WIDTHS``; each text counted at the rate of the smallest width that holds it. Returns the
+    rate per width and the seconds the model alone would need for all of them."""
+    import numpy as np
+
+    session = embedder.session
+    names = {i.name for i in session.get_inputs()}
+    rates: dict[int, float] = {}
+    for width in CEILING_WIDTHS:
+        if width > embedder.max_tokens or (lengths and width > 2 * max(lengths)):
+            break
+        ids = np.full((CEILING_ROWS, width), 1996, dtype=np.int64)  # any word piece
+        feeds = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
+        feeds = {k: v for k, v in feeds.items() if k in names}
+        session.run(None, feeds)
+        runs, t0 = 0, time.monotonic()
+        while time.monotonic() - t0 < CEILING_SECONDS:
+            session.run(None, feeds)
+            runs += 1
+        rates[width] = runs * CEILING_ROWS * width / (time.monotonic() - t0)
+    seconds = 0.0
+    for n in lengths:
+        width = next((w for w in rates if w >= n), max(rates))
+        seconds += n / rates[width]
+    return {
+        "word_pieces_per_s_by_width": {w: round(r) for w, r in rates.items()},
+        "seconds": round(seconds, 2),
+        "word_pieces_per_s": round(sum(lengths) / seconds, 1) if seconds else None,
+        "intra_op_threads": session.get_session_options().intra_op_num_threads,
+        "graph_optimization": str(session.get_session_options().graph_optimization_level).split(".")[-1],
+    }
 
 
 def register(sub: argparse._SubParsersAction) -> None:
