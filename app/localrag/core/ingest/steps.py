@@ -351,7 +351,7 @@ class DocumentSteps:
                 following = next(batches, None)
                 pending = self.submit(following.texts) if following else None
                 tw = time.monotonic()
-                chunk_vectors.write(conn, doc_id, model, batch, found)
+                chunk_vectors.write(conn, model, batch, found)
                 summary.stage_seconds["write"] += time.monotonic() - tw
                 done += len(batch.rows)
                 summary.embedded_chunks += len(batch.rows)

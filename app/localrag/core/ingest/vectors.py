@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import psycopg
 
-from localrag.core.ingest import pieces
+from localrag.core.ingest import metadata, pieces
 from localrag.core.text import identity
 
 
@@ -27,6 +27,7 @@ class Batch:
     ``piece_texts``)."""
 
     rows: list[tuple[int, str, int, str]]
+    docs: set[int] = field(default_factory=set)  # the documents the chunks belong to
     piece_rows: list[tuple[int, int]] = field(default_factory=list)
     piece_texts: list[str] = field(default_factory=list)
 
@@ -51,18 +52,19 @@ def read_batch(
     beside ``n`` word pieces of text), and the pieces of those that have none from ``model``."""
     found = conn.execute(
         "SELECT c.id, c.text, c.token_count, c.context, EXISTS (SELECT 1 FROM chunk_piece_embeddings p "
-        "WHERE p.chunk_id = c.id AND p.embedding_model = %s) FROM document_chunks c WHERE c.id = ANY(%s) "
-        "ORDER BY c.chunk_index",
+        "WHERE p.chunk_id = c.id AND p.embedding_model = %s), c.doc_id FROM document_chunks c "
+        "WHERE c.id = ANY(%s) ORDER BY c.doc_id, c.chunk_index",
         (model, list(ids)),
     ).fetchall()
     conn.commit()
     batch = Batch(
         [
             (cid, identity.embedding_text(fit(context, n), text), n, context)
-            for cid, text, n, context, _ in found
-        ]
+            for cid, text, n, context, _, _ in found
+        ],
+        docs={r[5] for r in found},
     )
-    for cid, text, _n, _context, has_pieces in found:
+    for cid, text, _n, _context, has_pieces, _doc in found:
         if not has_pieces:
             for number, piece in enumerate(pieces.piece_texts(text, count_tokens)):
                 batch.piece_rows.append((cid, number))
@@ -70,9 +72,9 @@ def read_batch(
     return batch
 
 
-def write(conn: psycopg.Connection[Any], doc_id: int, model: str, batch: Batch, vectors: np.ndarray) -> None:
+def write(conn: psycopg.Connection[Any], model: str, batch: Batch, vectors: np.ndarray) -> None:
     """Store the batch's vectors (``vectors``: in the order of ``batch.texts``) in one transaction: each
-    chunk's (replacing a stale one), its pieces', and the document's count of embedded chunks."""
+    chunk's (replacing a stale one), its pieces', and its documents' counts of embedded chunks."""
     n = len(batch.rows)
     with conn.transaction():
         conn.execute(
@@ -87,8 +89,44 @@ def write(conn: psycopg.Connection[Any], doc_id: int, model: str, batch: Batch, 
         if batch.piece_rows:
             pieces.copy_rows(conn, model, batch.piece_rows, vectors[n:])
         conn.execute(
-            "UPDATE documents SET chunks_embedded = (SELECT count(*) FROM chunk_embeddings e JOIN "
-            "document_chunks c ON c.id = e.chunk_id WHERE c.doc_id = %s AND e.embedding_model = %s), "
-            "updated_at = now() WHERE id = %s",
-            (doc_id, model, doc_id),
+            "UPDATE documents d SET chunks_embedded = (SELECT count(*) FROM chunk_embeddings e JOIN "
+            "document_chunks c ON c.id = e.chunk_id WHERE c.doc_id = d.id AND e.embedding_model = %s), "
+            "updated_at = now() WHERE d.id = ANY(%s)",
+            (model, sorted(batch.docs)),
         )
+
+
+def embed_documents(
+    conn: psycopg.Connection[Any],
+    doc_ids: Sequence[int],
+    model: str,
+    embedder: Any,
+    embed: Callable[[list[str]], np.ndarray],
+    batch_chunks: int,
+) -> tuple[int, int, int]:
+    """Embed the chunks (and pieces) of several small documents together, up to ``batch_chunks`` chunks per
+    request to the model (``embed``), and store their vectors: a one-line file costs a share of a batch
+    instead of a request of its own. Only chunks without a current vector are embedded; the documents' own
+    steps then find their vectors in place. Returns the chunks, pieces and word pieces (of the chunks'
+    texts) embedded."""
+    ids = [
+        int(r[0])
+        for r in conn.execute(
+            "SELECT c.id FROM document_chunks c WHERE c.doc_id = ANY(%s) AND NOT EXISTS (SELECT 1 FROM "
+            "chunk_embeddings e WHERE e.chunk_id = c.id AND e.embedding_model = %s "
+            f"AND {metadata.CURRENT_VECTOR}) ORDER BY c.doc_id, c.chunk_index",
+            (list(doc_ids), model),
+        )
+    ]
+    conn.commit()
+    fit, count = identity.ContextFitter(embedder), pieces.token_counter(embedder)
+    chunks = piece_count = tokens = 0
+    for i in range(0, len(ids), batch_chunks):
+        batch = read_batch(conn, ids[i : i + batch_chunks], model, fit, count)
+        write(conn, model, batch, embed(batch.texts))
+        chunks, piece_count, tokens = (
+            chunks + len(batch.rows),
+            piece_count + len(batch.piece_rows),
+            tokens + batch.tokens,
+        )
+    return chunks, piece_count, tokens
