@@ -295,20 +295,7 @@ class DocumentSteps:
         conn = self.conn
         model = self.library.embedder.name
         tw = time.monotonic()
-        with conn.transaction():
-            # Chunks whose exact text already has a vector from this model (an unchanged part of a changed
-            # file, a duplicate passage) reuse it.
-            # (same text in the same context).
-            conn.execute(
-                "INSERT INTO chunk_embeddings (chunk_id, embedding_model, embedding, context_hash) "
-                "SELECT DISTINCT ON (c.id) c.id, e.embedding_model, e.embedding, e.context_hash "
-                "FROM document_chunks c JOIN document_chunks o ON o.text_hash = c.text_hash "
-                "AND o.context = c.context AND o.doc_id <> c.doc_id "
-                "JOIN chunk_embeddings e ON e.chunk_id = o.id AND e.embedding_model = %s "
-                f"AND {metadata.CURRENT_VECTOR.replace('c.', 'o.')} "
-                "WHERE c.doc_id = %s ON CONFLICT DO NOTHING",
-                (model, doc_id),
-            )
+        chunk_vectors.reuse_stored(conn, [doc_id], model)
         # Chunks without a vector, or whose vector was embedded with another context (stale): their ids now,
         # their texts a batch at a time (a large document's texts never sit in memory at once).
         todo_ids = [

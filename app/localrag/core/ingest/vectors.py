@@ -96,6 +96,22 @@ def write(conn: psycopg.Connection[Any], model: str, batch: Batch, vectors: np.n
         )
 
 
+def reuse_stored(conn: psycopg.Connection[Any], doc_ids: Sequence[int], model: str) -> None:
+    """Give the documents' chunks whose exact text, in the same context, already has a vector from ``model``
+    in another document (an unchanged part of a changed file, a duplicate passage) that vector."""
+    with conn.transaction():
+        conn.execute(
+            "INSERT INTO chunk_embeddings (chunk_id, embedding_model, embedding, context_hash) "
+            "SELECT DISTINCT ON (c.id) c.id, e.embedding_model, e.embedding, e.context_hash "
+            "FROM document_chunks c JOIN document_chunks o ON o.text_hash = c.text_hash "
+            "AND o.context = c.context AND o.doc_id <> c.doc_id "
+            "JOIN chunk_embeddings e ON e.chunk_id = o.id AND e.embedding_model = %s "
+            f"AND {metadata.CURRENT_VECTOR.replace('c.', 'o.')} "
+            "WHERE c.doc_id = ANY(%s) ON CONFLICT DO NOTHING",
+            (model, list(doc_ids)),
+        )
+
+
 def embed_documents(
     conn: psycopg.Connection[Any],
     doc_ids: Sequence[int],
@@ -109,6 +125,7 @@ def embed_documents(
     instead of a request of its own. Only chunks without a current vector are embedded; the documents' own
     steps then find their vectors in place. Returns the chunks, pieces and word pieces (of the chunks'
     texts) embedded."""
+    reuse_stored(conn, doc_ids, model)
     ids = [
         int(r[0])
         for r in conn.execute(
