@@ -331,8 +331,9 @@ def measure_round(config: BenchConfig) -> RoundResult:
             warm_cpu = time.process_time() - cpu
     warm = llm.last_stats
     threads.append(llm._threads_now[1])
-    # The sources lead and the model rewords the sentences they quoted: a short prompt after the fixed prefix.
-    reword = reword_prompt(llm, passages[half:])
+    # The sources lead and the model rewords the sentences they quoted: a short prompt after the fixed prefix
+    # (quoted from the first question's passages: the cache holds the second's).
+    reword = reword_prompt(llm, passages[:half])
     time.sleep(QUESTION_PAUSE_S)
     list(llm.stream(reword.tokens, max_tokens=1, temperature=0.0))
     reworded = llm.last_stats
