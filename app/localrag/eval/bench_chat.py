@@ -9,8 +9,8 @@ documentation, so the text is fixed for a given Python), and a question. Each ro
 - **warm**: a second question with other sources, as in a chat; the system prompt and the worked example are
   reused from the KV cache, the rest is processed;
 - **tokens/s**: the answer to the warm prompt, up to ``GEN_TOKENS`` tokens;
-- **reword**: after the warm question, the prompt the app sends when the quoted sources lead and the model only
-  rewords them: the fixed prefix from the KV cache, then two runs of three quoted sentences and the question
+- **reword**: after the warm question, the prompt the app sends when the quoted sources lead and the model
+  only rewords them: the fixed prefix from the KV cache, then two runs of quoted sentences and the question
   (its tokens, and how many were new, are reported);
 - **prepared**: the first question again after its prompt was evaluated during a pause in typing, as the app
   does (``ChatEngine.prepare``) when the question is then sent as typed;
