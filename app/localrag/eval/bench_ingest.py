@@ -1,8 +1,14 @@
 """``local-rag bench ingest DIR``: how fast files become searchable, and where the time goes.
 
-The files are indexed into a throw-away embedded database with the real pipeline. Then the same chunk texts
-are embedded again by the model alone, in the same batches: the ratio of the two is the pipeline's overhead
-over pure embedding (extraction, chunking and writing that did not overlap with the model).
+The files are indexed into a throw-away embedded database with the real pipeline (through the process's
+embedding worker, as the window and ``local-rag ingest`` do). Then the same texts — each chunk in its context
+and its pieces — are embedded again by the model alone, in the same requests: the ratio of the two is the
+pipeline's overhead over pure embedding (extraction, chunking and writing that did not overlap with the
+model).
+
+The report also gives the model's ceiling on the same word pieces (``ceiling``: batches of one width, no
+padding) and the shares of it the pipeline and embedding alone reach. ``--onnx-options`` (no files) compares
+the embedding session's options instead: threads, spinning, graph optimisation levels.
 
 ``--first-hit WORDS``: while the files are indexed, a keyword search for ``WORDS`` runs every quarter of a
 second on its own connection; the report says how many seconds after the start of the ingest (the drop) it
@@ -208,9 +214,80 @@ def ceiling(embedder: Any, lengths: list[int]) -> dict[str, Any]:
     }
 
 
+# ``--onnx-options``: sessions of the embedding model compared at fixed shapes (texts × word pieces).
+OPTION_SHAPES = ((16, 64), (16, 128), (8, 200), (16, 256))
+OPTION_ROUNDS = 3
+
+
+def onnx_options(embedder: Any) -> list[dict[str, Any]]:
+    """The embedding model's rate in sessions with other options — the app's (onnxruntime's default threads,
+    spinning, all graph optimisations), one thread, no spinning, basic and extended graph optimisations —
+    each shape run for a second per session in turn, ``OPTION_ROUNDS`` rounds, so that a changing load hits
+    each alike. Word pieces per second of wall-clock time and per CPU-second, per shape and session."""
+    import numpy as np
+    import onnxruntime as ort
+
+    level = ort.GraphOptimizationLevel
+    configs: dict[str, dict[str, Any]] = {
+        "app": {},
+        "1 thread": {"threads": 1},
+        "no spinning": {"spin": False},
+        "basic graph optimisations": {"opt": level.ORT_ENABLE_BASIC},
+        "extended graph optimisations": {"opt": level.ORT_ENABLE_EXTENDED},
+    }
+
+    def session(threads: int = 0, opt: Any = None, spin: bool = True) -> Any:
+        options = ort.SessionOptions()
+        if threads:
+            options.intra_op_num_threads = threads
+        options.log_severity_level = 3
+        options.enable_cpu_mem_arena = False  # as the app's session
+        if not spin:
+            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        if opt is not None:
+            options.graph_optimization_level = opt
+        return ort.InferenceSession(str(embedder.files.onnx), options, providers=["CPUExecutionProvider"])
+
+    sessions = {name: session(**kw) for name, kw in configs.items()}
+    totals = {(name, shape): [0, 0.0, 0.0] for name in configs for shape in OPTION_SHAPES}
+    for _ in range(OPTION_ROUNDS):
+        for rows, width in OPTION_SHAPES:
+            for name, sess in sessions.items():
+                ids = np.full((rows, width), 1996, dtype=np.int64)
+                names = {i.name for i in sess.get_inputs()}
+                feeds = {
+                    "input_ids": ids,
+                    "attention_mask": np.ones_like(ids),
+                    "token_type_ids": np.zeros_like(ids),
+                }
+                feeds = {k: v for k, v in feeds.items() if k in names}
+                sess.run(None, feeds)
+                t0, c0, runs = time.monotonic(), time.process_time(), 0
+                while time.monotonic() - t0 < 1.0:
+                    sess.run(None, feeds)
+                    runs += 1
+                total = totals[(name, (rows, width))]
+                total[0] += runs * rows * width
+                total[1] += time.monotonic() - t0
+                total[2] += time.process_time() - c0
+    return [
+        {
+            "shape": f"{rows}x{width}",
+            "session": name,
+            "word_pieces_per_s": round(totals[(name, (rows, width))][0] / totals[(name, (rows, width))][1]),
+            "per_cpu_s": round(totals[(name, (rows, width))][0] / totals[(name, (rows, width))][2]),
+        }
+        for rows, width in OPTION_SHAPES
+        for name in configs
+    ]
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("ingest", help="index a folder into a throw-away database and report throughput")
-    p.add_argument("paths", nargs="+", type=Path)
+    p.add_argument("paths", nargs="*", type=Path)
+    p.add_argument(
+        "--onnx-options", action="store_true", help="compare the embedding session's options (no ingest)"
+    )
     p.add_argument("--no-baseline", action="store_true", help="skip re-embedding the chunks alone")
     p.add_argument("--first-hit", metavar="WORDS", default="", help="time the first keyword hit for WORDS")
     p.add_argument("--stop-after-hit", action="store_true", help="pause indexing at the first hit")
@@ -219,6 +296,20 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.onnx_options:
+        from localrag.core.embed.onnx_embedder import load_embedder
+
+        load_before = os.getloadavg()[0]
+        rows = onnx_options(load_embedder())
+        out = {
+            "load_average": [round(load_before, 2), round(os.getloadavg()[0], 2)],
+            "cpu_flags": cpu_flags(),
+        }
+        print(json.dumps({**out, "sessions": rows}, indent=2))
+        return 0
+    if not args.paths:
+        print("local-rag bench ingest: name the files or folders to index", file=sys.stderr)
+        return 2
     report = bench_ingest(
         args.paths,
         embed_only=not args.no_baseline,
