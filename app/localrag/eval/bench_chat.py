@@ -9,6 +9,9 @@ documentation, so the text is fixed for a given Python), and a question. Each ro
 - **warm**: a second question with other sources, as in a chat; the system prompt and the worked example are
   reused from the KV cache, the rest is processed;
 - **tokens/s**: the answer to the warm prompt, up to ``GEN_TOKENS`` tokens;
+- **reword**: after the warm question, the prompt the app sends when the quoted sources lead and the model
+  only rewords them: the fixed prefix from the KV cache, then two runs of quoted sentences and the question
+  (its tokens, and how many were new, are reported);
 - **prepared**: the first question again after its prompt was evaluated during a pause in typing, as the app
   does (``ChatEngine.prepare``) when the question is then sent as typed;
 - **restart**: the first question on a freshly loaded model that starts, as the app's first question after a
@@ -51,6 +54,7 @@ from typing import Any
 from localrag.core.llm import fastcopy, openmp
 from localrag.core.llm import llm as llm_mod
 from localrag.core.llm.backends import VARIANT_ENV, cpu_backend
+from localrag.eval.machine import cpu_flags
 
 PROMPT_TOKENS = 1200
 GEN_TOKENS = 64
@@ -62,6 +66,8 @@ QUESTIONS = (
     "How do I parse command-line options and show a help message?",
     "Explain in detail how log records are created, filtered and formatted.",
 )
+# The quoted sentences of a rewording: two runs of three sentences (``evidence.MAX_SPANS``, ``MAX_RUN``).
+REWORD_SPANS, REWORD_SENTENCES, REWORD_WORDS = 2, 3, 60
 # Words added to a question to make the prompt exactly PROMPT_TOKENS long.
 DETAIL = "Please give every step and every option that the sources mention, with examples."
 # Modules whose documentation gives the sources' text.
@@ -134,6 +140,10 @@ class RoundResult:
     cold_cpu_s: float  # CPU seconds of all threads until the first token
     warm_cpu_s: float
     prepared_ttft_s: float  # the question's prompt evaluated while it was typed
+    reword_ttft_s: float  # the prompt of a rewording of the quoted sentences, after the warm question
+    reword_cpu_s: float
+    reword_prompt_tokens: int
+    reword_new_tokens: int  # of them, those not in the KV cache
     restart_ttft_s: float  # the first question with the fixed prefix's state read from disk
     restart_cached_tokens: int
     cached_tokens: int
@@ -256,6 +266,23 @@ def grounded_prompt(llm: Any, question: str, results: list[Any], target: int = P
     return best
 
 
+def reword_prompt(llm: Any, passages: list[tuple[str, str]]) -> Any:
+    """The prompt the app sends when the quoted sources lead and the model only rewords them
+    (``AnswerRun._prompt_for``): the sentences the reader quoted (``REWORD_SPANS`` runs of
+    ``REWORD_SENTENCES`` sentences, at most ``REWORD_WORDS`` words, from two passages) in place of the
+    passages, and the question."""
+    import re
+
+    from localrag.core.answer.prompts import GROUNDED, build_prompt
+
+    quoted = []
+    for title, text in passages[:REWORD_SPANS]:
+        sentences = [x for x in re.split(r"(?<=[.!?])\s+", text) if x]
+        words = " ".join(sentences[:REWORD_SENTENCES]).split()  # documentation's code runs on: cut it
+        quoted.append((title, " ".join(words[:REWORD_WORDS])))
+    return build_prompt(llm, QUESTIONS[0], mode=GROUNDED, results=_results(quoted), max_tokens=GEN_TOKENS)
+
+
 # -- measuring -----------------------------------------------------------------------------------------------
 
 
@@ -305,6 +332,13 @@ def measure_round(config: BenchConfig) -> RoundResult:
             warm_cpu = time.process_time() - cpu
     warm = llm.last_stats
     threads.append(llm._threads_now[1])
+    # The sources lead and the model rewords the sentences they quoted: a short prompt after the fixed prefix
+    # (quoted from the first question's passages: the cache holds the second's).
+    reword = reword_prompt(llm, passages[:half])
+    time.sleep(QUESTION_PAUSE_S)
+    cpu = time.process_time()
+    list(llm.stream(reword.tokens, max_tokens=1, temperature=0.0))
+    reworded, reword_cpu = llm.last_stats, time.process_time() - cpu
     # Typed, paused, then sent as typed: the app has evaluated the prompt during the pause
     # (``ChatEngine.prepare``).
     llm.prime(first.tokens)
@@ -336,6 +370,10 @@ def measure_round(config: BenchConfig) -> RoundResult:
         cold_cpu_s=cold_cpu,
         warm_cpu_s=warm_cpu,
         prepared_ttft_s=prepared.prompt_s,
+        reword_ttft_s=reworded.prompt_s,
+        reword_cpu_s=reword_cpu,
+        reword_prompt_tokens=reword.prompt_tokens,
+        reword_new_tokens=reword.prompt_tokens - reworded.cached_tokens,
         restart_ttft_s=restart.prompt_s,
         restart_cached_tokens=restart.cached_tokens,
         cached_tokens=warm.cached_tokens,
@@ -395,6 +433,10 @@ def measure(config: BenchConfig, rounds: int) -> dict[str, Any]:
         "cold_ttft_s": summary([r.cold_ttft_s for r in results]),
         "warm_ttft_s": summary([r.warm_ttft_s for r in results]),
         "prepared_ttft_s": summary([r.prepared_ttft_s for r in results]),
+        "reword_ttft_s": summary([r.reword_ttft_s for r in results]),
+        "reword_cpu_s": summary([r.reword_cpu_s for r in results]),
+        "reword_prompt_tokens": results[0].reword_prompt_tokens,
+        "reword_new_tokens": results[0].reword_new_tokens,
         "restart_ttft_s": summary([r.restart_ttft_s for r in results]),
         "restart_cached_tokens": results[0].restart_cached_tokens,
         "cold_cpu_s": summary([r.cold_cpu_s for r in results]),
@@ -503,18 +545,6 @@ def machine() -> dict[str, Any]:
     }
 
 
-def cpu_flags() -> list[str]:
-    """The CPU's vector and matrix instruction flags as Linux names them (``/proc/cpuinfo``)."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith(("flags", "Features")):
-                flags = line.split(":", 1)[1].split()
-                return sorted(f for f in flags if f.startswith(("avx", "amx", "fma", "f16c", "asimd", "sve")))
-    except OSError:
-        pass
-    return []
-
-
 def print_report(report: dict[str, Any]) -> None:
     m = report["machine"]
     print(
@@ -537,7 +567,9 @@ def print_report(report: dict[str, Any]) -> None:
             f"{c['config']:34} {c['cold_ttft_s']['best']:5.2f}/{c['cold_ttft_s']['median']:<5.2f} "
             f"{c['warm_ttft_s']['best']:5.2f}/{c['warm_ttft_s']['median']:<5.2f} "
             f"{c['tokens_per_s']['median']:7.1f} {c['load_s']['median']:6.2f}  "
-            f"(prepared while typed {c['prepared_ttft_s']['median']:.2f} s; after a restart "
+            f"(rewording the quoted sentences {c['reword_ttft_s']['median']:.2f} s for "
+            f"{c['reword_prompt_tokens']} tokens, {c['reword_new_tokens']} new; "
+            f"prepared while typed {c['prepared_ttft_s']['median']:.2f} s; after a restart "
             f"{c['restart_ttft_s']['median']:.2f} s with {c['restart_cached_tokens']} tokens from disk; "
             f"cpu {c['cold_cpu_s']['median']:.2f}/{c['warm_cpu_s']['median']:.2f} s, cached "
             f"{c['cached_tokens']}, load avg {c['load_average'][0]}→{c['load_average'][1]}; "

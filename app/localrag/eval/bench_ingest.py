@@ -1,8 +1,14 @@
 """``local-rag bench ingest DIR``: how fast files become searchable, and where the time goes.
 
-The files are indexed into a throw-away embedded database with the real pipeline. Then the same chunk texts
-are embedded again by the model alone, in the same batches: the ratio of the two is the pipeline's overhead
-over pure embedding (extraction, chunking and writing that did not overlap with the model).
+The files are indexed into a throw-away embedded database with the real pipeline (through the process's
+embedding worker, as the window and ``local-rag ingest`` do). Then the same texts — each chunk in its context
+and its pieces — are embedded again by the model alone, in the same requests: the ratio of the two is the
+pipeline's overhead over pure embedding (extraction, chunking and writing that did not overlap with the
+model).
+
+The report also gives the model's ceiling on the same word pieces (``ceiling``: batches of one width, no
+padding) and the shares of it the pipeline and embedding alone reach. ``--onnx-options`` (no files) compares
+the embedding session's options instead: threads, spinning, graph optimisation levels.
 
 ``--first-hit WORDS``: while the files are indexed, a keyword search for ``WORDS`` runs every quarter of a
 second on its own connection; the report says how many seconds after the start of the ingest (the drop) it
@@ -14,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import sys
 import threading
@@ -24,11 +31,14 @@ from typing import Any
 
 from localrag.core.config import Settings
 from localrag.core.embed.sizing import fit_to_input
+from localrag.core.ingest import pieces
 from localrag.core.ingest.pipeline import EMBED_BATCH, Ingestor
 from localrag.core.library import Library
 from localrag.core.retrieve import retrieve
 from localrag.core.text import identity
 from localrag.eval.beir import throwaway_store
+from localrag.eval.machine import cpu_flags
+from localrag.host.embedding import embedding_service
 
 
 def peak_rss_mb() -> float:
@@ -68,12 +78,15 @@ def first_hit(library: Library, words: str, t0: float, done: threading.Event) ->
 def bench_ingest(
     paths: list[Path], *, embed_only: bool = True, hit_words: str = "", stop_after_hit: bool = False
 ) -> dict[str, Any]:
+    load_before = os.getloadavg()[0]
     with throwaway_store() as conninfo:
         library = Library(replace(Settings.load(), database_url=conninfo))
         library.open()
         _ = library.embedder  # load before the clock starts, as the app does at warm-up
         hit: dict[str, Any] = {}
-        with Ingestor(library) as ingestor:
+        # Batches go through the process's embedding worker, as in the window and ``local-rag ingest``: the
+        # next batch is embedded while the last one is written.
+        with embedding_service(library), Ingestor(library) as ingestor:
             done = threading.Event()
             t0 = time.monotonic()
 
@@ -101,6 +114,7 @@ def bench_ingest(
             "pages": summary.pages,
             "chunks": summary.chunks,
             "embedding_tokens": summary.embedded_tokens,
+            "pieces": summary.embedded_pieces,
             "seconds": round(total, 2),
             "pages_per_s": round(summary.pages / total, 1) if total else 0.0,
             "chunks_per_s": round(summary.chunks / total, 1) if total else 0.0,
@@ -111,27 +125,169 @@ def bench_ingest(
         if hit_words:
             report["first_keyword_hit"] = hit
         if embed_only:
-            fit = identity.ContextFitter(library.embedder)
-            with library.connect() as conn:
-                texts = [  # what the pipeline embedded: each chunk's context, then its text
-                    identity.embedding_text(fit(context, n), text)
-                    for text, context, n in conn.execute(
-                        "SELECT text, context, token_count FROM document_chunks ORDER BY doc_id, chunk_index"
-                    )
-                ]
-            t1 = time.monotonic()
-            for i in range(0, len(texts), EMBED_BATCH):
-                library.embedder.embed(fit_to_input(library.embedder, texts[i : i + EMBED_BATCH]))
-            alone = time.monotonic() - t1
-            report["embed_only_seconds"] = round(alone, 2)
-            report["overhead_vs_embedding"] = round(total / alone - 1, 3) if alone else None
+            alone = embedding_alone(library)
+            report.update(alone)
+            report["overhead_vs_embedding"] = round(total / alone["embed_only_seconds"] - 1, 3)
+            report["word_pieces_per_s"] = round(alone["model_word_pieces"] / total, 1)
+            report["share_of_ceiling"] = round(alone["ceiling"]["seconds"] / total, 3)
+            report["embedding_alone_share_of_ceiling"] = round(
+                alone["ceiling"]["seconds"] / alone["embed_only_seconds"], 3
+            )
+        report["load_average"] = [round(load_before, 2), round(os.getloadavg()[0], 2)]
+        report["cpu_flags"] = cpu_flags()
         library.close()
     return report
 
 
+def embedding_alone(library: Library) -> dict[str, Any]:
+    """Embed again what the pipeline embedded — each chunk in its context and its pieces, in the same
+    requests (``EMBED_BATCH`` chunks and their pieces) — with the model alone; then the model's ceiling on
+    the same word pieces: ``ceiling``."""
+    embedder = library.embedder
+    fit, count = identity.ContextFitter(embedder), pieces.token_counter(embedder)
+    requests: list[list[str]] = []
+    with library.connect() as conn:
+        rows = conn.execute(
+            "SELECT text, context, token_count FROM document_chunks ORDER BY doc_id, chunk_index"
+        ).fetchall()
+    for i in range(0, len(rows), EMBED_BATCH):
+        batch = rows[i : i + EMBED_BATCH]
+        texts = [identity.embedding_text(fit(context, n), text) for text, context, n in batch]
+        texts += [p for text, _c, _n in batch for p in pieces.piece_texts(text, count)]
+        requests.append(texts)
+    t1 = time.monotonic()
+    for texts in requests:
+        embedder.embed(fit_to_input(embedder, texts))
+    alone = time.monotonic() - t1
+    t2 = time.monotonic()  # one tokenizing pass over the same texts (the embedding path makes two)
+    lengths = [n for texts in requests for n in embedder.count_tokens_batch(texts)]
+    tokenize = time.monotonic() - t2
+    out: dict[str, Any] = {
+        "embed_only_seconds": round(alone, 2),
+        "model_word_pieces": sum(lengths),
+        "model_texts": len(lengths),
+        "embed_only_word_pieces_per_s": round(sum(lengths) / alone, 1) if alone else None,
+        "tokenize_once_seconds": round(tokenize, 2),
+    }
+    out["ceiling"] = ceiling(embedder, lengths)
+    return out
+
+
+# Widths (word pieces) at which the model's own rate is measured for ``ceiling``, and the rows of each batch.
+CEILING_WIDTHS = (16, 32, 64, 128, 192, 256)
+CEILING_ROWS = 16
+CEILING_SECONDS = 1.5  # of running per width
+
+
+def ceiling(embedder: Any, lengths: list[int]) -> dict[str, Any]:
+    """The model's ceiling for texts of these lengths (word pieces, special tokens included): its rate on
+    batches of ``CEILING_ROWS`` texts of one width (no padding, no tokenizing, no pooling), measured at each
+    of ``CEILING_WIDTHS``; each text counted at the rate of the smallest width that holds it. Returns the
+    rate per width and the seconds the model alone would need for all of them."""
+    import numpy as np
+
+    session = embedder.session
+    names = {i.name for i in session.get_inputs()}
+    rates: dict[int, float] = {}
+    for width in CEILING_WIDTHS:
+        if width > embedder.max_tokens or (lengths and width > 2 * max(lengths)):
+            break
+        ids = np.full((CEILING_ROWS, width), 1996, dtype=np.int64)  # any word piece
+        feeds = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
+        feeds = {k: v for k, v in feeds.items() if k in names}
+        session.run(None, feeds)
+        runs, t0 = 0, time.monotonic()
+        while time.monotonic() - t0 < CEILING_SECONDS:
+            session.run(None, feeds)
+            runs += 1
+        rates[width] = runs * CEILING_ROWS * width / (time.monotonic() - t0)
+    seconds = 0.0
+    for n in lengths:
+        width = next((w for w in rates if w >= n), max(rates))
+        seconds += n / rates[width]
+    return {
+        "word_pieces_per_s_by_width": {w: round(r) for w, r in rates.items()},
+        "seconds": round(seconds, 2),
+        "word_pieces_per_s": round(sum(lengths) / seconds, 1) if seconds else None,
+        "intra_op_threads": session.get_session_options().intra_op_num_threads,
+        "graph_optimization": str(session.get_session_options().graph_optimization_level).split(".")[-1],
+    }
+
+
+# ``--onnx-options``: sessions of the embedding model compared at fixed shapes (texts × word pieces).
+OPTION_SHAPES = ((16, 64), (16, 128), (8, 200), (16, 256))
+OPTION_ROUNDS = 3
+
+
+def onnx_options(embedder: Any) -> list[dict[str, Any]]:
+    """The embedding model's rate in sessions with other options — the app's (onnxruntime's default threads,
+    spinning, all graph optimisations), one thread, no spinning, basic and extended graph optimisations —
+    each shape run for a second per session in turn, ``OPTION_ROUNDS`` rounds, so that a changing load hits
+    each alike. Word pieces per second of wall-clock time and per CPU-second, per shape and session."""
+    import numpy as np
+    import onnxruntime as ort
+
+    level = ort.GraphOptimizationLevel
+    configs: dict[str, dict[str, Any]] = {
+        "app": {},
+        "1 thread": {"threads": 1},
+        "no spinning": {"spin": False},
+        "basic graph optimisations": {"opt": level.ORT_ENABLE_BASIC},
+        "extended graph optimisations": {"opt": level.ORT_ENABLE_EXTENDED},
+    }
+
+    def session(threads: int = 0, opt: Any = None, spin: bool = True) -> Any:
+        options = ort.SessionOptions()
+        if threads:
+            options.intra_op_num_threads = threads
+        options.log_severity_level = 3
+        options.enable_cpu_mem_arena = False  # as the app's session
+        if not spin:
+            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        if opt is not None:
+            options.graph_optimization_level = opt
+        return ort.InferenceSession(str(embedder.files.onnx), options, providers=["CPUExecutionProvider"])
+
+    sessions = {name: session(**kw) for name, kw in configs.items()}
+    totals = {(name, shape): [0, 0.0, 0.0] for name in configs for shape in OPTION_SHAPES}
+    for _ in range(OPTION_ROUNDS):
+        for rows, width in OPTION_SHAPES:
+            for name, sess in sessions.items():
+                ids = np.full((rows, width), 1996, dtype=np.int64)
+                names = {i.name for i in sess.get_inputs()}
+                feeds = {
+                    "input_ids": ids,
+                    "attention_mask": np.ones_like(ids),
+                    "token_type_ids": np.zeros_like(ids),
+                }
+                feeds = {k: v for k, v in feeds.items() if k in names}
+                sess.run(None, feeds)
+                t0, c0, runs = time.monotonic(), time.process_time(), 0
+                while time.monotonic() - t0 < 1.0:
+                    sess.run(None, feeds)
+                    runs += 1
+                total = totals[(name, (rows, width))]
+                total[0] += runs * rows * width
+                total[1] += time.monotonic() - t0
+                total[2] += time.process_time() - c0
+    return [
+        {
+            "shape": f"{rows}x{width}",
+            "session": name,
+            "word_pieces_per_s": round(totals[(name, (rows, width))][0] / totals[(name, (rows, width))][1]),
+            "per_cpu_s": round(totals[(name, (rows, width))][0] / totals[(name, (rows, width))][2]),
+        }
+        for rows, width in OPTION_SHAPES
+        for name in configs
+    ]
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("ingest", help="index a folder into a throw-away database and report throughput")
-    p.add_argument("paths", nargs="+", type=Path)
+    p.add_argument("paths", nargs="*", type=Path)
+    p.add_argument(
+        "--onnx-options", action="store_true", help="compare the embedding session's options (no ingest)"
+    )
     p.add_argument("--no-baseline", action="store_true", help="skip re-embedding the chunks alone")
     p.add_argument("--first-hit", metavar="WORDS", default="", help="time the first keyword hit for WORDS")
     p.add_argument("--stop-after-hit", action="store_true", help="pause indexing at the first hit")
@@ -140,6 +296,20 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.onnx_options:
+        from localrag.core.embed.onnx_embedder import load_embedder
+
+        load_before = os.getloadavg()[0]
+        rows = onnx_options(load_embedder())
+        out = {
+            "load_average": [round(load_before, 2), round(os.getloadavg()[0], 2)],
+            "cpu_flags": cpu_flags(),
+        }
+        print(json.dumps({**out, "sessions": rows}, indent=2))
+        return 0
+    if not args.paths:
+        print("local-rag bench ingest: name the files or folders to index", file=sys.stderr)
+        return 2
     report = bench_ingest(
         args.paths,
         embed_only=not args.no_baseline,

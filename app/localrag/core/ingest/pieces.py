@@ -7,7 +7,8 @@ chunk, from each sentence on, up to ``WIDTH`` word pieces (a sentence longer tha
 The vector leg ranks a chunk by the mean of its own cosine and its best piece's (``core/retrieve/vector.py``),
 so a question that matches one sentence well finds its chunk.
 
-Pieces depend on the chunk's text alone (not its context) and are written after the chunk's vectors; a library
+Pieces depend on the chunk's text alone (not its context). At ingestion they are embedded in the same requests
+as their chunks and stored in the same transactions (``vectors.py``); a library
 indexed before they existed gets them from re-embedding (``reembed``): until then its chunks rank by their own
 vectors, as before.
 """
@@ -71,18 +72,31 @@ def chunks_lacking(conn: psycopg.Connection[Any], doc_id: int, model: str) -> li
     ]
 
 
+def vector_text(vec: Any) -> str:
+    """A vector as pgvector reads it in COPY."""
+    return "[" + ",".join(f"{x:.7g}" for x in vec) + "]"
+
+
+def copy_rows(
+    conn: psycopg.Connection[Any], model: str, rows: Sequence[tuple[int, int]], vectors: Any
+) -> None:
+    """Replace the pieces of the chunks in ``rows`` (``(chunk_id, piece number)`` for each vector, in order)
+    with these vectors (call inside a transaction)."""
+    conn.execute(
+        "DELETE FROM chunk_piece_embeddings WHERE chunk_id = ANY(%s) AND embedding_model = %s",
+        (sorted({cid for cid, _ in rows}), model),
+    )
+    with conn.cursor().copy(
+        "COPY chunk_piece_embeddings (chunk_id, embedding_model, piece, embedding) FROM STDIN"
+    ) as copy:
+        for (chunk_id, piece), vec in zip(rows, vectors, strict=True):
+            copy.write_row((chunk_id, model, piece, vector_text(vec)))
+
+
 def write(conn: psycopg.Connection[Any], model: str, rows: Sequence[tuple[int, int]], vectors: Any) -> None:
-    """Store the pieces' vectors; ``rows``: ``(chunk_id, piece number)`` for each vector, in order."""
+    """Store the pieces' vectors in a transaction of their own (``copy_rows``)."""
     with conn.transaction():
-        conn.execute(
-            "DELETE FROM chunk_piece_embeddings WHERE chunk_id = ANY(%s) AND embedding_model = %s",
-            (sorted({cid for cid, _ in rows}), model),
-        )
-        with conn.cursor().copy(
-            "COPY chunk_piece_embeddings (chunk_id, embedding_model, piece, embedding) FROM STDIN"
-        ) as copy:
-            for (chunk_id, piece), vec in zip(rows, vectors, strict=True):
-                copy.write_row((chunk_id, model, piece, "[" + ",".join(f"{x:.7g}" for x in vec) + "]"))
+        copy_rows(conn, model, rows, vectors)
 
 
 # Chunks whose pieces are embedded and committed together: a kill loses at most this much work.

@@ -31,7 +31,7 @@ from typing import Any
 import psycopg
 
 from localrag.core.errors import StoreUnavailable
-from localrag.core.ingest import loaders, metadata, status
+from localrag.core.ingest import groups, loaders, metadata, status
 from localrag.core.ingest.connection import Connection
 from localrag.core.ingest.documents import remove_document
 from localrag.core.ingest.events import IngestEvent, IngestSummary
@@ -165,6 +165,7 @@ class Ingestor:
         store_failures = 0
         try:
             while True:
+                group: list[int] = []
                 try:
                     if self.cancellation.paused:
                         break
@@ -174,10 +175,15 @@ class Ingestor:
                     doc_id = self.queue.claim_next()
                     if doc_id is None:
                         break
-                    try:
-                        event = self.steps.process(doc_id, summary, cancel)
-                    finally:
-                        self.queue.unlock(doc_id)
+                    group.append(doc_id)
+                    # Small files: read several, embed their chunks together, then each one's steps.
+                    groups.small_group(self.steps, group, self.queue.claim_next, summary, cancel)
+                    events: list[IngestEvent | None] = []
+                    for member in group:
+                        event = self.steps.process(member, summary, cancel)
+                        events.append(event)
+                        if event is None and self.cancellation.paused:
+                            break
                 except (psycopg.OperationalError, StoreUnavailable) as exc:
                     # The server went away. Committed work is safe; restart it (when embedded) and resume.
                     store_failures += 1
@@ -187,19 +193,14 @@ class Ingestor:
                     log.warning("database connection lost during ingestion (%s); resuming", exc)
                     time.sleep(min(2.0, 0.2 * store_failures))
                     continue
+                finally:
+                    for member in group:
+                        self.queue.unlock(member)
                 store_failures = 0
-                if event is None:  # paused mid-document
+                if self._count(events, summary):
+                    done_any = True
+                if any(e is None for e in events) and self.cancellation.paused:  # paused mid-document
                     break
-                summary.events.append(event)
-                done_any = True
-                if event.status == status.READY:  # counted whole, also when resumed from an earlier run
-                    summary.ready += 1
-                    summary.pages += event.pages
-                    summary.chunks += event.chunks_total
-                elif event.status == status.FAILED:
-                    summary.failed += 1
-                elif event.status == status.CANCELLED:
-                    summary.cancelled += 1
         finally:
             summary.seconds = time.monotonic() - started
         if done_any and summary.chunks >= 500:
@@ -208,6 +209,25 @@ class Ingestor:
                 self.conn.execute("ANALYZE chunk_embeddings")
                 self.conn.execute("ANALYZE bm25_postings")
         return summary
+
+    @staticmethod
+    def _count(events: list[IngestEvent | None], summary: IngestSummary) -> bool:
+        """Add the documents' last events to ``summary``; whether any document was dealt with."""
+        any_done = False
+        for event in events:
+            if event is None:  # paused mid-document, or removed since it was claimed
+                continue
+            summary.events.append(event)
+            any_done = True
+            if event.status == status.READY:  # counted whole, also when resumed from an earlier run
+                summary.ready += 1
+                summary.pages += event.pages
+                summary.chunks += event.chunks_total
+            elif event.status == status.FAILED:
+                summary.failed += 1
+            elif event.status == status.CANCELLED:
+                summary.cancelled += 1
+        return any_done
 
     def _emit(self, event: IngestEvent) -> IngestEvent:
         if self.on_event is not None:

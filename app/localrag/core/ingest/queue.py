@@ -8,7 +8,7 @@ import errno
 import hashlib
 import logging
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -285,14 +285,17 @@ class IngestQueue:
 
     # -- claiming --------------------------------------------------------------------------------------------
 
-    def claim_next(self) -> int | None:
-        """The oldest unfinished document no other ingestor holds, locked for this one."""
+    def claim_next(self, held: Collection[int] = ()) -> int | None:
+        """The oldest unfinished document no ingestor holds, locked for this one (``held``: the documents this
+        one holds already; an advisory lock can be taken again by the session that holds it)."""
         conn = self.conn
         rows = conn.execute(
             "SELECT id FROM documents WHERE status = ANY(%s) ORDER BY id", (list(status.UNFINISHED),)
         ).fetchall()
         conn.commit()
         for (doc_id,) in rows:
+            if doc_id in held:
+                continue
             if self.try_lock(doc_id):
                 row = conn.execute("SELECT status FROM documents WHERE id = %s", (doc_id,)).fetchone()
                 conn.commit()

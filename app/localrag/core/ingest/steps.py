@@ -28,6 +28,7 @@ from localrag.core.embed.service import BATCH
 from localrag.core.embed.sizing import fit_to_input
 from localrag.core.errors import BadDocument, KnownError, StoreUnavailable, internal_error
 from localrag.core.ingest import loaders, metadata, pieces, sections, status
+from localrag.core.ingest import vectors as chunk_vectors
 from localrag.core.ingest.chunk_writer import ChunkWriter
 from localrag.core.ingest.chunking import iter_chunks
 from localrag.core.ingest.connection import Connection
@@ -294,20 +295,7 @@ class DocumentSteps:
         conn = self.conn
         model = self.library.embedder.name
         tw = time.monotonic()
-        with conn.transaction():
-            # Chunks whose exact text already has a vector from this model (an unchanged part of a changed
-            # file, a duplicate passage) reuse it.
-            # (same text in the same context).
-            conn.execute(
-                "INSERT INTO chunk_embeddings (chunk_id, embedding_model, embedding, context_hash) "
-                "SELECT DISTINCT ON (c.id) c.id, e.embedding_model, e.embedding, e.context_hash "
-                "FROM document_chunks c JOIN document_chunks o ON o.text_hash = c.text_hash "
-                "AND o.context = c.context AND o.doc_id <> c.doc_id "
-                "JOIN chunk_embeddings e ON e.chunk_id = o.id AND e.embedding_model = %s "
-                f"AND {metadata.CURRENT_VECTOR.replace('c.', 'o.')} "
-                "WHERE c.doc_id = %s ON CONFLICT DO NOTHING",
-                (model, doc_id),
-            )
+        chunk_vectors.reuse_stored(conn, [doc_id], model)
         # Chunks without a vector, or whose vector was embedded with another context (stale): their ids now,
         # their texts a batch at a time (a large document's texts never sit in memory at once).
         todo_ids = [
@@ -331,41 +319,31 @@ class DocumentSteps:
         )
         conn.commit()
         started, first_done = time.monotonic(), done
-        fit = identity.ContextFitter(self.library.embedder)
+        embedder = self.library.embedder
+        fit, count = identity.ContextFitter(embedder), pieces.token_counter(embedder)
         id_batches = [todo_ids[i : i + EMBED_BATCH] for i in range(0, len(todo_ids), EMBED_BATCH)]
-
-        def batch_rows(ids: list[int]) -> list[tuple[int, str, int, str]]:
-            rows = conn.execute(
-                "SELECT c.id, c.text, c.token_count, c.context FROM document_chunks c WHERE c.id = ANY(%s) "
-                "ORDER BY c.chunk_index",
-                (ids,),
-            ).fetchall()
-            conn.commit()
-            return [
-                (cid, identity.embedding_text(fit(context, n), text), n, context)
-                for cid, text, n, context in rows
-            ]
-
-        batches = (batch_rows(ids) for ids in id_batches)
+        # Each batch: its chunks and their pieces in one request to the model, one transaction to the store.
+        batches = (chunk_vectors.read_batch(conn, ids, model, fit, count) for ids in id_batches)
         cancel.raise_if_cancelled()
         batch = next(batches, None)
-        pending: Future | None = self.submit([r[1] for r in batch]) if batch else None
+        pending: Future | None = self.submit(batch.texts) if batch else None
         try:
             while batch:
                 cancel.raise_if_cancelled()
                 te = time.monotonic()
                 assert pending is not None
-                vectors = self.vectors(pending, cancel)
+                found = self.vectors(pending, cancel)
                 summary.stage_seconds["embed"] += time.monotonic() - te
                 # Ask for the next batch before writing this one, so the model never waits on the database.
                 following = next(batches, None)
-                pending = self.submit([r[1] for r in following]) if following else None
+                pending = self.submit(following.texts) if following else None
                 tw = time.monotonic()
-                self.write_vectors(doc_id, model, batch, vectors)
+                chunk_vectors.write(conn, model, batch, found)
                 summary.stage_seconds["write"] += time.monotonic() - tw
-                done += len(batch)
-                summary.embedded_chunks += len(batch)
-                summary.embedded_tokens += sum(r[2] for r in batch)
+                done += len(batch.rows)
+                summary.embedded_chunks += len(batch.rows)
+                summary.embedded_pieces += len(batch.piece_rows)
+                summary.embedded_tokens += batch.tokens
                 rate = (done - first_done) / max(1e-6, time.monotonic() - started)
                 self._emit(
                     IngestEvent(
@@ -387,35 +365,11 @@ class DocumentSteps:
             if pending is not None:
                 pending.cancel()  # still queued (paused, cancelled, failed): the worker skips it
         te = time.monotonic()
+        # The pieces of chunks whose own vector was already current (reused, or a library from before pieces).
         summary.embedded_pieces += pieces.embed_document(
-            conn,
-            doc_id,
-            model,
-            pieces.token_counter(self.library.embedder),
-            lambda texts: self.vectors(self.submit(texts), cancel),
+            conn, doc_id, model, count, lambda texts: self.vectors(self.submit(texts), cancel)
         )
         summary.stage_seconds["embed"] += time.monotonic() - te
-
-    def write_vectors(self, doc_id: int, model: str, batch: list[tuple], vectors: np.ndarray) -> None:
-        conn = self.conn
-        with conn.transaction():
-            # A stale vector (embedded with an earlier context) is replaced in the same transaction.
-            conn.execute(
-                "DELETE FROM chunk_embeddings WHERE chunk_id = ANY(%s) AND embedding_model = %s",
-                ([r[0] for r in batch], model),
-            )
-            with conn.cursor().copy(
-                "COPY chunk_embeddings (chunk_id, embedding_model, embedding, context_hash) FROM STDIN"
-            ) as copy:
-                for (chunk_id, _text, _n, context), vec in zip(batch, vectors, strict=True):
-                    row = (chunk_id, model, "[" + ",".join(f"{x:.7g}" for x in vec) + "]")
-                    copy.write_row((*row, identity.context_hash(context)))
-            conn.execute(
-                "UPDATE documents SET chunks_embedded = (SELECT count(*) FROM chunk_embeddings e JOIN "
-                "document_chunks c ON c.id = e.chunk_id WHERE c.doc_id = %s AND e.embedding_model = %s), "
-                "updated_at = now() WHERE id = %s",
-                (doc_id, model, doc_id),
-            )
 
     def finish(self, doc_id: int, path: str, title: str, doc_type: str) -> IngestEvent:
         with self.conn.transaction():
