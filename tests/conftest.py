@@ -6,16 +6,18 @@ is never touched.
 
 from __future__ import annotations
 
+import atexit
 import os
-import tempfile
+import signal
 from pathlib import Path
 
 import pytest
 
+import fixtures_homes
 from fixtures_docs import empty_store
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-_HOME = Path(tempfile.mkdtemp(prefix="lrag-test-"))
+_HOME, _HOME_LOCK = fixtures_homes.new_home()
 os.environ["LOCALRAG_HOME"] = str(_HOME)
 # Machine checks (AMX kernels) run afresh in every session.
 os.environ["LOCALRAG_CACHE"] = str(_HOME / "cache")
@@ -25,6 +27,14 @@ os.environ.pop("LOCALRAG_DATABASE_URL", None)
 # Run as root (containers, CI), the store may run PostgreSQL as its own system account (core/store/server.py);
 # packaging/setup.sh test says so too.
 os.environ.setdefault("LOCALRAG_ALLOW_ROOT", "1")
+
+# Servers of earlier sessions that were killed before they could stop theirs (tests/fixtures_homes.py).
+fixtures_homes.sweep(_HOME)
+# This session's server is stopped and its folder removed however it ends short of SIGKILL: at exit, and on
+# SIGTERM or SIGHUP, which end the run like Ctrl-C does (the fixtures are torn down first).
+atexit.register(fixtures_homes.remove_home, _HOME, _HOME_LOCK)
+for _signal in (signal.SIGTERM, signal.SIGHUP):
+    signal.signal(_signal, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session")

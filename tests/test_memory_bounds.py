@@ -213,10 +213,13 @@ def test_a_docx_bomb_that_lies_about_its_size_is_refused(tmp_path):
 # -- `local-rag ingest` in its own process -------------------------------------------------------------------
 
 
-@pytest.fixture()
-def good_docx_peak(clean_db, tmp_path) -> float:
-    """The peak memory of a `local-rag ingest` of a small, good DOCX: the yardstick for refusals."""
-    path = fx.write_docx(tmp_path / "good.docx", [("Heading 1", "Survey"), ("", _words(400))])
+@pytest.fixture(scope="module")
+def good_docx_peak(library, tmp_path_factory) -> float:
+    """The peak memory of a `local-rag ingest` of a small, good DOCX, into an emptied store: the yardstick for
+    refusals, measured once for the tests that compare with it."""
+    fx.empty_store(library)
+    folder = tmp_path_factory.mktemp("good-docx")
+    path = fx.write_docx(folder / "good.docx", [("Heading 1", "Survey"), ("", _words(400))])
     rc, peak, summary = _ingest_peak(path)
     assert rc == 0 and summary["ready"] == 1
     return peak

@@ -28,8 +28,11 @@ def own_cache(tmp_path, monkeypatch):
 
 
 def test_the_first_load_measures_once_and_loads_the_winner(home, own_cache, monkeypatch):
-    # Time for every configuration (six here, about 12 s; the other thread counts last), even on a busy one.
-    monkeypatch.setenv(tuning.BUDGET_ENV, "30")
+    # Every configuration is measured (six here, about 12 s on an idle machine; the other thread counts last),
+    # however long a busy machine takes: no budget cuts the measurement short, and the child is waited for up
+    # to the test's own time limit.
+    monkeypatch.setenv(tuning.BUDGET_ENV, "100000")
+    monkeypatch.setattr(tuning, "_TIMEOUT_S", 280.0)
     source = model_files.default_gguf()
     settings = Settings(n_ctx=512)
     threads = settings.thread_count
