@@ -52,7 +52,9 @@ class Settings:
     bm25_b: float = 0.75
     ef_search: int = 100
     # How much a chunk's best piece (a few of its sentences) counts beside the chunk's own vector; 0: none.
-    piece_weight: float = 1.0
+    # 0.5 was chosen over 0-2 by page hit@1 and @5 on the tuning questions of three sets (docs/benchmarks.md,
+    # "How much the best piece counts"); it was 1.0.
+    piece_weight: float = 0.5
     routing: bool = True  # a question naming documents of the library searches them first
     # The domain packs acting on the best passages' documents may put pages first (a report's balance sheet
     # for "quick ratio"); they act only on documents with evidence of their field (core/hooks.py).
