@@ -75,7 +75,7 @@ class Tuning:
     rescore_top: int = 30
     # How much a chunk's best piece (a few of its sentences, ``core/ingest/pieces.py``) counts beside the
     # chunk's own cosine in the vector leg; 0 ranks chunks by their own vectors only.
-    pieces: float = 1.0
+    pieces: float = 0.5
     # Whether the domain packs acting on the best passages' documents may put pages first (``core/hooks.py``).
     packs: bool = True
     # Chosen on near-identical reports and the manuals (docs/benchmarks.md): the heading, the verbatim numbers
@@ -98,7 +98,7 @@ class Tuning:
             bm25_k1=float(settings.bm25_k1),
             bm25_b=float(settings.bm25_b),
             route=bool(getattr(settings, "routing", True)),
-            pieces=float(getattr(settings, "piece_weight", 1.0)),
+            pieces=float(getattr(settings, "piece_weight", 0.5)),
             packs=bool(getattr(settings, "domain_packs", True)),
         )
 
