@@ -5,8 +5,8 @@ trained on texts of at most 128 word pieces: a chunk that holds the answer in on
 other matters gets a vector that is about all of them. A piece is a window of consecutive sentences of the
 chunk, from each sentence on, up to ``WIDTH`` word pieces (a sentence longer than that is a piece by itself).
 The vector leg ranks a chunk by its own cosine and its best piece's, weighted by the setting ``piece_weight``
-(``(cos + w·best) / (1 + w)``, ``core/retrieve/vector.py``), so a question that matches one sentence well finds
-its chunk.
+(``(cos + w·best) / (1 + w)``, ``core/retrieve/vector.py``), so a question that matches one sentence well
+finds its chunk.
 
 Pieces depend on the chunk's text alone (not its context). At ingestion they are embedded in the same requests
 as their chunks and stored in the same transactions (``vectors.py``); a library
