@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import fixtures_docs as fx
+from localrag.core.ingest.groups import SMALL_FILE_BYTES
 from localrag.core.ingest.pipeline import EMBED_BATCH
 
 pytestmark = pytest.mark.gui
@@ -22,9 +23,13 @@ TEXT = (
 MARKDOWN = "# Owls\n\n## Hunting\n\nOwls hunt at night and locate prey by sound. " * 3
 
 
-def sections(n: int) -> str:
-    """Markdown with ``n`` short headed sections: one small chunk each, so embedding batches are cheap."""
-    return "\n\n".join(f"# Chapter {i}\n\nGlaciers hold fresh water, part {i}." for i in range(n))
+FILLER = " Meltwater feeds the rivers below the ice through the long summer months." * 3
+
+
+def sections(n: int, more: str = "") -> str:
+    """Markdown with ``n`` short headed sections: one small chunk each, so embedding batches are cheap
+    (``more`` lengthens each section, to make a file larger than the small files indexed in groups)."""
+    return "\n\n".join(f"# Chapter {i}\n\nGlaciers hold fresh water, part {i}.{more}" for i in range(n))
 
 
 @pytest.fixture()
@@ -308,7 +313,9 @@ def test_a_symlink_loop_in_a_dropped_folder_is_shown_as_not_followed(qtbot, wind
 def test_cancel_all_stops_the_document_in_hand_and_the_queue(qtbot, window, tmp_path):
     first, big, last = tmp_path / "first.txt", tmp_path / "big.md", tmp_path / "last.txt"
     first.write_text(TEXT)
-    big.write_text(sections(2 * EMBED_BATCH + 6))  # three embedding batches
+    # Three embedding batches, in a file too large to be indexed in a group with the small ones.
+    big.write_text(sections(2 * EMBED_BATCH + 6, FILLER))
+    assert big.stat().st_size > SMALL_FILE_BYTES
     last.write_text(MARKDOWN)
     statuses = Statuses(window.ingest_worker)
     panel = window.documents_panel

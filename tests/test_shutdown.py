@@ -17,9 +17,12 @@ from pathlib import Path
 
 import pytest
 
+from localrag.core.ingest.groups import SMALL_FILE_BYTES
+
 pytestmark = pytest.mark.gui
 
 DRIVER = Path(__file__).with_name("window_process.py")
+FILLER = " Meltwater feeds the rivers below the ice through the long summer months."
 # The bound: from the close request to the end of the process.
 EXIT_WITHIN_S = 3.0
 
@@ -104,8 +107,9 @@ def test_closing_during_an_ingest_ends_the_process_at_once(tmp_path, library, cl
     folder.mkdir()
     # Many short sections: several embedding batches, so the close lands in the middle of the work.
     text = "\n\n".join(
-        f"# Chapter {i}\n\nGlaciers hold fresh water, part {i}, in the cold." for i in range(400)
+        f"# Chapter {i}\n\nGlaciers hold fresh water, part {i}, in the cold.{FILLER}" for i in range(400)
     )
+    assert len(text) > SMALL_FILE_BYTES  # each file through its own steps, not in a group of small files
     (folder / "long.md").write_text(text)
     (folder / "other.md").write_text(text.replace("Glaciers", "Rivers"))
     elapsed, report = close_during("ingest", tmp_path, library.conninfo, folder)
