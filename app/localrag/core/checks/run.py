@@ -51,6 +51,7 @@ RUN_SETTINGS = (
     "bm25_k1",
     "bm25_b",
     "ef_search",
+    "piece_weight",
     "routing",
     "domain_packs",
     "context_tokens",
