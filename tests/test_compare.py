@@ -192,3 +192,16 @@ def test_a_side_with_nothing_found_says_so_and_no_change_is_made_up():
         ("£38,000", 38000.0, "£")
     ]
     assert re.search(r"“Kestrel is licensed", evidence.text())
+
+
+def test_a_heading_alone_is_no_cell():
+    sides, considered = find_sides("Are Kestrel and OQB under the same licence?", _names())
+    heading = EvidenceSpan("## Licence", 1, 1, "Kestrel", "/d/k.pdf", 3, 0, 10, 0.9)
+    quoted = EvidenceSpan(
+        "Open Quiz Builder is released under the MIT licence.", 2, 2, "OQB", "/d/o.pdf", 1, 0, 50, 0.8
+    )
+    evidence = Evidence(ANSWERED, spans=[heading, quoted])
+    table = build("", evidence, sides, considered, lambda side, own: own)
+    assert [c.span for c in table.columns] == [-1, 0]  # the heading says nothing of Kestrel's licence
+    assert NOTHING.format(name="Kestrel Print Driver User Guide") in evidence.text()
+    assert "## Licence" not in evidence.text()

@@ -146,6 +146,11 @@ def _heading_line(line: str) -> bool:
     return not words or (len(words) <= 8 and not re.search(r"[.:;!?)]\s*$", line))
 
 
+def says_something(span: EvidenceSpan) -> bool:
+    """Whether a span is more than a title or a heading ("## Membership"): a cell quotes a sentence or row."""
+    return bool(span.rows) or not all(_heading_line(line) for line in span.text.split("\n"))
+
+
 # -- cells ---------------------------------------------------------------------------------------------------
 
 
@@ -200,6 +205,9 @@ def build(
         column = Column(side)
         if cell is not None:
             cell = _without_headings(cell)
+        if cell is not None and not says_something(cell):
+            cell = None  # a heading alone says nothing of the side
+        if cell is not None:
             column.span = len(spans)
             spans.append(cell)
             found = _the_figure(cell)
@@ -248,9 +256,10 @@ def side_reader(
             return [], None
         whole, pages = whole_sentences(library.pool, results, PASSAGES)
         found = find_evidence(question, whole, embed, pages=pages)
-        if found.answered and found.spans:
-            return results, max(found.spans, key=lambda s: s.score)
-        best = found.candidates[0] if found.candidates else None
+        said = [s for s in found.spans if says_something(s)] if found.answered else []
+        if said:
+            return results, max(said, key=lambda s: s.score)
+        best = next((c for c in found.candidates if says_something(c)), None)
         if best is not None and best.score >= reader.model().threshold * PART_SHARE:
             return results, best
         return results, None
