@@ -163,18 +163,7 @@ def _period_cell(side: Side, evidence: Any) -> EvidenceSpan | None:
     worked = figures.Computation.from_dict(evidence.figures)
     for o in worked.operands if worked is not None else []:
         if not o.problem and side.year and side.year in (o.column + " " + o.heading):
-            return EvidenceSpan(
-                text=f"{o.label}, {o.heading}: {o.value}",
-                number=o.number,
-                doc_id=o.doc_id,
-                title=o.title,
-                path=o.path,
-                page_number=o.page_number,
-                char_start=o.row[0],
-                char_end=o.row[1],
-                score=o.score,
-                page_label=o.page_label,
-            )
+            return EvidenceSpan.of_operand(o, f"{o.label}, {o.heading}: {o.value}", o.score)
     for s in [*evidence.spans, *evidence.candidates]:
         if side.year and re.search(rf"(?<!\d){side.year}(?!\d)", s.text):
             return s

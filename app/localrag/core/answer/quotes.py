@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from localrag.core.answer.figures import Computation
+from localrag.core.answer.figures import Computation, Operand
 from localrag.core.text import spans as sp
 from localrag.core.text.cells import Cells
 
@@ -53,6 +53,22 @@ class EvidenceSpan:
         d["score"] = round(self.score, 4)
         d["features"] = {k: round(v, 4) for k, v in self.features.items()}
         return d
+
+    @classmethod
+    def of_operand(cls, o: Operand, text: str, score: float = 0.0) -> EvidenceSpan:
+        """A computation's operand as a span: its row on its page, quoted as ``text``."""
+        return cls(
+            text=text,
+            number=o.number,
+            doc_id=o.doc_id,
+            title=o.title,
+            path=o.path,
+            page_number=o.page_number,
+            char_start=o.row[0],
+            char_end=o.row[1],
+            score=score,
+            page_label=o.page_label,
+        )
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> EvidenceSpan:

@@ -204,18 +204,7 @@ def figure_ref(turn: Turn, index: int) -> SourceRef | None:
     if not 0 <= index < len(cells):
         return None
     o = cells[index]
-    fallback = EvidenceSpan(
-        text=o.label,
-        number=o.number,
-        doc_id=o.doc_id,
-        title=o.title,
-        path=o.path,
-        page_number=o.page_number,
-        char_start=o.row[0],
-        char_end=o.row[1],
-        score=0.0,
-        page_label=o.page_label,
-    )
+    fallback = EvidenceSpan.of_operand(o, o.label)
     ref = _ref_for(
         turn, o.number, page=o.page_number, start=o.row[0], end=o.row[1], text=o.label, fallback=fallback
     )
