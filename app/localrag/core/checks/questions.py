@@ -2,7 +2,7 @@
 
 One question a line, the format of the ``local-rag eval`` datasets (``datasets/*/questions/*.jsonl``)::
 
-    {"id": "R-FAQ-01", "file": "R-FAQ.pdf", "page": 27, "question": "…", "answer": "…", "evidence": "…",
+    {"id": "guide-01", "file": "owner-guide.pdf", "page": 27, "question": "…", "answer": "…", "evidence": "…",
      "kind": "setting"}
 
 ``file`` is the document's file name (no folder), ``page`` or ``pages`` the 1-based page(s) that answer it,
