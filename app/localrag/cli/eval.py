@@ -92,6 +92,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--fit", type=Path, action="append", help="reader: fit on these candidate files (repeatable)"
     )
     p.add_argument("--out", type=Path, help="reader: where the fitted weights go")
+    p.add_argument(
+        "--without",
+        action="append",
+        metavar="FEATURE",
+        help="reader --fit: leave out these features (repeatable; shell patterns such as 'token_*')",
+    )
     p.add_argument("--c", type=float, action="append", help="reader: regularisation strengths to compare")
     p.add_argument(
         "--likelihood",
@@ -278,7 +284,7 @@ def run_reader(args: argparse.Namespace, folders: list[Path]) -> int:
     if not args.fit:
         print("local-rag: eval reader needs --dump FILE or --fit FILE", file=sys.stderr)
         return 2
-    rows = reader_fit.load_dump(args.fit)
+    rows = reader_fit.without(reader_fit.load_dump(args.fit), args.without or [])
     if args.likelihood:
         if not args.likelihood.exists():
             from localrag.core.embed.model_files import default_gguf

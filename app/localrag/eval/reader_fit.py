@@ -9,6 +9,8 @@ gold page, and token F1 ≥ 0.4 against the gold answer or sentence — the answ
 those lines (scikit-learn, needed only here: ``pip install scikit-learn``), chooses the probability under
 which nothing is quoted and the share a second span needs, by the benchmark's measure on the same lines, and
 writes the weights the app reads. Report the result on a test half you did not fit on (``eval answers``).
+``--without FEATURE`` (repeatable, shell patterns) fits and cross-validates without those features on the very
+same candidates: what a feature adds, with nothing else changed.
 
 ``local-rag eval reader --fit FILE --likelihood SCORES`` measures a signal the app does not ship: the bundled
 language model's likelihood of the question after each of the reader's best spans (``question_likelihoods``),
@@ -130,6 +132,22 @@ def load_dump(paths: Iterable[Path]) -> list[dict[str, Any]]:
     for path in paths:
         rows += [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     return rows
+
+
+def without(rows: list[dict[str, Any]], patterns: Sequence[str]) -> list[dict[str, Any]]:
+    """``rows`` with the candidates' features matching any of ``patterns`` (shell patterns) left out: the
+    fit and its cross-validation without them, on the very same candidates."""
+    from fnmatch import fnmatchcase
+
+    if not patterns:
+        return rows
+
+    def kept(features: dict[str, float]) -> dict[str, float]:
+        return {k: v for k, v in features.items() if not any(fnmatchcase(k, p) for p in patterns)}
+
+    return [
+        {**r, "candidates": [{**c, "features": kept(c["features"])} for c in r["candidates"]]} for r in rows
+    ]
 
 
 def feature_names(rows: list[dict[str, Any]]) -> list[str]:
