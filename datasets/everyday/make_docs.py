@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime
 import sys
+import zipfile
 from pathlib import Path
 
 import docx
@@ -64,6 +65,21 @@ def build(source: Path, out: Path) -> None:
     document.core_properties.modified = fixed
     document.core_properties.author = "Local RAG benchmark"
     document.save(out)
+    _same_bytes_every_time(out, fixed)
+
+
+def _same_bytes_every_time(path: Path, when: datetime.datetime) -> None:
+    """Give every part of the saved file the same date, so that a rebuild is byte for byte the file a library
+    indexed before (the zip parts otherwise carry the time of the build, and a library would take the rebuilt
+    file for a new document)."""
+    with zipfile.ZipFile(path) as z:
+        parts = [(info, z.read(info)) for info in z.infolist()]
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        for info, data in parts:
+            fixed = zipfile.ZipInfo(info.filename, date_time=when.timetuple()[:6])
+            fixed.compress_type = zipfile.ZIP_DEFLATED
+            fixed.external_attr = info.external_attr
+            z.writestr(fixed, data)
 
 
 def main() -> None:
