@@ -40,8 +40,10 @@ def measure(
 ) -> dict[str, Any]:
     """Latency of ``retrieve`` for each of ``texts``, p50/p95 in total and by stage, hosted as in the app:
     pooled connections, the BM25 leg on the host's executor beside the vector leg. ``doc_for``: each text
-    limited to that document (a routed question)."""
+    limited to that document (a routed question). ``short``: how many gave fewer than ``k`` passages (a routed
+    question then has the rest of the library fill its list, a second search)."""
     totals: list[float] = []
+    short = 0
     stages: dict[str, list[float]] = {"embed": [], "vector": [], "bm25": [], "fuse+fetch+merge": []}
     with Host(handle):
         for text in texts:
@@ -53,6 +55,7 @@ def measure(
             totals.append((time.perf_counter() - t) * 1000)
             if resp.reason:
                 raise KnownError(f"retrieval failed during the benchmark: {resp.error or resp.reason}")
+            short += len(resp.results) < k
             tm = resp.timings
             for stage in ("embed", "vector", "bm25"):
                 stages[stage].append(tm.get(stage, 0.0))
@@ -60,6 +63,7 @@ def measure(
     return {
         "total": metrics.percentiles(totals),
         "stages": {s: metrics.percentiles(v) for s, v in stages.items()},
+        "short": short,
     }
 
 

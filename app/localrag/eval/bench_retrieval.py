@@ -131,7 +131,10 @@ def run(args: argparse.Namespace) -> int:
     f = report["filtered_ms"]
     print(f"filtered (doc type markdown): p50 {f['p50']} ms, p95 {f['p95']} ms")
     r = report["routed_ms"]
-    print(f"routed (one document): p50 {r['p50']} ms, p95 {r['p95']} ms")
+    print(
+        f"routed (one document): p50 {r['p50']} ms, p95 {r['p95']} ms; {report['routed_fewer_than_k']} of "
+        f"{report['routed_queries']} gave fewer than k passages"
+    )
     print(f"HNSW recall@10 vs exact (ef_search {report['ef_search_used']}): {rec}")
     print(f"BM25 recall@10 vs scoring every posting: {report['bm25_recall@10']}")
     if "while_ingesting" in report:
@@ -275,6 +278,7 @@ def bench(
             doc_for=docs_of,
         )
         report["routed_ms"], report["routed_stages_ms"] = routed["total"], routed["stages"]
+        report["routed_queries"], report["routed_fewer_than_k"] = len(docs_of), routed["short"]
         say(f"  routed ms {routed['total']}, stages {routed['stages']}")
         measures.mark_seen(conn, hot_texts + filtered_texts + routed_texts)
         say("HNSW recall against exact search")
