@@ -40,10 +40,13 @@ def measure(
 ) -> dict[str, Any]:
     """Latency of ``retrieve`` for each of ``texts``, p50/p95 in total and by stage, hosted as in the app:
     pooled connections, the BM25 leg on the host's executor beside the vector leg. ``doc_for``: each text
-    limited to that document (a routed question). ``short``: how many gave fewer than ``k`` passages (a routed
-    question then has the rest of the library fill its list, a second search)."""
+    limited to that document (a routed question). ``short``: how many gave fewer than ``k`` passages (a
+    routed question then has the rest of the library fill its list, a second search); ``routing``: how many
+    were routed each way (``core/retrieve/routing.py``), ``filled``: how many routed ones the library
+    filled."""
     totals: list[float] = []
-    short = 0
+    short = filled = 0
+    routes: dict[str, int] = {}
     stages: dict[str, list[float]] = {"embed": [], "vector": [], "bm25": [], "fuse+fetch+merge": []}
     with Host(handle):
         for text in texts:
@@ -56,6 +59,9 @@ def measure(
             if resp.reason:
                 raise KnownError(f"retrieval failed during the benchmark: {resp.error or resp.reason}")
             short += len(resp.results) < k
+            mode = str((resp.routing or {}).get("mode", ""))
+            routes[mode] = routes.get(mode, 0) + 1
+            filled += "filled_from_library" in (resp.routing or {})
             tm = resp.timings
             for stage in ("embed", "vector", "bm25"):
                 stages[stage].append(tm.get(stage, 0.0))
@@ -64,6 +70,8 @@ def measure(
         "total": metrics.percentiles(totals),
         "stages": {s: metrics.percentiles(v) for s, v in stages.items()},
         "short": short,
+        "routing": routes,
+        "filled": filled,
     }
 
 
