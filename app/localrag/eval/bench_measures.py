@@ -228,8 +228,14 @@ def during_ingest(
 ) -> dict[str, Any]:
     """Queries through the one embedding service while another thread ingests through it, as the app does."""
     service = EmbeddingService(lambda: embedder, query_lane=query_lane)
-    worker = threading.Thread(target=service.run, name="embedding", daemon=True)
-    worker.start()
+    # The two loops on threads of their own, as a host runs them (``host/embedding.py``): ingestion batches,
+    # and the query lane (which returns at once when ``query_lane`` is off).
+    workers = [
+        threading.Thread(target=service.run, name="embedding", daemon=True),
+        threading.Thread(target=service.serve_queries, name="embed-queries", daemon=True),
+    ]
+    for worker in workers:
+        worker.start()
     stop = threading.Event()
     ingested = [0]
     errors: list[BaseException] = []
@@ -258,6 +264,9 @@ def during_ingest(
     try:
         while ingested[0] == 0 and not errors:  # the ingest is under way: one batch went through
             time.sleep(0.05)
+        waited = time.monotonic()
+        while query_lane and not service.lane_open and time.monotonic() - waited < 30:
+            time.sleep(0.05)
         # Questions come a while apart, as a person asks them, so that they fall at every point of the
         # ingest's batch cycle and the ingest rate is taken over several batches.
         started, before = time.monotonic(), ingested[0]
@@ -273,7 +282,8 @@ def during_ingest(
         stop.set()
         writer.join(120)
         service.stop()
-        worker.join(60)
+        for worker in workers:
+            worker.join(60)
     if errors:
         raise errors[0]
     return {
