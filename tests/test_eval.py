@@ -86,3 +86,20 @@ def test_metrics_match_hand_computed_values():
     summary = metrics.summarize({"q1": ["a"], "q2": []}, {"q1": {"a": 1}, "q2": {"z": 1}})
     assert summary == {"ndcg@10": 0.5, "recall@10": 0.5, "recall@100": 0.5, "mrr@10": 0.5}
     assert metrics.percentiles([1.0, 2.0, 3.0, 4.0]) == {"p50": 2.5, "p95": 3.85}
+
+
+def test_bench_retrieval_searches_pieces_routes_named_questions_and_serves_queries_in_their_lane(
+    beir_folder, embedder, tmp_path
+):
+    from localrag.eval.bench_retrieval import bench
+
+    report = bench(
+        60, queries=2, corpus=beir_folder, ingest_queries=2, cache_dir=tmp_path / "cache", embedder=embedder
+    )
+    assert report["chunks"] == 60 and report["synthetic_chunks"] == 54
+    # Every chunk has its pieces, real and synthetic ones alike.
+    assert report["pieces"] >= report["chunks"]
+    # A question naming its document's file is routed to it alone, as the app routes it.
+    assert report["routed_queries"] == 2 and report["routing"] == {"only": 2}
+    # During the ingest, queries are embedded in their own session, not between ingestion slices.
+    assert report["while_ingesting"]["query_lane"] is True

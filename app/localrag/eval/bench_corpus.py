@@ -55,15 +55,13 @@ def synthesize(
 
     Returns the chunks, their vectors and how many are real.
     """
-    rng = np.random.default_rng(seed)
     real = min(n, len(base))
     texts = [c.text for c in base[:real]]
     out_vecs = np.empty((n, vectors.shape[1]), dtype=np.float32)
     out_vecs[:real] = vectors[:real]
     if n > real:
         split = [_sentences(c.text) for c in base]
-        pairs = rng.integers(0, len(base), size=(n - real, 2))
-        for j, (a, b) in enumerate(pairs):
+        for j, (a, b) in enumerate(synthetic_sources(len(base), n, seed)):
             sa, sb = split[a], split[b]
             head, tail = sa[: max(1, (len(sa) + 1) // 2)], sb[len(sb) // 2 :] or sb
             ta, tb = " ".join(head), " ".join(tail)
@@ -87,6 +85,13 @@ def synthesize(
             )
         )
     return chunks, out_vecs, real
+
+
+def synthetic_sources(n_base: int, n: int, seed: int = 0) -> np.ndarray:
+    """The two real chunks (rows ``(a, b)``, indexes into the base) that each synthetic chunk of
+    ``synthesize`` is made of: the first half of ``a``'s sentences, then the second half of ``b``'s."""
+    rng = np.random.default_rng(seed)
+    return rng.integers(0, n_base, size=(max(0, n - min(n, n_base)), 2))
 
 
 @dataclass

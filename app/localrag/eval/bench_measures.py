@@ -40,8 +40,13 @@ def measure(
 ) -> dict[str, Any]:
     """Latency of ``retrieve`` for each of ``texts``, p50/p95 in total and by stage, hosted as in the app:
     pooled connections, the BM25 leg on the host's executor beside the vector leg. ``doc_for``: each text
-    limited to that document (a routed question)."""
+    limited to that document (a routed question). ``short``: how many gave fewer than ``k`` passages (a
+    routed question then has the rest of the library fill its list, a second search); ``routing``: how many
+    were routed each way (``core/retrieve/routing.py``), ``filled``: how many routed ones the library
+    filled."""
     totals: list[float] = []
+    short = filled = 0
+    routes: dict[str, int] = {}
     stages: dict[str, list[float]] = {"embed": [], "vector": [], "bm25": [], "fuse+fetch+merge": []}
     with Host(handle):
         for text in texts:
@@ -53,6 +58,10 @@ def measure(
             totals.append((time.perf_counter() - t) * 1000)
             if resp.reason:
                 raise KnownError(f"retrieval failed during the benchmark: {resp.error or resp.reason}")
+            short += len(resp.results) < k
+            mode = str((resp.routing or {}).get("mode", ""))
+            routes[mode] = routes.get(mode, 0) + 1
+            filled += "filled_from_library" in (resp.routing or {})
             tm = resp.timings
             for stage in ("embed", "vector", "bm25"):
                 stages[stage].append(tm.get(stage, 0.0))
@@ -60,6 +69,9 @@ def measure(
     return {
         "total": metrics.percentiles(totals),
         "stages": {s: metrics.percentiles(v) for s, v in stages.items()},
+        "short": short,
+        "routing": routes,
+        "filled": filled,
     }
 
 
@@ -216,8 +228,14 @@ def during_ingest(
 ) -> dict[str, Any]:
     """Queries through the one embedding service while another thread ingests through it, as the app does."""
     service = EmbeddingService(lambda: embedder, query_lane=query_lane)
-    worker = threading.Thread(target=service.run, name="embedding", daemon=True)
-    worker.start()
+    # The two loops on threads of their own, as a host runs them (``host/embedding.py``): ingestion batches,
+    # and the query lane (which returns at once when ``query_lane`` is off).
+    workers = [
+        threading.Thread(target=service.run, name="embedding", daemon=True),
+        threading.Thread(target=service.serve_queries, name="embed-queries", daemon=True),
+    ]
+    for worker in workers:
+        worker.start()
     stop = threading.Event()
     ingested = [0]
     errors: list[BaseException] = []
@@ -246,6 +264,9 @@ def during_ingest(
     try:
         while ingested[0] == 0 and not errors:  # the ingest is under way: one batch went through
             time.sleep(0.05)
+        waited = time.monotonic()
+        while query_lane and not service.lane_open and time.monotonic() - waited < 30:
+            time.sleep(0.05)
         # Questions come a while apart, as a person asks them, so that they fall at every point of the
         # ingest's batch cycle and the ingest rate is taken over several batches.
         started, before = time.monotonic(), ingested[0]
@@ -261,7 +282,8 @@ def during_ingest(
         stop.set()
         writer.join(120)
         service.stop()
-        worker.join(60)
+        for worker in workers:
+            worker.join(60)
     if errors:
         raise errors[0]
     return {

@@ -8,7 +8,10 @@ The store is a throw-away embedded PostgreSQL filled from a BEIR corpus (SciFact
   of another's, and its vector is the normalised length-weighted mean of the two real vectors. The text is
   real prose (so BM25 postings and term statistics are computed by PostgreSQL exactly as for documents), the
   vectors lie where real ones lie; they are not what the model would give for that text, which does not matter
-  for latency or for HNSW recall against an exact scan of the same vectors.
+  for latency or for HNSW recall against an exact scan of the same vectors;
+- unless ``--no-pieces``, the chunks' pieces (a few sentences each, searched beside the chunks as the setting
+  ``piece_weight`` says): a real chunk's own, a synthetic chunk's taken from its two real chunks
+  (``load_pieces``).
 
 Measured: the hot path ``retrieve(k=8, hybrid)`` with a fresh query each time (embed + vector leg, beside it
 the BM25 leg, then fuse + fetch + merge) on pooled connections as in the app, p50/p95; the same with a type
@@ -36,10 +39,11 @@ import numpy as np
 
 from localrag.core.config import Settings
 from localrag.core.embed.onnx_embedder import OnnxEmbedder, load_embedder
+from localrag.core.ingest import pieces
 from localrag.core.progress import Progress, print_progress
 from localrag.core.retrieve import bm25, vector
 from localrag.core.retrieve.retriever import Tuning, retrieve
-from localrag.core.store import db
+from localrag.core.store import db, models
 from localrag.eval import beir, bench_corpus, machine
 from localrag.eval import bench_measures as measures
 from localrag.host import Host
@@ -75,6 +79,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--ef-search", type=int, default=None, help="hnsw.ef_search (default: the setting)")
     p.add_argument(
+        "--no-pieces",
+        action="store_true",
+        help="store no chunk pieces and rank chunks by their own vectors only (piece weight 0); by default "
+        "the chunks' pieces are stored and searched as ingestion and the setting piece_weight do",
+    )
+    p.add_argument(
         "--store",
         type=Path,
         default=None,
@@ -105,22 +115,30 @@ def run(args: argparse.Namespace) -> int:
         ef_search=args.ef_search,
         store=args.store,
         database_url=args.database_url,
+        with_pieces=not args.no_pieces,
     )
     if args.json:
         print(json.dumps(report, indent=2))
         return 0
     hot, rec = report["hot_path_ms"], report["hnsw_recall@10"]
     print(
-        f"{report['chunks']} chunks ({report['synthetic_chunks']} synthetic), {report['documents']} "
-        f"documents; {report['machine']['cpu']} × {report['machine']['cores']}"
+        f"{report['chunks']} chunks ({report['synthetic_chunks']} synthetic), {report['pieces']} pieces, "
+        f"{report['documents']} documents; {report['machine']['cpu']} × {report['machine']['cores']}"
     )
     print(f"hot path (embed + search + fuse + merge), k=8 hybrid: p50 {hot['p50']} ms, p95 {hot['p95']} ms")
     for stage, v in report["stages_ms"].items():
         print(f"  {stage:8} p50 {v['p50']:7.2f}  p95 {v['p95']:7.2f}")
     f = report["filtered_ms"]
     print(f"filtered (doc type markdown): p50 {f['p50']} ms, p95 {f['p95']} ms")
-    r = report["routed_ms"]
-    print(f"routed (one document): p50 {r['p50']} ms, p95 {r['p95']} ms")
+    o, r = report["one_document_ms"], report["routed_ms"]
+    print(
+        f"limited to one document: p50 {o['p50']} ms, p95 {o['p95']} ms; "
+        f"{report['one_document_fewer_than_k']} of {report['routed_queries']} gave fewer than k passages"
+    )
+    print(
+        f"routed (naming the document): p50 {r['p50']} ms, p95 {r['p95']} ms; routing "
+        f"{report['routing']}, {report['routed_filled_from_library']} filled from the library"
+    )
     print(f"HNSW recall@10 vs exact (ef_search {report['ef_search_used']}): {rec}")
     print(f"BM25 recall@10 vs scoring every posting: {report['bm25_recall@10']}")
     if "while_ingesting" in report:
@@ -147,6 +165,7 @@ def bench(
     ef_search: int | None = None,
     store: Path | None = None,
     database_url: str | None = None,
+    with_pieces: bool = True,
 ) -> dict[str, Any]:
     settings = settings or Settings.load()
     embedder = embedder or load_embedder(settings.embedding_model_dir or None)
@@ -157,6 +176,8 @@ def bench(
     tuning = Tuning.from_settings(settings)
     if ef_search:
         tuning.ef_search = int(ef_search)
+    if not with_pieces:
+        tuning.pieces = 0.0
     report: dict[str, Any] = {
         "chunks": len(chunks),
         "real_chunks": real,
@@ -166,10 +187,13 @@ def bench(
         "model": embedder.name,
         "ef_search": tuning.ef_search,
         "depth": tuning.depth,
+        "piece_weight": tuning.pieces,
         "queries": queries,
         "machine": machine.machine(),
     }
-    spec = {"chunks": len(chunks), "corpus": ds.name, "model": embedder.name}
+    spec: dict[str, Any] = {"chunks": len(chunks), "corpus": ds.name, "model": embedder.name}
+    if tuning.pieces > 0:
+        spec["pieces"] = True
     if database_url:
         opened = beir.server_store(database_url)
         report["store"] = "server by URL"
@@ -184,6 +208,8 @@ def bench(
             t = time.monotonic()
             say(f"loading {len(chunks)} chunks")
             bench_corpus.load_chunks(conn, docs, chunks, vecs, embedder, progress)
+            if tuning.pieces > 0:
+                load_pieces(conn, built, embedder, cache_dir, progress)
             report["load_s"] = round(time.monotonic() - t, 1)
             say(f"  loaded and indexed in {report['load_s']} s")
             if kept:
@@ -192,10 +218,11 @@ def bench(
         sizes = db.one(
             conn.execute(
                 "SELECT pg_size_pretty(pg_database_size(current_database())), "
-                "pg_size_pretty(pg_total_relation_size('bm25_postings'))"
+                "pg_size_pretty(pg_total_relation_size('bm25_postings')), "
+                "(SELECT count(*) FROM chunk_piece_embeddings)"
             )
         )
-        report["database_size"], report["postings_size"] = sizes
+        report["database_size"], report["postings_size"], report["pieces"] = sizes
         conn.commit()
 
         report["ef_search_used"] = vector.scaled_ef_search(conn, tuning.ef_search)
@@ -242,20 +269,38 @@ def bench(
         )
         report["filtered_ms"] = filt["total"]
         say(f"  filtered ms {filt['total']}")
-        # A question that names a document searches it alone (``routing``): each of these is limited to the
-        # document of its best BM25 passage.
+        # A question that names a document searches it alone (``routing``), and the rest of the library fills
+        # the list when the document gives fewer than k passages. First the search limited to the document of
+        # each query's best BM25 passage (as a filter to that document); then the same queries naming that
+        # document by its file name ("… (in doc17)"), routed and filled as the app does.
         routed_texts = (fresh[queries:] + seen)[queries : 2 * queries] or filtered_texts
-        say("routed queries (limited to one document)")
+        say("queries limited to one document")
         docs_of = measures.best_documents(conn, routed_texts, tuning)
-        routed = measures.measure(
+        one = measures.measure(
             beir.StoreHandle(conninfo, query_embedder, settings),
             [t for t in routed_texts if t in docs_of],
             tuning,
             settings.k,
             doc_for=docs_of,
         )
+        report["one_document_ms"], report["one_document_stages_ms"] = one["total"], one["stages"]
+        report["one_document_fewer_than_k"] = one["short"]
+        say(f"  one document ms {one['total']}, stages {one['stages']}; {one['short']} gave fewer than k")
+        say("routed queries (naming their document)")
+        paths = dict(
+            conn.execute(
+                "SELECT id, path FROM documents WHERE id = ANY(%s)", (sorted(set(docs_of.values())),)
+            ).fetchall()
+        )
+        conn.commit()
+        named = [f"{t} (in {Path(paths[d]).stem})" for t, d in docs_of.items()]
+        routed = measures.measure(
+            beir.StoreHandle(conninfo, query_embedder, settings), named, tuning, settings.k
+        )
         report["routed_ms"], report["routed_stages_ms"] = routed["total"], routed["stages"]
-        say(f"  routed ms {routed['total']}, stages {routed['stages']}")
+        report["routed_queries"], report["routing"] = len(named), routed["routing"]
+        report["routed_filled_from_library"] = routed["filled"]
+        say(f"  routed ms {routed['total']}, stages {routed['stages']}, routing {routed['routing']}")
         measures.mark_seen(conn, hot_texts + filtered_texts + routed_texts)
         say("HNSW recall against exact search")
         report["hnsw_recall@10"] = measures.hnsw_recall(handle, conn, vecs, recall_texts, tuning, embedder)
@@ -279,3 +324,58 @@ def bench(
                     conn.commit()
     report["machine"]["load_average_after"] = machine.machine()["load_average"]
     return report
+
+
+def load_pieces(
+    conn: Any,
+    built: bench_corpus.BenchCorpus,
+    embedder: OnnxEmbedder,
+    cache_dir: Path | None,
+    progress: beir.ProgressFn | None,
+) -> int:
+    """Store the chunks' pieces (``core/ingest/pieces.py``) and build their HNSW index. A real chunk has its
+    own pieces, embedded as ingestion embeds them (the same texts as ``local-rag eval``, so the cached
+    vectors serve both); a synthetic chunk has the first half of its first source's pieces and the second half
+    of its second's, as its text has their sentences. Returns how many were stored."""
+    count = pieces.token_counter(embedder)
+    per_chunk = [pieces.piece_texts(c.text, count) for c in built.base]
+    first = np.cumsum([0] + [len(p) for p in per_chunk])
+    flat = [t for texts in per_chunk for t in texts]
+    if progress:
+        progress(Progress(f"embedding {len(flat)} pieces of {len(built.base)} chunks"))
+    vecs = beir.embed_cached(embedder, flat, cache_dir, progress, label="embedding pieces")
+    sources = bench_corpus.synthetic_sources(len(built.base), len(built.chunks))
+
+    def rows_of(j: int) -> list[int]:  # rows of ``vecs`` that are chunk ``j``'s pieces
+        if j < built.real:
+            return list(range(first[j], first[j + 1]))
+        a, b = (int(x) for x in sources[j - built.real])
+        na, nb = len(per_chunk[a]), len(per_chunk[b])
+        return list(range(first[a], first[a] + (na + 1) // 2)) + list(range(first[b] + nb // 2, first[b + 1]))
+
+    model, written = embedder.name, 0
+    report = Progress("pieces", 0, len(built.chunks), "chunks")
+    with conn.transaction():
+        conn.execute(f"DROP INDEX IF EXISTS {models.piece_index_name(model)}")  # built once, after the rows
+        with conn.cursor().copy(
+            "COPY chunk_piece_embeddings (chunk_id, embedding_model, piece, embedding) FROM STDIN WITH "
+            "(FORMAT BINARY)"
+        ) as copy:
+            copy.set_types(["int8", "text", "int4", "vector"])
+            for j in range(len(built.chunks)):
+                for n, row in enumerate(rows_of(j)):
+                    copy.write_row((j + 1, model, n, vecs[row]))
+                    written += 1
+                if progress and (j + 1) % 100_000 == 0:
+                    report.done = j + 1
+                    progress(report)
+    if progress:
+        progress(Progress(f"indexing {written} pieces"))
+    models.register_model(conn, model, embedder.dimension)  # creates the pieces' HNSW index
+    conn.commit()
+    conn.autocommit = True
+    try:
+        conn.execute("VACUUM ANALYZE chunk_piece_embeddings")
+    finally:
+        conn.autocommit = False
+    return written
