@@ -38,14 +38,21 @@ class OnnxEmbedder:
         max_tokens: the longest input in word pieces, special tokens included. Longer inputs are refused
             here: every caller sizes its texts first with ``core.embed.sizing.fit_to_input`` (the chunker
             sizes chunks so that nothing of them is cut).
+        fit: what reads the machine's load when ``threads`` is 0 (a ``ThreadFit`` of its own unless given).
     """
 
     def __init__(
-        self, files: EmbeddingModelFiles, threads: int = 0, max_tokens: int = DEFAULT_MAX_TOKENS
+        self,
+        files: EmbeddingModelFiles,
+        threads: int = 0,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        *,
+        fit: ThreadFit | None = None,
     ) -> None:
         from tokenizers import Tokenizer
 
-        self._fit = None if threads else ThreadFit()  # watching from before the load: its first look
+        # Watching the load from before the model loads: the first look.
+        self._fit = None if threads else (fit or ThreadFit())
         self.files = files
         self.name = files.name
         self.max_tokens = max_tokens
