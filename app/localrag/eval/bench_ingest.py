@@ -220,12 +220,12 @@ OPTION_SHAPES = ((16, 64), (16, 128), (8, 200), (16, 256))
 OPTION_ROUNDS = 3
 
 
-def onnx_options(embedder: Any) -> dict[str, Any]:
+def onnx_options(embedder: Any, rounds: int = OPTION_ROUNDS) -> dict[str, Any]:
     """The embedding model's rate in sessions with other threading — onnxruntime's default threads spinning
     (the app's session before it followed the load), the app's session now (``fit_to_machine`` before each
     turn; ``embedder`` must be fitted, ``threads=0``), one thread, and the default threads not spinning —
-    each shape run for a second per session in turn, ``OPTION_ROUNDS`` rounds, so that a changing load hits
-    each alike. Word pieces per second of wall-clock time and per CPU-second, per shape and session, and
+    each shape run for a second per session in turn, ``rounds`` rounds, so that a changing load hits each
+    alike. Word pieces per second of wall-clock time and per CPU-second, per shape and session, and
     the app's choices (how many turns it ran each way)."""
     import numpy as np
     import onnxruntime as ort
@@ -251,7 +251,7 @@ def onnx_options(embedder: Any) -> dict[str, Any]:
     }
     choices: dict[str, int] = {}
     totals = {(name, shape): [0, 0.0, 0.0] for name in sessions for shape in OPTION_SHAPES}
-    for _ in range(OPTION_ROUNDS):
+    for _ in range(rounds):
         for rows, width in OPTION_SHAPES:
             for name, sess in sessions.items():
                 if name == fitted:
@@ -295,6 +295,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--onnx-options", action="store_true", help="compare the embedding session's options (no ingest)"
     )
+    p.add_argument(
+        "--rounds", type=int, default=OPTION_ROUNDS, help="--onnx-options: rounds over the sessions"
+    )
     p.add_argument("--no-baseline", action="store_true", help="skip re-embedding the chunks alone")
     p.add_argument("--first-hit", metavar="WORDS", default="", help="time the first keyword hit for WORDS")
     p.add_argument("--stop-after-hit", action="store_true", help="pause indexing at the first hit")
@@ -307,7 +310,7 @@ def run(args: argparse.Namespace) -> int:
         from localrag.core.embed.onnx_embedder import load_embedder
 
         load_before = os.getloadavg()[0]
-        found = onnx_options(load_embedder())
+        found = onnx_options(load_embedder(), max(1, args.rounds))
         out = {
             "load_average": [round(load_before, 2), round(os.getloadavg()[0], 2)],
             "cpu_flags": cpu_flags(),
