@@ -37,9 +37,7 @@ def test_the_embedding_session_stops_spinning_or_runs_fewer_threads_while_other_
         f"Note {i}: the river carries sediment to the delta in the spring floods." * (1 + i)
         for i in range(12)
     ]
-    expected = embedder.embed(
-        texts
-    )  # onnxruntime's default threads, spinning (the fixture's machine is its own)
+    expected = embedder.embed(texts)  # the session's fixture: whatever threads the real load chose for it
 
     def after(seconds: float, machine_busy: float, process_busy: float) -> SessionThreads:
         """``seconds`` pass with the machine and this process busy for that many CPU seconds; the next
