@@ -304,7 +304,7 @@ def test_the_model_runs_one_thread_fewer_while_other_work_keeps_a_core_busy():
     program's load cannot be controlled). A core's worth of other work makes the two-core choice one thread;
     the caller's own work in that time (building the prompt) is not other work, unless it marked from another
     thread; a look back too short to say keeps the current count."""
-    from localrag.core.llm.cores import MIN_WINDOW_S, CoreWatch
+    from localrag.core.cores import MIN_WINDOW_S, CoreWatch
 
     now, busy, own = [0.0], [100.0], [5.0]
     watch = CoreWatch(
@@ -331,7 +331,7 @@ def test_the_model_runs_one_thread_fewer_while_other_work_keeps_a_core_busy():
 
 def test_the_busy_cpu_reading_counts_the_work_of_this_process():
     """The real reading (psutil, the whole machine): it grows by at least what this thread spent working."""
-    from localrag.core.llm.cores import busy_cpu_seconds
+    from localrag.core.cores import busy_cpu_seconds
 
     busy, own = busy_cpu_seconds(), time.thread_time()
     while time.thread_time() - own < 0.3:

@@ -34,6 +34,9 @@ class Settings:
     # Models: empty means the bundled ones.
     embedding_model_dir: str = ""
     gguf_path: str = ""
+    # The embedding model's threads; 0: as many, spinning or not, as other work leaves cores free
+    # (core/embed/threads.py).
+    embed_threads: int = 0
     # Chunking (word pieces of the embedding model's tokenizer).
     chunk_tokens: int = 200
     chunk_overlap: int = 32

@@ -221,7 +221,7 @@ class Library:
             with self._state_lock:
                 if self._embedder is not None and self._generation == generation:
                     return self._embedder
-            embedder = load_embedder(self.settings.embedding_model_dir or None)
+            embedder = load_embedder(self.settings.embedding_model_dir or None, self.settings.embed_threads)
             if self.conninfo:
                 with self.connect() as conn:
                     models.register_model(

@@ -8,7 +8,8 @@ model).
 
 The report also gives the model's ceiling on the same word pieces (``ceiling``: batches of one width, no
 padding) and the shares of it the pipeline and embedding alone reach. ``--onnx-options`` (no files) compares
-the embedding session's options instead: threads, spinning, graph optimisation levels.
+the embedding session's threading instead: onnxruntime's default, the app's choice by the load, one thread,
+no spinning.
 
 ``--first-hit WORDS``: while the files are indexed, a keyword search for ``WORDS`` runs every quarter of a
 second on its own connection; the report says how many seconds after the start of the ingest (the drop) it
@@ -219,24 +220,19 @@ OPTION_SHAPES = ((16, 64), (16, 128), (8, 200), (16, 256))
 OPTION_ROUNDS = 3
 
 
-def onnx_options(embedder: Any) -> list[dict[str, Any]]:
-    """The embedding model's rate in sessions with other options — the app's (onnxruntime's default threads,
-    spinning, all graph optimisations), one thread, no spinning, basic and extended graph optimisations —
-    each shape run for a second per session in turn, ``OPTION_ROUNDS`` rounds, so that a changing load hits
-    each alike. Word pieces per second of wall-clock time and per CPU-second, per shape and session."""
+def onnx_options(embedder: Any, rounds: int = OPTION_ROUNDS) -> dict[str, Any]:
+    """The embedding model's rate in sessions with other threading — onnxruntime's default threads spinning
+    (the app's session before it followed the load), the app's session now (``fit_to_machine`` before each
+    turn; ``embedder`` must be fitted, ``threads=0``), one thread, and the default threads not spinning —
+    each shape run for a second per session in turn, ``rounds`` rounds, so that a changing load hits each
+    alike. Word pieces per second of wall-clock time and per CPU-second, per shape and session, and
+    the app's choices (how many turns it ran each way)."""
     import numpy as np
     import onnxruntime as ort
 
-    level = ort.GraphOptimizationLevel
-    configs: dict[str, dict[str, Any]] = {
-        "app": {},
-        "1 thread": {"threads": 1},
-        "no spinning": {"spin": False},
-        "basic graph optimisations": {"opt": level.ORT_ENABLE_BASIC},
-        "extended graph optimisations": {"opt": level.ORT_ENABLE_EXTENDED},
-    }
+    from localrag.core.embed.threads import SessionThreads, default_threads
 
-    def session(threads: int = 0, opt: Any = None, spin: bool = True) -> Any:
+    def session(threads: int = 0, spin: bool = True) -> Any:
         options = ort.SessionOptions()
         if threads:
             options.intra_op_num_threads = threads
@@ -244,15 +240,25 @@ def onnx_options(embedder: Any) -> list[dict[str, Any]]:
         options.enable_cpu_mem_arena = False  # as the app's session
         if not spin:
             options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        if opt is not None:
-            options.graph_optimization_level = opt
         return ort.InferenceSession(str(embedder.files.onnx), options, providers=["CPUExecutionProvider"])
 
-    sessions = {name: session(**kw) for name, kw in configs.items()}
-    totals = {(name, shape): [0, 0.0, 0.0] for name in configs for shape in OPTION_SHAPES}
-    for _ in range(OPTION_ROUNDS):
+    fitted = "app: fitted to the load"
+    sessions: dict[str, Any] = {
+        "default threads, spinning": session(),
+        fitted: None,
+        "1 thread": session(1),
+        "default threads, no spinning": session(spin=False),
+    }
+    choices: dict[str, int] = {}
+    totals = {(name, shape): [0, 0.0, 0.0] for name in sessions for shape in OPTION_SHAPES}
+    for _ in range(rounds):
         for rows, width in OPTION_SHAPES:
             for name, sess in sessions.items():
+                if name == fitted:
+                    chosen: SessionThreads = embedder.fit_to_machine()
+                    key = f"{chosen.threads} thread(s), {'spinning' if chosen.spinning else 'not spinning'}"
+                    choices[key] = choices.get(key, 0) + 1
+                    sess = embedder.session
                 ids = np.full((rows, width), 1996, dtype=np.int64)
                 names = {i.name for i in sess.get_inputs()}
                 feeds = {
@@ -270,7 +276,7 @@ def onnx_options(embedder: Any) -> list[dict[str, Any]]:
                 total[0] += runs * rows * width
                 total[1] += time.monotonic() - t0
                 total[2] += time.process_time() - c0
-    return [
+    rows_out = [
         {
             "shape": f"{rows}x{width}",
             "session": name,
@@ -278,8 +284,9 @@ def onnx_options(embedder: Any) -> list[dict[str, Any]]:
             "per_cpu_s": round(totals[(name, (rows, width))][0] / totals[(name, (rows, width))][2]),
         }
         for rows, width in OPTION_SHAPES
-        for name in configs
+        for name in sessions
     ]
+    return {"default_threads": default_threads(), "app_turns": choices, "sessions": rows_out}
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -287,6 +294,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("paths", nargs="*", type=Path)
     p.add_argument(
         "--onnx-options", action="store_true", help="compare the embedding session's options (no ingest)"
+    )
+    p.add_argument(
+        "--rounds", type=int, default=OPTION_ROUNDS, help="--onnx-options: rounds over the sessions"
     )
     p.add_argument("--no-baseline", action="store_true", help="skip re-embedding the chunks alone")
     p.add_argument("--first-hit", metavar="WORDS", default="", help="time the first keyword hit for WORDS")
@@ -300,12 +310,12 @@ def run(args: argparse.Namespace) -> int:
         from localrag.core.embed.onnx_embedder import load_embedder
 
         load_before = os.getloadavg()[0]
-        rows = onnx_options(load_embedder())
+        found = onnx_options(load_embedder(), max(1, args.rounds))
         out = {
             "load_average": [round(load_before, 2), round(os.getloadavg()[0], 2)],
             "cpu_flags": cpu_flags(),
         }
-        print(json.dumps({**out, "sessions": rows}, indent=2))
+        print(json.dumps({**out, **found}, indent=2))
         return 0
     if not args.paths:
         print("local-rag bench ingest: name the files or folders to index", file=sys.stderr)

@@ -3,6 +3,8 @@
 The shipped MiniLM ``tokenizer.json`` pads and truncates to 128 by itself; both are turned off here so that
 token counts are true, each batch is padded only to its longest text, and mean pooling uses the attention
 mask.
+
+The session's threads follow the machine's load unless a count is given (``core/embed/threads.py``).
 """
 
 from __future__ import annotations
@@ -11,10 +13,12 @@ import logging
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from localrag.core.embed.model_files import EmbeddingModelFiles
+from localrag.core.embed.threads import SessionThreads, ThreadFit, default_threads
 from localrag.core.errors import ModelMissing
 
 log = logging.getLogger("localrag.embed")
@@ -28,17 +32,27 @@ class OnnxEmbedder:
 
     Args:
         files: the model graph and tokenizer.
-        threads: onnxruntime intra-op threads (0: onnxruntime's default, one per core).
+        threads: onnxruntime intra-op threads, spinning; 0: as many, spinning or not, as the machine's load
+            leaves room for, looked at again as it changes (``fit_to_machine``). ``session_threads`` says
+            what the session runs now.
         max_tokens: the longest input in word pieces, special tokens included. Longer inputs are refused
             here: every caller sizes its texts first with ``core.embed.sizing.fit_to_input`` (the chunker
             sizes chunks so that nothing of them is cut).
+        fit: what reads the machine's load when ``threads`` is 0 (a ``ThreadFit`` of its own unless given).
     """
 
     def __init__(
-        self, files: EmbeddingModelFiles, threads: int = 0, max_tokens: int = DEFAULT_MAX_TOKENS
+        self,
+        files: EmbeddingModelFiles,
+        threads: int = 0,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        *,
+        fit: ThreadFit | None = None,
     ) -> None:
         from tokenizers import Tokenizer
 
+        # Watching the load from before the model loads: the first look.
+        self._fit = None if threads else (fit or ThreadFit())
         self.files = files
         self.name = files.name
         self.max_tokens = max_tokens
@@ -48,8 +62,10 @@ class OnnxEmbedder:
             raise ModelMissing(f"Cannot read the tokenizer {files.tokenizer}: {exc}") from exc
         self.tokenizer.no_padding()
         self.tokenizer.no_truncation()
-        self._open_session(threads)
+        self._lock = threading.Lock()
+        self._open_session(self._fit.current if self._fit else SessionThreads(threads, threads > 1))
         self.dimension = int(self.embed(["dimension probe"]).shape[1])
+        self.fit_to_machine(now=True)
 
     def sibling(self, threads: int) -> OnnxEmbedder:
         """The same model in a session of its own with ``threads`` intra-op threads: it runs at the same time
@@ -57,26 +73,58 @@ class OnnxEmbedder:
         twin = object.__new__(OnnxEmbedder)
         twin.files, twin.name, twin.max_tokens = self.files, self.name, self.max_tokens
         twin.tokenizer = self.tokenizer
-        twin._open_session(threads)
+        twin._lock, twin._fit = threading.Lock(), None
+        twin._open_session(SessionThreads(threads, threads > 1))
         twin.dimension = self.dimension
         return twin
 
-    def _open_session(self, threads: int) -> None:
+    def _open_session(self, threads: SessionThreads) -> None:
+        self.session = self._new_session(threads)
+        self.session_threads = threads
+        self._inputs = {i.name for i in self.session.get_inputs()}
+
+    def _new_session(self, threads: SessionThreads) -> Any:
         import onnxruntime as ort
 
         files = self.files
         options = ort.SessionOptions()
-        if threads:
-            options.intra_op_num_threads = threads
+        if threads.threads != default_threads() or not threads.spinning:
+            options.intra_op_num_threads = threads.threads  # else onnxruntime's default, as always
+        if not threads.spinning:
+            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.log_severity_level = 3
         # Batches come in every shape; a growing arena kept each one's buffers (over 1 GB seen on a manual).
         options.enable_cpu_mem_arena = False
         try:
-            self.session = ort.InferenceSession(str(files.onnx), options, providers=["CPUExecutionProvider"])
+            return ort.InferenceSession(str(files.onnx), options, providers=["CPUExecutionProvider"])
         except Exception as exc:
             raise ModelMissing(f"Cannot load the embedding model {files.onnx}: {exc}") from exc
-        self._inputs = {i.name for i in self.session.get_inputs()}
-        self._lock = threading.Lock()
+
+    def fit_to_machine(self, now: bool = False) -> SessionThreads:
+        """Reopen the session with other threads when the machine's load since the last look calls for them
+        (``threads.ThreadFit``: every ``DECIDE_EVERY_S``, or ``now``). A session that fails to open leaves
+        the current one in place. Returns what the session runs."""
+        fit = self._fit
+        if fit is None or not (now or fit.due()):
+            return self.session_threads
+        with self._lock:
+            if not (now or fit.due()):  # another thread looked meanwhile
+                return self.session_threads
+            wanted = fit.look()
+            if wanted != self.session_threads:
+                try:
+                    self.session = self._new_session(wanted)
+                except ModelMissing as exc:
+                    log.warning("embedding model kept on %s: %s", self.session_threads, exc)
+                    return self.session_threads
+                log.info(
+                    "embedding model on %d thread(s), %s: %.1f cores busy with other work",
+                    wanted.threads,
+                    "spinning" if wanted.spinning else "not spinning",
+                    fit.watch.busy_cores or 0.0,
+                )
+                self.session_threads = wanted
+            return self.session_threads
 
     # -- tokens ----------------------------------------------------------------------------------------------
 
@@ -101,6 +149,7 @@ class OnnxEmbedder:
         """
         if not texts:
             return np.zeros((0, getattr(self, "dimension", 0)), dtype=np.float32)
+        self.fit_to_machine()
         encodings = self.tokenizer.encode_batch(list(texts))
         too_long = [i for i, e in enumerate(encodings) if len(e.ids) > self.max_tokens]
         if too_long:

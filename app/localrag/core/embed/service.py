@@ -9,6 +9,9 @@ should its session fail to open, queries go through the priority queue: a query 
 any queued ingestion batch (priority 1), and an ingestion batch is embedded a slice at a time with waiting
 queries served between slices.
 ``stop`` ends both loops within one slice; ``last_beat`` is the watchdog's ping.
+
+The model's own session looks at the machine's load between slices and reopens with fewer threads, or threads
+that do not spin, while other work holds cores (``core/embed/threads.py``); the lane's one thread stays.
 """
 
 from __future__ import annotations

@@ -41,11 +41,11 @@ from pathlib import Path
 from typing import Any
 
 from localrag.core.config import Settings
+from localrag.core.cores import CoreWatch
 from localrag.core.embed import model_files
 from localrag.core.errors import ModelMissing
 from localrag.core.llm import kept_state, openmp
 from localrag.core.llm.backends import CpuBackend, cpu_backend
-from localrag.core.llm.cores import CoreWatch
 from localrag.core.llm.extra_buffers import extra_buffer_types, extra_buffers_work
 from localrag.core.llm.fastcopy import ensure_fast_copy, fast_copy_path, fast_copy_type
 from localrag.core.llm.quiet import quiet_stderr, route_llama_log

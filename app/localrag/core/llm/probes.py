@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from localrag.core.cores import busy_cpu_seconds
 from localrag.core.llm import extra_buffers, tuning
-from localrag.core.llm.cores import busy_cpu_seconds
 from localrag.core.llm.llm import LocalLLM
 
 
