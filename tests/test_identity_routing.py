@@ -79,6 +79,7 @@ def test_routing_reads_names_years_quarters_and_kinds():
         routing.document_names(
             4, "/r/INITECH_2019_10K.pdf", "", {"organization": "Initech Corp", "year": 2019}
         ),
+        routing.document_names(5, "/r/notes/doc1907.txt", "", {}),  # four digits in a name, not a year
     ]
     ids = routing.Identities()
     ids.words = hooks.routing_words(frozenset({"finance"}))
@@ -96,6 +97,8 @@ def test_routing_reads_names_years_quarters_and_kinds():
     r = routing.route(ids, "Who founded Initech in 2017?")  # the next report after 2017 tells about it
     assert r.doc_ids == [4]
     assert routing.route(ids, "What is a widget?").mode == "none"
+    r = routing.route(ids, "What does doc1907 say about widgets?")
+    assert (r.mode, r.doc_ids) == ("only", [5])
 
 
 def test_a_question_naming_company_and_year_finds_that_years_report(clean_db, tmp_path):

@@ -142,6 +142,11 @@ def written_date(text: str) -> str:
     return ""
 
 
+# A word of a file name that says a period: ``2021``, ``FY2021``, ``2019Q2``, ``20210331`` — not a name that
+# merely holds four digits (``doc1907``).
+_PERIOD_WORD = re.compile(r"(?:fy|q[1-4]|h[12])?(?:19|20)\d\d(?:\d\d){0,2}(?:q[1-4]|h[12])?")
+
+
 def name_words(stem: str) -> str:
     """The leading words of a file name that are neither a period nor a kind (``AMERICANWATERWORKS`` of
     ``AMERICANWATERWORKS_2021_10K``): what routing may match a question's words against, never a field."""
@@ -149,7 +154,7 @@ def name_words(stem: str) -> str:
     out = []
     for w in words:
         lw = w.lower()
-        if re.search(r"(?:19|20)\d\d", lw) or re.fullmatch(r"(fy|q[1-4]|h[12]|\d+[a-z]?|[a-z]?\d+)", lw):
+        if _PERIOD_WORD.fullmatch(lw) or re.fullmatch(r"(fy|q[1-4]|h[12]|\d+[a-z]?|[a-z]?\d+)", lw):
             break
         if lw in GENERIC_WORDS or _kind(lw):
             break
