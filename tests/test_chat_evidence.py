@@ -327,3 +327,26 @@ def test_a_measure_is_answered_by_the_statement_lines_it_is_computed_from(embed)
     ordinary = [replace(passage, domain=""), replace(prose, domain="")]
     plain = find_evidence(question, ordinary, embed, pages={(1, 60): page})
     assert "Purchases" not in plain.text()
+
+
+MINUTES = (
+    "Harbour Lane Bakery Ltd — Minutes of the board meeting held on 12 March 2024\n\n"
+    "Held in the upstairs office at 14 Harbour Lane, starting at 6.30 p.m.\n\n"
+    "Present: Margaret Oyelaran (Chair), Daniel Pryce (Managing Director), Priya Natarajan (Finance Director)"
+    "."
+)
+
+
+def test_the_documents_title_line_is_never_quoted_as_the_answer(embed):
+    # A Word file's Title paragraph opens its text; its words are the question's, but it answers nothing.
+    minutes = Passage(
+        MINUTES,
+        title="Harbour Lane Bakery Ltd — Minutes of the board meeting, 12 March 2024",
+        path="/docs/minutes.docx",
+        page_number=1,
+        char_start=0,
+    )
+    ev = find_evidence("When and where did the Harbour Lane Bakery board meet?", [minutes], embed)
+    quoted = " ".join(s.text for s in ev.spans)
+    assert ev.status == ANSWERED and "upstairs office" in quoted
+    assert "Minutes of the board meeting" not in quoted

@@ -28,6 +28,8 @@ EMBED_CANDIDATES = 32
 FOLLOWERS = 8
 # Of those, each passage's best few by words are read whatever the other passages hold.
 PER_PASSAGE = 3
+# A line at least this share of whose words are the document title's is the title, not an answer.
+TITLE_SHARE = 0.8
 # The lexical match counts the sentence's own words, and in part those of its heading and the sentence before.
 CONTEXT_WORDS = 0.4
 # A sentence longer than this (characters) is cut at a clause boundary for display; its offsets shrink with
@@ -152,6 +154,7 @@ def passage_candidates(sources: Sequence[Any]) -> list[Candidate]:
     for rank, src in enumerate(sources):
         text = str(getattr(src, "text", "") or "")
         heading_terms = set(sp.content_terms(str(getattr(src, "heading_path", "") or "").split(" > ")[-1]))
+        title_terms = set(sp.content_terms(str(getattr(src, "title", "") or "")))
         spans = with_terms(split_long(sp.split_spans(text)), text)
         previous: set[str] = set()
         for index, span in enumerate(spans):
@@ -160,7 +163,11 @@ def passage_candidates(sources: Sequence[Any]) -> list[Candidate]:
                 continue
             # A table's column headings count as a heading: the rows under them inherit their match.
             domain = str(getattr(src, "domain", "") or "")
-            heading = looks_like_heading(span, heading_terms, domain) or is_column_headings(span.text)
+            heading = (
+                looks_like_heading(span, heading_terms, domain)
+                or is_column_headings(span.text)
+                or is_title_line(span, terms, title_terms)
+            )
             out.append(
                 Candidate(span, src, rank + 1, rank, index, terms, heading, terms | heading_terms | previous)
             )
@@ -223,6 +230,14 @@ def looks_like_heading(span: sp.Span, heading_terms: set[str], domain: str = "")
         return True
     terms = set(sp.content_terms(text))
     return bool(heading_terms) and terms <= heading_terms and not text.endswith(".")
+
+
+def is_title_line(span: sp.Span, terms: set[str], title_terms: set[str]) -> bool:
+    """Whether the span is the document's title as a line of its text (a Word file's Title paragraph, a
+    paper's title on its first page): short, no full stop, and nearly all its words the title's."""
+    if not title_terms or len(terms) > 2 * len(title_terms) or sp.flat(span.text).endswith("."):
+        return False
+    return len(terms & title_terms) >= TITLE_SHARE * len(terms)
 
 
 def term_weights(q_terms: list[str], candidates: list[Candidate]) -> dict[str, float]:
