@@ -27,6 +27,17 @@ def squash(text: str) -> str:
     return re.sub(r"[^0-9a-z]", "", text)
 
 
+def on_page(evidence: str, text: str) -> bool:
+    """Whether ``evidence`` is in ``text`` on letters and digits; failing that, with the letter pairs that
+    ligatures stand for (ff, fi, fl, ffi, ffl) left out of both, for a PDF whose fonts put no text behind their
+    ligature glyphs (pdftotext then gives "erent" for "different")."""
+    e, t = squash(evidence), squash(text)
+    if e in t:
+        return True
+    unlig = functools.partial(re.sub, r"ff[il]|f[fil]", "")
+    return unlig(e) in unlig(t)
+
+
 @functools.lru_cache(maxsize=None)
 def pdf_pages(path: Path) -> list[str]:
     out = subprocess.run(["pdftotext", str(path), "-"], capture_output=True, text=True, check=True).stdout
@@ -125,14 +136,14 @@ def main(argv: list[str]) -> int:
             if q["kind"] == "compare":
                 texts = [page_text(f, p, folder) or "" for f, p in zip(files, pages)]
                 for e in evidence:
-                    if not any(squash(e) in squash(t) for t in texts):
+                    if not any(on_page(e, t) for t in texts):
                         problems.append(f"{where}: evidence not on any of {list(zip(files, pages))}: {e[:80]!r}")
                 continue
             text = page_text(q["file"], q["page"], folder)
             if text is None:
                 problems.append(f"{where}: no page {q['page']} in {q['file']}")
                 continue
-            if squash(q["evidence"]) not in squash(text):
+            if not on_page(q["evidence"], text):
                 problems.append(f"{where}: evidence not on page {q['page']}: {q['evidence'][:90]!r}")
             if q["kind"] == "document":
                 if not q.get("sections") or len(q["sections"]) != len(q.get("section_pages", [])):
