@@ -2,7 +2,7 @@
 each evidence text is on its page (compared on letters and digits only, so line breaks, hyphenation at line
 ends, ligatures and quote styles do not matter). Needs pdftotext (poppler-utils) and python-docx.
     python check_questions.py            # prints problems; exits 1 if any
-    python check_questions.py FOLDER     # another dataset folder of the same layout (docs/, questions/, split.json)
+    python check_questions.py FOLDER     # another folder of this layout (docs/, questions/, split.json)
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ def squash(text: str) -> str:
 
 def on_page(evidence: str, text: str) -> bool:
     """Whether ``evidence`` is in ``text`` on letters and digits; failing that, with the letter pairs that
-    ligatures stand for (ff, fi, fl, ffi, ffl) left out of both, for a PDF whose fonts put no text behind their
-    ligature glyphs (pdftotext then gives "erent" for "different")."""
+    ligatures stand for (ff, fi, fl, ffi, ffl) left out of both, for a PDF whose fonts put no text behind
+    their ligature glyphs (pdftotext then gives "dierent" for "different")."""
     e, t = squash(evidence), squash(text)
     if e in t:
         return True
