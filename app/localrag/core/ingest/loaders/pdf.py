@@ -4,7 +4,8 @@
 text page is closed as soon as its text is out, and a page is handed on once the two after it are read (a
 running head is told from a line of the page by the pages around it). Each page's text is the one a person
 reads (``core/text/reading.py``): one character for each of pdfium's, so offsets into it are pdfium's
-character indices. Pages without a text layer are read by OCR when ``rapidocr`` is installed and are
+character indices; ligatures whose glyphs came out as font codes are put back first, one character for one
+(``core/text/glyphs.py``). Pages without a text layer are read by OCR when ``rapidocr`` is installed and are
 otherwise flagged ``needs_ocr``.
 """
 
@@ -23,7 +24,7 @@ from localrag.core.ingest.loaders._common import clean_title, display_name, read
 from localrag.core.ingest.types import LoadedDocument, Page
 from localrag.core.pdfium_lock import PDFIUM_LOCK
 from localrag.core.progress import CancelToken
-from localrag.core.text import reading
+from localrag.core.text import glyphs, reading
 
 log = logging.getLogger("localrag.ingest.pdf")
 
@@ -107,6 +108,27 @@ def _layout(textpage: Any, text: str) -> _Layout | None:
     return _Layout(sizes, lines)
 
 
+def _restored(textpage: Any, text: str) -> str:
+    """``text`` with its lost ligatures put back (``glyphs.restore_lost``), except those drawn in a math or
+    symbol font, where the same codes are Greek letters or pieces of delimiters."""
+    import ctypes
+
+    from pypdfium2 import raw
+
+    found = glyphs.codes(text)
+    if not found:
+        return text
+    index = reading.utf16_index(text)
+    name = ctypes.create_string_buffer(256)
+    flags = ctypes.c_int()
+    keep = set()
+    for k in found:
+        got = raw.FPDFText_GetFontInfo(textpage, index[k], name, len(name), ctypes.byref(flags))
+        if 0 < got <= len(name) and glyphs.is_math_font(name.value.decode("latin-1")):
+            keep.add(k)
+    return glyphs.restore_lost(text, keep)
+
+
 # -- backends ------------------------------------------------------------------------------------------------
 
 
@@ -165,7 +187,7 @@ class _Pdfium:
         try:
             textpage = page.get_textpage()
             try:
-                text = textpage.get_text_range()
+                text = _restored(textpage, textpage.get_text_range())
                 layout = _layout(textpage, text) if text.strip() else None
             finally:
                 textpage.close()
@@ -231,7 +253,7 @@ class _Pypdf:
 
     def page(self, index: int, want_image: bool) -> tuple[str, bool, Any, _Layout | None]:
         page: Any = self.reader.pages[index]
-        text = page.extract_text() or ""
+        text = glyphs.restore_lost(page.extract_text() or "")
         if text.strip():
             return text, False, None, None
         try:
