@@ -2,7 +2,8 @@
 
 The shipped MiniLM ``tokenizer.json`` pads and truncates to 128 by itself; both are turned off here so that
 token counts are true, each batch is padded only to its longest text, and mean pooling uses the attention
-mask.
+mask. A ligature reads as its letters (``ligatures_as_letters``): the tokenizer, which counts, cuts and embeds,
+sees "eﬀect" as "effect", and its offsets still point into the text as written.
 
 The session's threads follow the machine's load unless a count is given (``core/embed/threads.py``).
 """
@@ -20,6 +21,7 @@ import numpy as np
 from localrag.core.embed.model_files import EmbeddingModelFiles
 from localrag.core.embed.threads import SessionThreads, ThreadFit, default_threads
 from localrag.core.errors import ModelMissing
+from localrag.core.text import glyphs
 
 log = logging.getLogger("localrag.embed")
 
@@ -62,6 +64,7 @@ class OnnxEmbedder:
             raise ModelMissing(f"Cannot read the tokenizer {files.tokenizer}: {exc}") from exc
         self.tokenizer.no_padding()
         self.tokenizer.no_truncation()
+        self.tokenizer.normalizer = ligatures_as_letters(self.tokenizer.normalizer)
         self._lock = threading.Lock()
         self._open_session(self._fit.current if self._fit else SessionThreads(threads, threads > 1))
         self.dimension = int(self.embed(["dimension probe"]).shape[1])
@@ -201,6 +204,15 @@ def load_embedder(model_dir: str | Path | None = None, threads: int = 0) -> Onnx
         else model_files.default_embedding_files()
     )
     return OnnxEmbedder(files, threads=threads)
+
+
+def ligatures_as_letters(normalizer: Any) -> Any:
+    """A tokenizer normalizer that replaces each ligature (``glyphs.LIGATURES``) by its letters, then does what
+    ``normalizer`` (the model's own, or None) does: the model's vocabulary knows "fi", not "ﬁ"."""
+    from tokenizers import normalizers
+
+    replace = [normalizers.Replace(ligature, letters) for ligature, letters in glyphs.LIGATURES.items()]
+    return normalizers.Sequence([*replace, normalizer] if normalizer is not None else replace)
 
 
 def _similar_lengths(order: list[int], lengths: list[int], batch_size: int) -> Iterator[list[int]]:
