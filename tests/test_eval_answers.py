@@ -36,6 +36,7 @@ def test_token_f1_counts_content_words_only():
     )
     assert token_f1("tomatoes", "R_LIBS_USER") == 0.0
     assert 0.0 < token_f1("set logscale y 2", "set logscale y") < 1.0
+    assert token_f1("a signiﬁcant eﬀect [2]", "a significant effect") == 1.0  # a quote keeps its ligatures
 
 
 def test_correct_and_cited_needs_the_words_and_the_page():

@@ -39,6 +39,7 @@ from localrag.core.answer.citations import strip_citations
 from localrag.core.answer.prompts import NO_ANSWER, NO_ANSWER_SOURCES, NOT_FOUND
 from localrag.core.answer.quotes import ANSWERED, NOT_FOUND_TEXT
 from localrag.core.answer.support import NOT_FOUND_MARK
+from localrag.core.text import glyphs
 from localrag.core.text import spans as sp
 
 MODES = ("evidence", "generated", "default")
@@ -135,8 +136,9 @@ def dataset_documents(folder: Path) -> list[Path]:
 
 
 def normalize_tokens(text: str) -> list[str]:
-    """SQuAD's normalisation (lower case, no punctuation, no articles), then content words only."""
-    text = strip_citations(text).lower()
+    """SQuAD's normalisation (lower case, no punctuation, no articles), then content words only; a ligature
+    reads as its letters (a quote "eﬀect" is the word "effect")."""
+    text = glyphs.letters(strip_citations(text)).lower()
     text = "".join(" " if ch in string.punctuation or ch in "“”‘’–—" else ch for ch in text)
     text = _ARTICLES.sub(" ", text)
     return [t for t in text.split() if t not in sp.STOPWORDS]

@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from localrag.core.retrieve.results import page_phrase as page_phrase
+from localrag.core.text.glyphs import letters
 
 # A bracket holding numbers separated by commas/semicolons, or ranges with a hyphen or en dash, optionally
 # written "[Source 2]" or "[source 1, 3]" (small models do).
@@ -267,7 +268,7 @@ def find_quotes(answer: str, sources: list[Source], check: CitationCheck) -> lis
 
 
 def _runs(text: str) -> list[tuple[str, ...]]:
-    words = [w.lower() for w in _WORD.findall(text)]
+    words = [w.lower() for w in _WORD.findall(letters(text))]
     return [tuple(words[i : i + 3]) for i in range(len(words) - 2)]
 
 

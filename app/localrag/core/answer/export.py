@@ -27,6 +27,7 @@ from localrag.core.answer.quotes import Evidence
 from localrag.core.answer.support import NOT_FOUND_MARK, CheckedSentence
 from localrag.core.errors import KnownError
 from localrag.core.retrieve.results import page_phrase
+from localrag.core.text.glyphs import letters
 
 FORMATS = ("md", "html", "pdf")
 FROM_DOCUMENTS = "From your documents:"
@@ -161,7 +162,7 @@ def _kept(
 
 
 def _words(text: str) -> str:
-    return " ".join(re.findall(r"\w+", text.lower()))
+    return " ".join(re.findall(r"\w+", letters(text).lower()))
 
 
 def _checked(g: CheckedSentence, sources: Sequence[Source]) -> Line:

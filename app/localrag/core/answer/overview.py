@@ -19,8 +19,9 @@ answered from what the store already holds:
   the section titles they share. A document without headings is one untitled section: the answer says so and
   quotes its central passage.
 - **Which documents mention Z**: the chunks whose BM25 postings hold every lexeme of Z
-  (``to_tsvector('english', Z)``), counted per document, best first, each document citing its best-matching
-  chunk (and quoting its first sentence that matches Z).
+  (``to_tsvector('english', Z)``, a ligature read as its letters as BM25 reads it: ``bm25.tsvector``), counted
+  per document, best first, each document citing its best-matching chunk (and quoting its first sentence that
+  matches Z).
 
 ``overview_questions.detect`` recognises such questions by their wording alone and is conservative.
 ``answer`` decides from the documents: the selected ones, or those whose title, file name or opening line
@@ -44,8 +45,10 @@ from localrag.core.answer.citations import page_phrase
 from localrag.core.answer.evidence import EvidenceSpan
 from localrag.core.answer.overview_questions import COMPARE, OUTLINE, WHICH_DOCUMENTS, Intent, groupings
 from localrag.core.ingest import sections as doc_sections
+from localrag.core.retrieve import bm25
 from localrag.core.retrieve.results import PAGE_LABEL, Result
 from localrag.core.store.db import SHOWN_TITLE, one
+from localrag.core.text import glyphs
 from localrag.core.text import spans as sp
 
 log = logging.getLogger("localrag.chat.overview")
@@ -444,7 +447,7 @@ def _which_documents(conn: Conn, term: str, doc_ids: list[int] | None) -> Overvi
     """How many passages of each document hold every word of ``term`` (as BM25 indexes them), best first."""
     lexemes = one(
         conn.execute(
-            "SELECT coalesce(array_agg(DISTINCT lexeme), '{}') FROM unnest(to_tsvector('english', %s))",
+            f"SELECT coalesce(array_agg(DISTINCT lexeme), '{{}}') FROM unnest({bm25.tsvector('%s')})",
             (term,),
         )
     )[0]
@@ -480,8 +483,8 @@ def _matching_sentence(conn: Conn, chunk: Result, term: str) -> sp.Span:
     spans = split_long(sp.split_spans(chunk.text)) or [sp.Span(0, len(chunk.text), chunk.text)]
     row = conn.execute(
         "SELECT i FROM unnest(%s::text[]) WITH ORDINALITY AS s (t, i) "
-        "WHERE to_tsvector('english', t) @@ plainto_tsquery('english', %s) ORDER BY i LIMIT 1",
-        ([s.text for s in spans], term),
+        f"WHERE {bm25.tsvector('t')} @@ plainto_tsquery('english', %s) ORDER BY i LIMIT 1",
+        ([s.text for s in spans], glyphs.letters(term)),
     ).fetchone()
     return spans[row[0] - 1] if row else spans[0]
 
@@ -490,7 +493,7 @@ def _matching_sentence(conn: Conn, chunk: Result, term: str) -> sp.Span:
 
 
 def _fold(text: str) -> str:
-    return " ".join(re.findall(r"\w+", text.lower()))
+    return " ".join(re.findall(r"\w+", glyphs.letters(text).lower()))
 
 
 def _noun(n: int, noun: str) -> str:

@@ -2,8 +2,8 @@
 
 The shipped MiniLM ``tokenizer.json`` pads and truncates to 128 by itself; both are turned off here so that
 token counts are true, each batch is padded only to its longest text, and mean pooling uses the attention
-mask. A ligature reads as its letters (``ligatures_as_letters``): the tokenizer, which counts, cuts and embeds,
-sees "eﬀect" as "effect", and its offsets still point into the text as written.
+mask. A ligature reads as its letters (``ligatures_as_letters``): the tokenizer, which counts, cuts and
+embeds, sees "eﬀect" as "effect", and its offsets still point into the text as written.
 
 The session's threads follow the machine's load unless a count is given (``core/embed/threads.py``).
 """
@@ -207,8 +207,8 @@ def load_embedder(model_dir: str | Path | None = None, threads: int = 0) -> Onnx
 
 
 def ligatures_as_letters(normalizer: Any) -> Any:
-    """A tokenizer normalizer that replaces each ligature (``glyphs.LIGATURES``) by its letters, then does what
-    ``normalizer`` (the model's own, or None) does: the model's vocabulary knows "fi", not "ﬁ"."""
+    """A tokenizer normalizer that replaces each ligature (``glyphs.LIGATURES``) by its letters, then does
+    what ``normalizer`` (the model's own, or None) does: the model's vocabulary knows "fi", not "ﬁ"."""
     from tokenizers import normalizers
 
     replace = [normalizers.Replace(ligature, letters) for ligature, letters in glyphs.LIGATURES.items()]

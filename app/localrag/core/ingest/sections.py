@@ -14,6 +14,8 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
+from localrag.core.text.glyphs import letters
+
 Conn = psycopg.Connection[Any]
 
 
@@ -136,4 +138,4 @@ def _insert_sections_sql(dimension: int | None) -> sql.Composed:
 
 
 def _fold(text: str) -> str:
-    return " ".join(re.findall(r"\w+", text.lower()))
+    return " ".join(re.findall(r"\w+", letters(text).lower()))

@@ -1,9 +1,10 @@
 """BM25 inside PostgreSQL: postings of ``to_tsvector('english')`` lexemes, with the statistics kept in step.
 
-What is indexed is each chunk's context (its document's identity and heading path) and text. A chunk's
-length is its number of lexeme occurrences
-(stop words removed), stored in ``document_chunks.lexeme_count`` and, for scoring, in each of its postings
-(``bm25_postings.dl``). The statistics follow from the postings alone:
+What is indexed is each chunk's context (its document's identity and heading path) and text, with each
+ligature read as its letters (``tsvector``: "eﬀect" is the lexeme "effect"; a text without a ligature gives
+the lexemes it always gave, so no posting written before goes stale). A chunk's length is its number of
+lexeme occurrences (stop words removed), stored in ``document_chunks.lexeme_count`` and, for scoring, in each
+of its postings (``bm25_postings.dl``). The statistics follow from the postings alone:
 
 - ``bm25_terms.df``: how many chunks hold the term (rows of ``bm25_postings`` for it);
 - ``bm25_stats.n_chunks``: how many chunks have at least one posting (a chunk with no lexeme can never match);
@@ -29,6 +30,7 @@ from typing import Any
 import psycopg
 
 from localrag.core.retrieve.filters import Filters
+from localrag.core.text import glyphs
 
 log = logging.getLogger("localrag.retrieve.bm25")
 
@@ -36,12 +38,20 @@ log = logging.getLogger("localrag.retrieve.bm25")
 DEFAULT_K1 = 1.2
 DEFAULT_B = 0.75
 
+
+def tsvector(expr: str) -> str:
+    """SQL: ``to_tsvector('english', expr)`` over the SQL text ``expr`` with each ligature replaced by its
+    letters (``glyphs.LIGATURES``), for chunks and queries alike: PostgreSQL's parser keeps "ﬁ" in a word
+    ("stratiﬁed" would be the lexeme "stratiﬁ", never "stratifi")."""
+    for ligature, letters in glyphs.LIGATURES.items():
+        expr = f"replace({expr}, '{ligature}', '{letters}')"
+    return f"to_tsvector('english', {expr})"
+
+
 # The text of a chunk that BM25 sees (the alias ``c`` is document_chunks).
 # Its context (the document's line and the heading path, ``core/text/identity.py``) and its text; a chunk
 # written without a context (a library from before contexts, until ``reembed`` refreshes it) its heading path.
-INDEXED_TEXT = (
-    "to_tsvector('english', CASE WHEN c.context = '' THEN c.heading_path ELSE c.context END || ' ' || c.text)"
-)
+INDEXED_TEXT = tsvector("CASE WHEN c.context = '' THEN c.heading_path ELSE c.context END || ' ' || c.text")
 
 
 def index_document(conn: psycopg.Connection[Any], doc_id: int) -> None:
@@ -223,7 +233,7 @@ def stats_drift(conn: psycopg.Connection[Any]) -> dict[str, int]:
 def query_terms(conn: psycopg.Connection[Any], query: str) -> list[tuple[str, int]]:
     """The query's lexemes with their counts, tokenised exactly as the chunks were."""
     rows = conn.execute(
-        "SELECT lexeme, coalesce(array_length(positions, 1), 1) FROM unnest(to_tsvector('english', %s))",
+        f"SELECT lexeme, coalesce(array_length(positions, 1), 1) FROM unnest({tsvector('%s')})",
         (query,),
     ).fetchall()
     return [(r[0], int(r[1])) for r in rows]
@@ -256,7 +266,7 @@ def search(
     """
     rows = conn.execute(
         "SELECT q.term, q.qtf, t.df, s.n_chunks, s.total_len FROM (SELECT lexeme AS term,"
-        " coalesce(array_length(positions, 1), 1) AS qtf FROM unnest(to_tsvector('english', %s))) q"
+        f" coalesce(array_length(positions, 1), 1) AS qtf FROM unnest({tsvector('%s')})) q"
         " JOIN bm25_terms t ON t.term = q.term CROSS JOIN bm25_stats s WHERE s.id = 1 ORDER BY t.df",
         (query,),
     ).fetchall()

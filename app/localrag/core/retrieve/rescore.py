@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from localrag.core.retrieve.results import Result
 from localrag.core.text import spans as sp
 from localrag.core.text.cells import asks_for_quantity, figures_share
+from localrag.core.text.glyphs import letters
 
 _LINES = re.compile(r"(?<=[.!?])\s+(?=[A-Z(])|\n+")
 _YEARS = re.compile(r"(?:FY|Q[1-4])\s?'?((?:19|20)?\d\d)\b", re.IGNORECASE)
@@ -116,7 +117,7 @@ def _scan(text: str, wanted: set[str]) -> tuple[list[str], list[set[str]]]:
     seq: list[str] = []
     lines: list[set[str]] = [set()]
     stop = sp.STOPWORDS
-    for w in _SCAN.findall(text.lower()):
+    for w in _SCAN.findall(letters(text).lower()):
         if w in "\n.!?;":
             if lines[-1]:
                 lines.append(set())
@@ -134,10 +135,11 @@ _TOKEN = re.compile(r"[a-z0-9]+(?:[._][a-z0-9]+)*")
 
 
 def stems_of(text: str) -> list[str]:
-    """Content words, lower case and lightly stemmed (a faster ``spans.content_terms`` for whole passages)."""
+    """Content words, lower case and lightly stemmed, a ligature read as its letters (a faster
+    ``spans.content_terms`` for whole passages)."""
     return [
         _stem(w)
-        for w in _TOKEN.findall(text.lower())
+        for w in _TOKEN.findall(letters(text).lower())
         if w not in sp.STOPWORDS and (len(w) > 1 or w.isdigit())
     ]
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from localrag.core.text.glyphs import letters
 from localrag.core.text.reading import keep_hyphen
 
 # The end of a sentence: . ! ? (and closing quotes or brackets) followed by white space and something that can
@@ -195,7 +196,8 @@ def stem(word: str) -> str:
 
 
 def words(text: str) -> list[str]:
-    return list(_WORDS.findall(text))
+    """The words of ``text``, a ligature read as its letters ("eﬀect" is "effect")."""
+    return list(_WORDS.findall(letters(text)))
 
 
 def content_terms(text: str) -> list[str]:
