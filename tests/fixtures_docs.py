@@ -25,12 +25,12 @@ def _pdf_escape(line: str) -> str:
     return line.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
 
 
-def _font(writer: PdfWriter) -> object:
+def _font(writer: PdfWriter, name: str = "Helvetica") -> object:
     font = DictionaryObject(
         {
             NameObject("/Type"): NameObject("/Font"),
             NameObject("/Subtype"): NameObject("/Type1"),
-            NameObject("/BaseFont"): NameObject("/Helvetica"),
+            NameObject("/BaseFont"): NameObject(f"/{name}"),
             NameObject("/Encoding"): NameObject("/WinAnsiEncoding"),
         }
     )
@@ -96,15 +96,17 @@ def write_pdf(
     return path
 
 
-def write_content_pdf(path: Path, pages: Sequence[Sequence[str]]) -> Path:
-    """A PDF whose pages draw text in Helvetica (``/F1``) with these content-stream operators."""
+def write_content_pdf(path: Path, pages: Sequence[Sequence[str]], *, f2: str = "") -> Path:
+    """A PDF whose pages draw text in Helvetica (``/F1``), and in a font named ``f2`` (``/F2``) when given,
+    with these content-stream operators. Neither font has a ToUnicode map: a code that WinAnsi leaves
+    unnamed (a control character) comes out of pdfium as itself, as TeX's ligatures do."""
     writer = PdfWriter()
-    font = _font(writer)
+    fonts = {NameObject("/F1"): _font(writer)}
+    if f2:
+        fonts[NameObject("/F2")] = _font(writer, f2)
     for ops in pages:
         page = writer.add_blank_page(612, 792)
-        page[NameObject("/Resources")] = DictionaryObject(
-            {NameObject("/Font"): DictionaryObject({NameObject("/F1"): font})}
-        )
+        page[NameObject("/Resources")] = DictionaryObject({NameObject("/Font"): DictionaryObject(fonts)})
         stream = DecodedStreamObject()
         stream.set_data("\n".join(ops).encode("cp1252"))
         page[NameObject("/Contents")] = writer._add_object(stream)

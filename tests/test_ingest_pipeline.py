@@ -13,9 +13,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from fixtures_docs import write_content_pdf
 from localrag.core.ingest.pipeline import Ingestor
 from localrag.core.retrieve import bm25, retrieve
-from localrag.core.text import identity
+from localrag.core.text import glyphs, identity
 
 LOREM = (
     "Photosynthesis converts light energy into chemical energy stored in glucose. "
@@ -489,3 +490,37 @@ def test_ingest_of_only_bad_files_reports_them_and_stops_cleanly(tmp_path):
     assert proc.returncode == 1, (proc.stdout, proc.stderr)
     assert "broken.pdf" in proc.stdout and "1 failed" in proc.stdout
     assert "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_a_pdf_whose_ligatures_came_out_as_font_codes_is_found_by_their_words(clean_db, tmp_path, embedder):
+    """Ligature glyphs without a ToUnicode map come out of pdfium as their codes in the font, here those of
+    TeX's T1 encoding; the same codes in a math font are no ligatures."""
+    path = write_content_pdf(
+        tmp_path / "survival.pdf",
+        [
+            [
+                "BT /F1 11 Tf 14 TL 72 740 Td",
+                r"(Coe\036cients of a strati\034ed model are di\033erent from the \020crude\021 ones.) Tj T*",
+                r"(The e\033ect is signi\034cant, and the \034t is \034ne.) Tj T*",
+                r"/F2 11 Tf (\015RX) Tj",
+                "ET",
+            ]
+        ],
+        f2="CMEX10",
+    )
+    _, summary, _ = _ingest(clean_db, [path])
+    assert summary.ready == 1
+    with clean_db.connect() as conn:
+        row = conn.execute("SELECT doc_id, string_agg(text, ' ') FROM document_chunks GROUP BY 1").fetchone()
+    doc_id, text = row
+    assert "Coeﬃcients of a stratiﬁed model are diﬀerent from the “crude” ones." in text
+    assert "The eﬀect is signiﬁcant, and the ﬁt is ﬁne." in text
+    assert not any(broken in text for broken in ("Coe cients", "di erent", "e ect", "signi cant", "ﬂRX"))
+    for query in ("coefficients", "different", "stratified effect", "significant fit"):
+        results = retrieve(clean_db, query, k=3, mode="keyword").results
+        assert [(r.doc_id, r.page_number) for r in results] == [(doc_id, 1)], query
+    # The embedding model reads the ligatures as letters; its offsets still point into the text as stored.
+    encoding = embedder.tokenizer.encode(text)
+    assert "Coeﬃcients" in [text[start:end] for start, end in encoding.offsets]
+    stored, spelled = embedder.embed([text, glyphs.letters(text)])
+    assert float(stored @ spelled) > 0.9999
