@@ -60,6 +60,14 @@ def test_pdf_heading_starts_at_its_section_number(tmp_path: Path) -> None:
     assert [page.text[offset:].split("\n", 1)[0] for offset, _ in page.headings] == ["3.2", "4.1 Usage"]
 
 
+def test_pdf_heading_is_found_where_its_ligature_was_lost(tmp_path: Path) -> None:
+    # Helvetica without ToUnicode gives an unnamed code as itself: 0x1E, ffi in TeX's T1 encoding.
+    lines = ["The end of the previous section.", "2.1 Coe\x1ecients", "Body text."]
+    path = fx.write_pdf(tmp_path / "lost.pdf", [lines], outline=[("Coefficients", 0, None)])
+    page = load(path).pages[0]
+    assert [page.text[offset:].split("\n", 1)[0] for offset, _ in page.headings] == ["2.1 Coeﬃcients"]
+
+
 def test_pdf_streams_pages(tmp_path: Path) -> None:
     path = fx.write_pdf(tmp_path / "long.pdf", [[f"Page {i} text."] for i in range(1, 41)])
     stream = open_document(path)

@@ -52,6 +52,8 @@ _LIGATURE = re.compile(
 _QUOTES = re.compile(r"(?<![^\W_])\x10(?=[^\W_])|(?<=[^\W_]|[.,;:!?)\]])\x11(?![^\W_])", re.UNICODE)
 _CODES = re.compile(rf"[\x0b\x0c\x0e-\x11\x1b-\x1f]|\r(?={_LETTER})")
 _LETTERS = str.maketrans(LIGATURES)
+_SPELLED = re.compile("ffi|ffl|ff|fi|fl", re.IGNORECASE)
+_LIGATURE_OF = {spelled: ligature for ligature, spelled in LIGATURES.items()}
 # TeX's math and symbol fonts (Computer Modern's, Latin Modern's, the AMS ones), by the name pdfium gives
 # (after any subset prefix "ABCDEF+").
 _MATH_FONT = re.compile(
@@ -85,6 +87,17 @@ def restore_lost(text: str, keep: Container[int] = ()) -> str:
         return m.group() if m.start() in keep else "“" if m.group() == "\x10" else "”"
 
     return _QUOTES.sub(quote, _LIGATURE.sub(ligature, text))
+
+
+def pattern(word: str) -> str:
+    """A regular expression for ``word`` as written, or with its letters ff, fi, fl, ffi, ffl as one ligature
+    ("Coefficients" also matches "Coeﬃcients"; case as the caller's flags say)."""
+    parts, pos = [], 0
+    for m in _SPELLED.finditer(word):
+        ligature = _LIGATURE_OF[m.group().lower()]
+        parts += [re.escape(word[pos : m.start()]), f"(?:{re.escape(m.group())}|{ligature})"]
+        pos = m.end()
+    return "".join([*parts, re.escape(word[pos:])])
 
 
 def letters(text: str) -> str:

@@ -346,15 +346,16 @@ def _outline_entries(backend: Any, path: Path) -> list[_OutlineEntry]:
 
 
 def _find_heading(text: str, title: str, start: int, after_heading: bool) -> int | None:
-    """Where ``title`` appears in ``text`` at or after ``start``, ignoring case and spacing; a section number
-    just before it (``3.2``, ``Chapter 4``, on its line or the line above) belongs to the heading, unless that
-    is where the previous heading (``after_heading``, at ``start``) begins."""
+    """Where ``title`` appears in ``text`` at or after ``start``, ignoring case, spacing and ligatures (an
+    outline's "Coefficients" is the page's "Coeﬃcients"); a section number just before it (``3.2``,
+    ``Chapter 4``, on its line or the line above) belongs to the heading, unless that is where the previous
+    heading (``after_heading``, at ``start``) begins."""
     at = text.find(title, start)
     if at < 0:
         words = title.split()[:12]
         if not words:
             return None
-        match = re.compile(r"\s*".join(re.escape(w) for w in words), re.IGNORECASE).search(text, start)
+        match = re.compile(r"\s*".join(glyphs.pattern(w) for w in words), re.IGNORECASE).search(text, start)
         if match is None:
             return None
         at = match.start()
