@@ -13,8 +13,8 @@ from localrag.core.text import glyphs
         # pdfium's text of a TeX document whose fonts (T1) have no ToUnicode for their ligatures
         ("a strati\x1ced random sample", "a stratiﬁed random sample"),
         ("\x1cne", "ﬁne"),
-        ("a strong\r\n\x10signi\x1ccant\x11 e\x1bect.", "a strong\r\n“signiﬁcant” eﬀect."),
-        ("declare a \x10response\x11 for 5%", "declare a “response” for 5%"),
+        ("a strong\r\n\x10signi\x1ccant\x11 e\x1bect.", 'a strong\r\n"signiﬁcant" eﬀect.'),
+        ("declare a \x10response\x11 for 5%", 'declare a "response" for 5%'),
         ("Coe\x1ecients di\x1berent re\x1dect Kalb\x1deisch su\x1eces o\x1b.", None),
         # the older OT1 encoding: ff fi fl ffi ffl at 0x0B-0x0F; 0x0D only before a letter
         ("o\x0ece \x0cnd \x0dow o\x0b", "oﬃce ﬁnd ﬂow oﬀ"),

@@ -513,10 +513,10 @@ def test_a_pdf_whose_ligatures_came_out_as_font_codes_is_found_by_their_words(cl
     with clean_db.connect() as conn:
         row = conn.execute("SELECT doc_id, string_agg(text, ' ') FROM document_chunks GROUP BY 1").fetchone()
     doc_id, text = row
-    assert "Coeﬃcients of a stratiﬁed model are diﬀerent from the “crude” ones." in text
+    assert 'Coeﬃcients of a stratiﬁed model are diﬀerent from the "crude" ones.' in text
     assert "The eﬀect is signiﬁcant, and the ﬁt is ﬁne." in text
     assert not any(broken in text for broken in ("Coe cients", "di erent", "e ect", "signi cant", "ﬂRX"))
-    for query in ("coefficients", "different", "stratified effect", "significant fit"):
+    for query in ("coefficients", "different", "stratified effect", "significant fit", "crude"):
         results = retrieve(clean_db, query, k=3, mode="keyword").results
         assert [(r.doc_id, r.page_number) for r in results] == [(doc_id, 1)], query
     # The embedding model reads the ligatures as letters; its offsets still point into the text as stored.

@@ -13,7 +13,10 @@ line break or a tab. The two encodings disagree on a few codes (OT1 puts œ ø �
 guillemets and accents at 0x0B–0x0F); the ligatures are far the more frequent in running text, and without
 this the word is broken in either case. A double-quote code becomes a quote only where it opens a word (a
 letter or digit after it, none before) or closes one (a letter, digit or closing punctuation before it, no
-letter or digit after): where OT1 puts its dotless i and j, inside a word, it stays a control character.
+letter or digit after): where OT1 puts its dotless i and j, inside a word, it stays a control character. It
+becomes the plain '"', not “ or ”: PostgreSQL's text search parser, in the C locale the store runs in, takes
+every character beyond ASCII for a letter, and "“response”" would be one word that no search for "response"
+finds.
 TeX's math fonts put Greek letters and pieces of delimiters on the same codes; the loader leaves the codes of
 a font that ``is_math_font`` names as they are (``keep``).
 
@@ -75,7 +78,7 @@ def is_math_font(name: str) -> bool:
 
 def restore_lost(text: str, keep: Container[int] = ()) -> str:
     """``text`` with the ligatures (and double quotes) whose glyphs came out as font codes put back, one
-    character for each code: "strati\\x1ced" → "stratiﬁed", "\\x10response\\x11" → "“response”". The
+    character for each code: "strati\\x1ced" → "stratiﬁed", "\\x10response\\x11" → '"response"'. The
     codes at the offsets in ``keep`` stay as they are."""
     if not _CODES.search(text):
         return text
@@ -84,7 +87,7 @@ def restore_lost(text: str, keep: Container[int] = ()) -> str:
         return m.group() if m.start() in keep else _LOST_LIGATURES[m.group()]
 
     def quote(m: re.Match[str]) -> str:
-        return m.group() if m.start() in keep else "“" if m.group() == "\x10" else "”"
+        return m.group() if m.start() in keep else '"'
 
     return _QUOTES.sub(quote, _LIGATURE.sub(ligature, text))
 
