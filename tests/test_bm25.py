@@ -294,3 +294,53 @@ def test_best_first_reading_is_kept_for_queries_it_pays_for():
         [2500, 3000]
     )  # a little longer: rescoring would cost more than it saves
     assert bm25._impact_order_pays([15_000, 40_000, 90_000, 120_000])  # a 1M-chunk library's frequent terms
+
+
+MANUAL = (
+    "The \u2018set\u2019 builtin with \u2018-o pipefail\u2019 changes the shell\u2019s exit status in "
+    "2010\u20132015."
+)
+GLUED = "Press the\u00a0reset button\u2026 then wait \u2014 the model\u2019s lamp blinks."
+
+
+def test_words_in_typographic_quotes_dashes_and_no_break_spaces_are_found(clean_db):
+    with clean_db.connect() as conn:
+        doc = _add_doc(conn, [MANUAL, GLUED])
+        bm25.index_document(conn, doc)
+        for words, chunk in [
+            ("set builtin", 0),
+            ("pipefail", 0),
+            ("shell exit status", 0),
+            ("2015", 0),
+            ("reset button", 1),
+            ("model lamp", 1),
+        ]:
+            found = [cid for cid, _ in bm25.search(conn, words, n=5)]
+            index = conn.execute(
+                "SELECT chunk_index FROM document_chunks WHERE id = %s", (found[0],)
+            ).fetchone()
+            assert index == (chunk,), words
+
+
+def test_the_latest_postings_migration_writes_them_as_the_app_does_and_upgrades_a_library(
+    clean_db, monkeypatch
+):
+    from localrag.core.store.migrate import load_migrations
+
+    rebuild = [m for m in load_migrations() if bm25.INDEXED_TEXT in m.up]
+    assert rebuild, "a change to what BM25 reads needs a migration that writes the postings again"
+    with clean_db.connect() as conn:
+        # A library indexed before the marks were read: the postings as the parser gave them then.
+        monkeypatch.setattr(bm25, "INDEXED_TEXT", "to_tsvector('english', c.heading_path || ' ' || c.text)")
+        doc = _add_doc(conn, [MANUAL, GLUED, "Plain words stay as they were."])
+        bm25.index_document(conn, doc)
+        assert not bm25.search(conn, "pipefail", n=5)
+        monkeypatch.undo()
+        conn.execute(rebuild[-1].up)
+        conn.commit()
+        assert bm25.search(conn, "pipefail", n=5) and bm25.search(conn, "reset button", n=5)
+        assert bm25.stats_drift(conn) == {"n_chunks": 0, "total_len": 0, "terms": 0, "lengths": 0}
+        # The same postings as indexing the document now writes.
+        before = sorted(conn.execute("SELECT term, chunk_id, tf, dl FROM bm25_postings").fetchall())
+        bm25.index_document(conn, doc)
+        assert sorted(conn.execute("SELECT term, chunk_id, tf, dl FROM bm25_postings").fetchall()) == before
