@@ -23,6 +23,8 @@ DELETE FROM bm25_terms;
 INSERT INTO bm25_terms (term, df) SELECT term, count(*) FROM bm25_postings GROUP BY term;
 UPDATE bm25_stats SET n_chunks = s.n, total_len = s.len
 FROM (SELECT count(DISTINCT chunk_id) AS n, coalesce(sum(tf), 0) AS len FROM bm25_postings) s WHERE id = 1;
+DROP TABLE bm25_new;
+DROP TABLE bm25_docs;
 
 -- migrate:down
 -- The postings stay as written; nothing to undo in the schema.
