@@ -1,7 +1,7 @@
 -- Keywords read through typographic marks: PostgreSQL's text parser, in the C locale the store runs in, took
 -- every character beyond ASCII for a letter, so a manual's ‘set’, "model’s", "2010–2015" and two words joined by
 -- a no-break space were each one lexeme that no search for the word found. core/retrieve/bm25.py now reads those
--- marks as ASCII or spaces (MARKS); this writes every posting again with that expression (INDEXED_TEXT as it is
+-- marks as ASCII or spaces (MARKS) and drops soft hyphens and zero-width joiners (INVISIBLE); this writes every posting again with that expression (INDEXED_TEXT as it is
 -- in this version: tests/test_bm25.py checks it), and the statistics from the new postings.
 
 -- migrate:up
@@ -9,7 +9,7 @@ CREATE TEMP TABLE bm25_docs ON COMMIT DROP AS SELECT DISTINCT doc_id FROM bm25_p
 CREATE TEMP TABLE bm25_new ON COMMIT DROP AS
 SELECT l.lexeme AS term, c.id AS chunk_id, c.doc_id, coalesce(array_length(l.positions, 1), 1) AS tf
 FROM document_chunks c, unnest(
-to_tsvector('english', replace(replace(replace(replace(replace(translate(CASE WHEN c.context = '' THEN c.heading_path ELSE c.context END || ' ' || c.text, '‘’‚‛′‹›“”„‟″«»‐‑‒–—―−…•‣⁃·▪◦→←⇒×          ​  　', '''''''''''''''"""""""--                              '), 'ﬀ', 'ff'), 'ﬁ', 'fi'), 'ﬂ', 'fl'), 'ﬃ', 'ffi'), 'ﬄ', 'ffl'))
+to_tsvector('english', replace(replace(replace(replace(replace(translate(CASE WHEN c.context = '' THEN c.heading_path ELSE c.context END || ' ' || c.text, '‘’‚‛′‹›“”„‟″«»‐‑‒–—―−…•‣⁃·▪◦→←⇒×          ​  　­‌‍⁠﻿', '''''''''''''''"""""""--                              '), 'ﬀ', 'ff'), 'ﬁ', 'fi'), 'ﬂ', 'fl'), 'ﬃ', 'ffi'), 'ﬄ', 'ffl'))
 ) l
 WHERE c.doc_id IN (SELECT doc_id FROM bm25_docs);
 DELETE FROM bm25_postings;

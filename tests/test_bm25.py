@@ -300,7 +300,9 @@ MANUAL = (
     "The \u2018set\u2019 builtin with \u2018-o pipefail\u2019 changes the shell\u2019s exit status in "
     "2010\u20132015."
 )
-GLUED = "Press the\u00a0reset button\u2026 then wait \u2014 the model\u2019s lamp blinks."
+GLUED = (
+    "Press the\u00a0reset button\u2026 then wait \u2014 the model\u2019s lamp blinks inter\u00adnationally."
+)
 
 
 def test_words_in_typographic_quotes_dashes_and_no_break_spaces_are_found(clean_db):

@@ -53,6 +53,9 @@ MARKS: dict[str, str] = {
         " ",
     ),
 }
+# Characters that show nothing and join what is around them (a soft hyphen, zero-width joiners, a byte order
+# mark): dropped, so "inter\u00adnational" is "international".
+INVISIBLE = "\u00ad\u200c\u200d\u2060\ufeff"
 # A change to what the parser is given (``MARKS``, the ligatures, ``INDEXED_TEXT``) comes with a migration
 # that writes every posting again with the new expression, as ``migrations/0015_bm25_typographic_marks.sql``
 # does (a test checks that the latest such migration holds ``INDEXED_TEXT`` as it is).
@@ -64,10 +67,12 @@ def _literal(text: str) -> str:
 
 def tsvector(expr: str) -> str:
     """SQL: ``to_tsvector('english', expr)`` over the SQL text ``expr`` with each ligature replaced by its
-    letters (``glyphs.LIGATURES``) and each typographic mark by its ASCII reading (``MARKS``), for chunks and
+    letters (``glyphs.LIGATURES``), each typographic mark by its ASCII reading (``MARKS``) and without the
+    characters that show nothing (``INVISIBLE``), for chunks and
     queries alike: PostgreSQL's parser keeps "ﬁ" in a word ("stratiﬁed" would be the lexeme "stratiﬁ",
     never "stratifi") and ‘ ’ too ("‘set’")."""
-    expr = f"translate({expr}, {_literal(''.join(MARKS))}, {_literal(''.join(MARKS.values()))})"
+    marks = _literal("".join(MARKS) + INVISIBLE)
+    expr = f"translate({expr}, {marks}, {_literal(''.join(MARKS.values()))})"
     for ligature, letters in glyphs.LIGATURES.items():
         expr = f"replace({expr}, '{ligature}', '{letters}')"
     return f"to_tsvector('english', {expr})"
