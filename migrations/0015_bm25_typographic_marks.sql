@@ -1,8 +1,9 @@
 -- Keywords read through typographic marks: PostgreSQL's text parser, in the C locale the store runs in, took
 -- every character beyond ASCII for a letter, so a manual's ‘set’, "model’s", "2010–2015" and two words joined by
 -- a no-break space were each one lexeme that no search for the word found. core/retrieve/bm25.py now reads those
--- marks as ASCII or spaces (MARKS) and drops soft hyphens and zero-width joiners (INVISIBLE); this writes every posting again with that expression (INDEXED_TEXT as it is
--- in this version: tests/test_bm25.py checks it), and the statistics from the new postings.
+-- marks as ASCII or spaces (MARKS) and drops soft hyphens and zero-width joiners (INVISIBLE); this writes every
+-- posting again with that expression (INDEXED_TEXT as it is in this version: tests/test_bm25.py checks it), and
+-- the statistics from the new postings.
 
 -- migrate:up
 CREATE TEMP TABLE bm25_docs ON COMMIT DROP AS SELECT DISTINCT doc_id FROM bm25_postings;
