@@ -103,3 +103,28 @@ def test_bench_retrieval_searches_pieces_routes_named_questions_and_serves_queri
     assert report["routed_queries"] == 2 and report["routing"] == {"only": 2}
     # During the ingest, queries are embedded in their own session, not between ingestion slices.
     assert report["while_ingesting"]["query_lane"] is True
+
+
+def test_a_corpus_changed_in_one_text_embeds_only_that_text_again(embedder, tmp_path):
+    from localrag.eval import beir
+
+    class Counting:  # the real model, counting the texts it is asked to embed
+        def __init__(self, inner):
+            self.inner, self.texts = inner, 0
+
+        def __getattr__(self, name):
+            return getattr(self.inner, name)
+
+        def embed(self, texts):
+            self.texts += len(texts)
+            return self.inner.embed(texts)
+
+    first = [text for _, _, text in CORPUS]
+    changed = [*first[:-1], "Sourdough rises slowly because wild yeast ferments the flour."]
+    counting = Counting(embedder)
+    beir.embed_cached(counting, first, tmp_path)
+    vectors = beir.embed_cached(counting, changed, tmp_path)
+    assert counting.texts == len(first) + 1
+    assert vectors == pytest.approx(embedder.embed(changed), abs=1e-5)
+    again = beir.embed_cached(counting, changed, tmp_path)
+    assert counting.texts == len(first) + 1 and again == pytest.approx(vectors)

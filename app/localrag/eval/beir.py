@@ -228,7 +228,11 @@ def embed_cached(
     progress: ProgressFn | None = None,
     label: str = "embedding",
 ) -> np.ndarray:
-    """Vectors of ``texts``, read from the cache when these exact texts were embedded by this model before."""
+    """Vectors of ``texts``, read from the cache when these exact texts were embedded by this model before.
+
+    The cache holds each list embedded (one file, read at once when the same list comes again) and, per model,
+    every text's vector by its hash (``texts-*.npz``): when a change reaches a few chunks of a corpus, only
+    those are embedded again."""
     digest = hashlib.sha256(embedder.name.encode())
     for t in texts:
         digest.update(b"\x00" + t.encode("utf-8"))
@@ -238,19 +242,58 @@ def embed_cached(
         vectors = np.load(cache)
         if vectors.shape[0] == len(texts):
             return vectors
-    step = 512
+    known = _TextVectors(cache_dir / f"texts-{hashlib.sha256(embedder.name.encode()).hexdigest()[:16]}.npz")
+    keys = [hashlib.sha1(t.encode("utf-8")).hexdigest() for t in texts]
     out = np.empty((len(texts), embedder.dimension), dtype=np.float32)
-    report = Progress(label, 0, len(texts), "chunks")
-    for start in range(0, len(texts), step):
-        out[start : start + step] = embedder.embed(fit_to_input(embedder, texts[start : start + step]))
-        report.done = min(len(texts), start + step)
+    todo = [i for i, k in enumerate(keys) if not known.fill(k, out, i)]
+    step = 512
+    report = Progress(label, len(texts) - len(todo), len(texts), "chunks")
+    if progress and len(todo) < len(texts):
+        progress(report)
+    for start in range(0, len(todo), step):
+        part = todo[start : start + step]
+        out[part] = embedder.embed(fit_to_input(embedder, [texts[i] for i in part]))
+        report.done = len(texts) - len(todo) + min(len(todo), start + step)
         if progress:
             progress(report)
     cache_dir.mkdir(parents=True, exist_ok=True)
     tmp = cache.with_name(cache.stem + ".tmp.npy")
     np.save(tmp, out)
     tmp.replace(cache)
+    if todo:
+        known.save(keys, out)
     return out
+
+
+class _TextVectors:
+    """One model's cached vectors by text hash (an ``.npz`` of ``keys`` and ``vectors``)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.index: dict[str, int] = {}
+        self.vectors = np.zeros((0, 0), dtype=np.float32)
+        if path.exists():
+            with np.load(path) as data:
+                self.vectors = data["vectors"]
+                self.index = {str(k): i for i, k in enumerate(data["keys"])}
+
+    def fill(self, key: str, out: np.ndarray, row: int) -> bool:
+        at = self.index.get(key)
+        if at is None or self.vectors.shape[1] != out.shape[1]:
+            return False
+        out[row] = self.vectors[at]
+        return True
+
+    def save(self, keys: list[str], vectors: np.ndarray) -> None:
+        """Add these texts' vectors (replacing none already kept) and write the file."""
+        new = {k: i for i, k in enumerate(keys) if k not in self.index}
+        if not new:
+            return
+        all_keys = [*self.index, *new]
+        stacked = np.vstack([self.vectors.reshape(-1, vectors.shape[1]), vectors[list(new.values())]])
+        tmp = self.path.with_name(self.path.stem + ".tmp.npz")
+        np.savez(tmp, keys=np.array(all_keys), vectors=stacked)
+        tmp.replace(self.path)
 
 
 # -- the throw-away store ------------------------------------------------------------------------------------
