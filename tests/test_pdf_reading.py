@@ -231,3 +231,45 @@ def test_reading_a_pdfs_metadata_waits_for_pdfium_like_every_other_use(tmp_path)
         assert reader.is_alive() and not found
     reader.join(10)
     assert found and set(found[0]) == {"Title", "Author", "CreationDate"}
+
+
+def test_after_the_ligatures_change_only_a_pdf_that_reads_differently_is_indexed_again(
+    library, tmp_path: Path
+):
+    from fixtures_chat import index
+    from localrag.core.ingest import metadata
+    from localrag.core.ingest.loaders import pdf as pdf_loader
+    from localrag.core.ingest.pipeline import Ingestor
+
+    plain = write_content_pdf(tmp_path / "plain.pdf", [[_body(FILLER)]])
+    lost = write_content_pdf(
+        tmp_path / "lost.pdf",
+        [["BT /F1 11 Tf 14 TL 72 740 Td", r"(The coe\036cients are di\033erent.) Tj T*", "ET"]],
+    )
+    index(library, [plain, lost])
+    with library.connect() as conn:
+        # As indexed by the loader before lost ligatures were put back.
+        conn.execute("UPDATE documents SET meta = jsonb_set(meta, '{extraction}', '2')")
+        conn.commit()
+        before = dict(conn.execute("SELECT path, id FROM documents").fetchall())
+        assert len(metadata.outdated_extractions(conn)) == 2
+    with Ingestor(library) as ingestor:
+        ingestor.reembed()
+    with library.connect() as conn:
+        after = {
+            p: (i, v)
+            for p, i, v in conn.execute(
+                "SELECT path, id, (meta->>'extraction')::int FROM documents WHERE status = 'ready'"
+            )
+        }
+        assert metadata.outdated_extractions(conn) == []
+        text = " ".join(
+            r[0]
+            for r in conn.execute(
+                "SELECT c.text FROM document_chunks c JOIN documents d ON d.id = c.doc_id WHERE d.path = %s",
+                (str(lost),),
+            )
+        )
+    # The plain PDF kept its text, chunks and vectors; the one with lost ligatures was read again.
+    assert after[str(plain)] == (before[str(plain)], pdf_loader.EXTRACTION_VERSION)
+    assert after[str(lost)][0] != before[str(lost)] and "coeﬃcients are diﬀerent" in text

@@ -215,6 +215,16 @@ def outdated_extractions(conn: psycopg.Connection[Any]) -> list[int]:
     return sorted(found)
 
 
+def set_extraction(conn: psycopg.Connection[Any], doc_id: int, version: int) -> None:
+    """Record that the document's text is what the loader of ``version`` reads (it would read no other)."""
+    conn.execute(
+        "UPDATE documents SET meta = jsonb_set(coalesce(meta, '{}'::jsonb), '{extraction}', "
+        "to_jsonb(%s::int)) WHERE id = %s",
+        (int(version), doc_id),
+    )
+    conn.commit()
+
+
 def document_meta(conn: psycopg.Connection[Any], doc_id: int) -> dict[str, Any] | None:
     row = conn.execute("SELECT meta FROM documents WHERE id = %s", (doc_id,)).fetchone()
     return dict(row[0]) if row else None

@@ -146,10 +146,17 @@ class Ingestor:
         again = 0
         for doc_id in metadata.outdated_extractions(self.conn):
             row = self.conn.execute(
-                "SELECT path, path_bytes FROM documents WHERE id = %s", (doc_id,)
+                "SELECT path, path_bytes, doc_type, coalesce((meta->>'extraction')::int, 1) FROM documents "
+                "WHERE id = %s",
+                (doc_id,),
             ).fetchone()
             self.conn.commit()
-            if row is not None and Path(path_from_db(*row)).is_file() and self.reindex_document(doc_id):
+            if row is None or not Path(path_from_db(row[0], row[1])).is_file():
+                continue
+            path, doc_type, version = Path(path_from_db(row[0], row[1])), str(row[2]), int(row[3])
+            if not loaders.reads_differently(doc_type, path, version):
+                metadata.set_extraction(self.conn, doc_id, loaders.extraction_version(doc_type))
+            elif self.reindex_document(doc_id):
                 again += 1
         if again and not (cancel is not None and cancel.cancelled):
             self.run(cancel)

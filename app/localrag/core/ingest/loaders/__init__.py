@@ -81,6 +81,13 @@ def extraction_version(doc_type: str) -> int:
     return EXTRACTION_VERSIONS.get(doc_type, 1)
 
 
+def reads_differently(doc_type: str, path: Path, version: int) -> bool:
+    """Whether the loader of ``doc_type`` reads ``path`` differently now than at extraction ``version``."""
+    if doc_type == "pdf":
+        return pdf.reads_differently(path, version)
+    return version < extraction_version(doc_type)
+
+
 def detect_type(path: Path) -> str | None:
     """The loader for ``path`` (``'pdf'``, ``'markdown'``, ``'text'``, ``'html'``, ``'docx'``, ``'image'``).
 
@@ -260,4 +267,5 @@ __all__ = [
     "iter_pages",
     "load",
     "open_document",
+    "reads_differently",
 ]

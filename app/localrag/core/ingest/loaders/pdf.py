@@ -29,9 +29,10 @@ from localrag.core.text import glyphs, reading
 log = logging.getLogger("localrag.ingest.pdf")
 
 MIME = "application/pdf"
-# What a page's text is: 2 = the reading text, one character per pdfium character (1: pdfium's text with its
-# line breaks and hyphenation marks taken out). A library indexed with an older one is indexed again.
-EXTRACTION_VERSION = 2
+# What a page's text is: 3 = the reading text with lost ligatures put back; 2 = the reading text, one
+# character per pdfium character; 1 = pdfium's text with its line breaks and hyphenation marks taken out. A
+# document indexed with an older one is indexed again where it would read differently (``reads_differently``).
+EXTRACTION_VERSION = 3
 # Pages read either side of a page to find its running heads and footers (book layouts alternate two).
 NEIGHBOURS = 2
 MAX_OUTLINE_ENTRIES = 20_000
@@ -127,6 +128,40 @@ def _restored(textpage: Any, text: str) -> str:
         if 0 < got <= len(name) and glyphs.is_math_font(name.value.decode("latin-1")):
             keep.add(k)
     return glyphs.restore_lost(text, keep)
+
+
+def reads_differently(path: Path, version: int) -> bool:
+    """Whether reading ``path`` now gives other text than the loader of ``version`` gave: always before 2;
+    from 2 to 3 only where a page holds a lost ligature outside a math font (most PDFs have none, and keep
+    their text and vectors). A file that cannot be read is read again (its own steps say why it fails)."""
+    if version < 2:
+        return True
+    if version >= EXTRACTION_VERSION:
+        return False
+    import pypdfium2 as pdfium
+
+    try:
+        with PDFIUM_LOCK:
+            pdf = pdfium.PdfDocument(str(path))
+            pages = len(pdf)
+        try:
+            for index in range(pages):
+                with PDFIUM_LOCK:  # a page at a time: the viewer is never held up for a whole document
+                    page = pdf[index]
+                    textpage = page.get_textpage()
+                    try:
+                        text = textpage.get_text_range()
+                        if glyphs.codes(text) and _restored(textpage, text) != text:
+                            return True
+                    finally:
+                        textpage.close()
+                        page.close()
+        finally:
+            with PDFIUM_LOCK:
+                pdf.close()
+    except Exception:
+        return True
+    return False
 
 
 # -- backends ------------------------------------------------------------------------------------------------
