@@ -84,7 +84,9 @@ def extraction_version(doc_type: str) -> int:
 def reads_differently(doc_type: str, path: Path, version: int) -> bool:
     """Whether the loader of ``doc_type`` reads ``path`` differently now than at extraction ``version``."""
     if doc_type == "pdf":
-        return pdf.reads_differently(path, version)
+        from localrag.core.ingest.loaders import pdf_versions
+
+        return pdf_versions.reads_differently(path, version)
     return version < extraction_version(doc_type)
 
 

@@ -109,7 +109,7 @@ def _layout(textpage: Any, text: str) -> _Layout | None:
     return _Layout(sizes, lines)
 
 
-def _restored(textpage: Any, text: str) -> str:
+def restored(textpage: Any, text: str) -> str:
     """``text`` with its lost ligatures put back (``glyphs.restore_lost``), except those drawn in a math or
     symbol font, where the same codes are Greek letters or pieces of delimiters."""
     import ctypes
@@ -128,40 +128,6 @@ def _restored(textpage: Any, text: str) -> str:
         if 0 < got <= len(name) and glyphs.is_math_font(name.value.decode("latin-1")):
             keep.add(k)
     return glyphs.restore_lost(text, keep)
-
-
-def reads_differently(path: Path, version: int) -> bool:
-    """Whether reading ``path`` now gives other text than the loader of ``version`` gave: always before 2;
-    from 2 to 3 only where a page holds a lost ligature outside a math font (most PDFs have none, and keep
-    their text and vectors). A file that cannot be read is read again (its own steps say why it fails)."""
-    if version < 2:
-        return True
-    if version >= EXTRACTION_VERSION:
-        return False
-    import pypdfium2 as pdfium
-
-    try:
-        with PDFIUM_LOCK:
-            pdf = pdfium.PdfDocument(str(path))
-            pages = len(pdf)
-        try:
-            for index in range(pages):
-                with PDFIUM_LOCK:  # a page at a time: the viewer is never held up for a whole document
-                    page = pdf[index]
-                    textpage = page.get_textpage()
-                    try:
-                        text = textpage.get_text_range()
-                        if glyphs.codes(text) and _restored(textpage, text) != text:
-                            return True
-                    finally:
-                        textpage.close()
-                        page.close()
-        finally:
-            with PDFIUM_LOCK:
-                pdf.close()
-    except Exception:
-        return True
-    return False
 
 
 # -- backends ------------------------------------------------------------------------------------------------
@@ -222,7 +188,7 @@ class _Pdfium:
         try:
             textpage = page.get_textpage()
             try:
-                text = _restored(textpage, textpage.get_text_range())
+                text = restored(textpage, textpage.get_text_range())
                 layout = _layout(textpage, text) if text.strip() else None
             finally:
                 textpage.close()

@@ -1,0 +1,44 @@
+"""Whether a PDF indexed by an older version of the PDF loader would read differently now
+(``pdf.EXTRACTION_VERSION``): re-embedding reads again only those."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from localrag.core.ingest.loaders import pdf
+from localrag.core.pdfium_lock import PDFIUM_LOCK
+from localrag.core.text import glyphs
+
+
+def reads_differently(path: Path, version: int) -> bool:
+    """Whether reading ``path`` now gives other text than the loader of ``version`` gave: always before 2;
+    from 2 to 3 only where a page holds a lost ligature outside a math font (most PDFs have none, and keep
+    their text and vectors). A file that cannot be read is read again (its own steps say why it fails)."""
+    if version < 2:
+        return True
+    if version >= pdf.EXTRACTION_VERSION:
+        return False
+    import pypdfium2 as pdfium
+
+    try:
+        with PDFIUM_LOCK:
+            document = pdfium.PdfDocument(str(path))
+            pages = len(document)
+        try:
+            for index in range(pages):
+                with PDFIUM_LOCK:  # a page at a time: the viewer is never held up for a whole document
+                    page = document[index]
+                    textpage = page.get_textpage()
+                    try:
+                        text = textpage.get_text_range()
+                        if glyphs.codes(text) and pdf.restored(textpage, text) != text:
+                            return True
+                    finally:
+                        textpage.close()
+                        page.close()
+        finally:
+            with PDFIUM_LOCK:
+                document.close()
+    except Exception:
+        return True
+    return False
