@@ -246,13 +246,15 @@ def test_after_the_ligatures_change_only_a_pdf_that_reads_differently_is_indexed
         tmp_path / "lost.pdf",
         [["BT /F1 11 Tf 14 TL 72 740 Td", r"(The coe\036cients are di\033erent.) Tj T*", "ET"]],
     )
-    index(library, [plain, lost])
+    gone = write_content_pdf(tmp_path / "gone.pdf", [[_body(FILLER[::-1])]])
+    index(library, [plain, lost, gone])
+    gone.unlink()  # moved away since: nothing to read again, and the library stops asking
     with library.connect() as conn:
         # As indexed by the loader before lost ligatures were put back.
         conn.execute("UPDATE documents SET meta = jsonb_set(meta, '{extraction}', '2')")
         conn.commit()
         before = dict(conn.execute("SELECT path, id FROM documents").fetchall())
-        assert len(metadata.outdated_extractions(conn)) == 2
+        assert len(metadata.outdated_extractions(conn)) == 3
     with Ingestor(library) as ingestor:
         ingestor.reembed()
     with library.connect() as conn:
@@ -272,4 +274,5 @@ def test_after_the_ligatures_change_only_a_pdf_that_reads_differently_is_indexed
         )
     # The plain PDF kept its text, chunks and vectors; the one with lost ligatures was read again.
     assert after[str(plain)] == (before[str(plain)], pdf_loader.EXTRACTION_VERSION)
+    assert after[str(gone)] == (before[str(gone)], pdf_loader.EXTRACTION_VERSION)
     assert after[str(lost)][0] != before[str(lost)] and "coeﬃcients are diﬀerent" in text

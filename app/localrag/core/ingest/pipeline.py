@@ -140,9 +140,9 @@ class Ingestor:
         return events[0] if events else None
 
     def reembed(self, cancel: CancelToken | None = None) -> IngestSummary:
-        """Index again the documents whose text an older loader extracted (those whose file is still
-        there: the others keep their text), then give every ready document a vector from the active model
-        for each chunk that lacks one (``reembed``)."""
+        """Index again the documents whose text an older loader extracted and would now read differently
+        (those whose file is still there: the others keep their text and are not asked for again), then give
+        every ready document a vector from the active model for each chunk that lacks one (``reembed``)."""
         again = 0
         for doc_id in metadata.outdated_extractions(self.conn):
             row = self.conn.execute(
@@ -151,10 +151,13 @@ class Ingestor:
                 (doc_id,),
             ).fetchone()
             self.conn.commit()
-            if row is None or not Path(path_from_db(row[0], row[1])).is_file():
+            if row is None:
                 continue
             path, doc_type, version = Path(path_from_db(row[0], row[1])), str(row[2]), int(row[3])
-            if not loaders.reads_differently(doc_type, path, version):
+            if not path.is_file():  # nothing to read again: it keeps its text, and is not asked for again
+                log.info("document %d keeps its text: %s is not there to read again", doc_id, path)
+                metadata.set_extraction(self.conn, doc_id, loaders.extraction_version(doc_type))
+            elif not loaders.reads_differently(doc_type, path, version):
                 metadata.set_extraction(self.conn, doc_id, loaders.extraction_version(doc_type))
             elif self.reindex_document(doc_id):
                 again += 1
