@@ -27,7 +27,7 @@ from localrag.core.answer.quotes import Evidence
 from localrag.core.answer.support import NOT_FOUND_MARK, CheckedSentence
 from localrag.core.errors import KnownError
 from localrag.core.retrieve.results import page_phrase
-from localrag.core.text.glyphs import letters
+from localrag.core.text import spans as sp
 
 FORMATS = ("md", "html", "pdf")
 FROM_DOCUMENTS = "From your documents:"
@@ -157,12 +157,10 @@ def _kept(
     """The generated sentences the answer shows (as the window does): the supported ones, and when the model
     leads (not in strict mode) the unsupported ones too; a rewording that repeats a quotation is left out."""
     keep_unsupported = lead == MODEL and not strict
-    quoted = {_words(s.text) for s in evidence.spans} if lead == SOURCES and evidence is not None else set()
-    return [g for g in generated if (g.supported or keep_unsupported) and _words(g.text) not in quoted]
-
-
-def _words(text: str) -> str:
-    return " ".join(re.findall(r"\w+", letters(text).lower()))
+    quoted = (
+        {sp.folded(s.text) for s in evidence.spans} if lead == SOURCES and evidence is not None else set()
+    )
+    return [g for g in generated if (g.supported or keep_unsupported) and sp.folded(g.text) not in quoted]
 
 
 def _checked(g: CheckedSentence, sources: Sequence[Source]) -> Line:

@@ -366,7 +366,9 @@ def _no_headings(doc: _Doc, sections: list[_Section], book: _Sources) -> tuple[l
 
 def _shared_titles(outlines: list[tuple[_Doc, list[_Section]]], book: _Sources) -> str:
     """The section titles every compared document has, each citing where it is in each."""
-    firsts = [{_fold(s.title): s.first for s in sections if s.title and s.first} for _, sections in outlines]
+    firsts = [
+        {sp.folded(s.title): s.first for s in sections if s.title and s.first} for _, sections in outlines
+    ]
     common = [t for t in firsts[0] if all(t in f for f in firsts[1:])][:MAX_SECTIONS_EACH]
     if not common:
         return ""
@@ -374,7 +376,7 @@ def _shared_titles(outlines: list[tuple[_Doc, list[_Section]]], book: _Sources) 
     items = []
     for t in common:
         chunks = [f[t] for f in firsts]
-        name = next(s.title for s in outlines[0][1] if _fold(s.title) == t)
+        name = next(s.title for s in outlines[0][1] if sp.folded(s.title) == t)
         items.append(f"“{name}” " + "".join(f"[{book.number(c)}]" for c in chunks if c is not None))
     return f"{who} have a section named " + _and(items) + "."
 
@@ -382,7 +384,7 @@ def _shared_titles(outlines: list[tuple[_Doc, list[_Section]]], book: _Sources) 
 def _central_sentence(chunk: Result, *, full: bool = True) -> sp.Span | None:
     """The passage's most representative sentence: its first full sentence of body text (or, not ``full``, its
     first line of six words or more that is not a heading); ``None`` when there is none (a list, an index)."""
-    heads = [_fold(h) for h in chunk.heading_path.split(" > ") if h]
+    heads = [sp.folded(h) for h in chunk.heading_path.split(" > ") if h]
     spans = [s for s in split_long(sp.split_spans(chunk.text)) if _is_text(s, heads)]
     for s in spans:
         flat = sp.flat(s.text)
@@ -396,7 +398,7 @@ def _is_text(span: sp.Span, heads: list[str]) -> bool:
     """Whether ``span`` is six words or more of text, not a heading, a running header, code or a table of
     contents' line."""
     flat = sp.flat(span.text)
-    folded = _fold(flat)
+    folded = sp.folded(flat)
     if flat.startswith("#") or sp.is_code_line(flat) or re.search(r"(?:\.\s?){4,}", flat):
         return False
     padded = f" {folded} "
@@ -490,10 +492,6 @@ def _matching_sentence(conn: Conn, chunk: Result, term: str) -> sp.Span:
 
 
 # -- words ---------------------------------------------------------------------------------------------------
-
-
-def _fold(text: str) -> str:
-    return " ".join(re.findall(r"\w+", glyphs.letters(text).lower()))
 
 
 def _noun(n: int, noun: str) -> str:

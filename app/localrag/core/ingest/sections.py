@@ -14,7 +14,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from localrag.core.text.glyphs import letters
+from localrag.core.text import spans as sp
 
 Conn = psycopg.Connection[Any]
 
@@ -96,7 +96,7 @@ def _opens_with(text: str, title: str) -> bool:
         line = line.strip().lstrip("#").strip()
         if not line:
             continue
-        if _fold(line) == _fold(title):
+        if sp.folded(line) == sp.folded(title):
             return True
         if len(line) > 80 or line.endswith((".", "?", "!", ":", ",")):
             return False  # body text of its own
@@ -135,7 +135,3 @@ def _insert_sections_sql(dimension: int | None) -> sql.Composed:
         "SELECT %(doc)s, s.ordinal, (%(titles)s::text[])[s.ordinal], s.page, s.n, s.first_id, central.id "
         "FROM s JOIN central USING (ordinal)"
     ).format(vector=vector, join=join)
-
-
-def _fold(text: str) -> str:
-    return " ".join(re.findall(r"\w+", letters(text).lower()))

@@ -200,6 +200,12 @@ def words(text: str) -> list[str]:
     return list(_WORDS.findall(letters(text)))
 
 
+def folded(text: str) -> str:
+    """``text`` as its lower-case words joined by single spaces, a ligature read as its letters: two texts
+    that differ only in case, spacing and punctuation fold the same."""
+    return " ".join(re.findall(r"\w+", letters(text).lower()))
+
+
 def content_terms(text: str) -> list[str]:
     """The stems of ``text``'s words that carry meaning (no stop words), in order, with repeats."""
     out = []
