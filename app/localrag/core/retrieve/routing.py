@@ -3,7 +3,7 @@
 "What did the Millbrook society spend in 2023?" names an organisation (Millbrook) and a period (2023). Each
 ready document's names come from its metadata (organisation, with and without its legal form), its file name
 and its title (``core/text/identity.py``); a run of one to four words of the question matches a name when
-they are the same letters and digits ("Harbour Lane" matches ``HARBOURLANE_2023_report.pdf``, "Acme's"
+they are the same letters and digits ("Maple Row" matches ``MAPLEROW_2023_report.pdf``, "Acme's"
 matches "Acme Ltd"). Among the documents whose name the question gives, a year it names keeps those
 of that period (or, when there is none, the nearest later one: a report repeats the year before), a quarter
 keeps that quarter's, and a kind it names ("annual report", "minutes", "manual") that kind's.
@@ -189,7 +189,7 @@ def document_names(
         add(name_org, "file name")
     shown = str(edited.get("title") or title)
     words = [w for w in re.findall(r"[A-Za-z][\w+\-]*", shown) if _fold(w) not in identity.GENERIC_WORDS]
-    # A title names a document when it reads as a name ("Acme Widget Guide", "Harbour Town Bylaws"), not as a
+    # A title names a document when it reads as a name ("Acme Widget Guide", "Maple Town Bylaws"), not as a
     # sentence ("Tumor necrosis factor in sepsis", a paper's title a question may well repeat).
     name_like = bool(words) and all(w[0].isupper() or any(ch.isdigit() for ch in w) for w in words)
     if shown and len(shown) <= 60 and name_like:
@@ -226,7 +226,7 @@ def route(ids: Identities, question: str) -> Route:
                 if said not in hits.setdefault(d.id, []):
                     hits[d.id].append(f"{said} ({d.names[key]})")
                 docs[d.id] = d
-    # Words taken out of a title ("Harbour" of "Harbour Town Bylaws") are also what the library is about:
+    # Words taken out of a title ("Maple" of "Maple Town Bylaws") are also what the library is about:
     # they never route on their own.
     weak = {"title words"}
     for doc_id in [i for i, said in hits.items() if all(h.rsplit(" (", 1)[1][:-1] in weak for h in said)]:
