@@ -37,8 +37,8 @@ def _corpus(folder: Path, edition: int = 0, only: set[int] | None = None) -> lis
             continue
         body = "\n\n".join(
             f"Fact {j} (edition {edition}) about {topic}: "
-            + f"{topic.capitalize()} are studied by scientists in many countries. " * 6
-            for j in range(8 + 3 * i)
+            + f"{topic.capitalize()} are studied by scientists in many countries. " * 3
+            for j in range(4 + 2 * i)
         )
         path.write_text((f"# {topic.capitalize()}\n\n" if i % 2 else "") + body)
     return files
