@@ -176,6 +176,36 @@ def test_remove_document_removes_chunks_and_vectors(clean_db, tmp_path):
     assert counts == (0, 0, 0, 0)
 
 
+def test_remove_command_removes_only_the_document_it_names(clean_db, tmp_path, capsys):
+    """`local-rag remove` takes an id, a path or a file name; a name two documents share removes nothing
+    and lists both, and the file itself is left alone."""
+    from localrag.cli import run_cli
+
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "notes.md").write_text(f"# Notes {folder}\n\n{LOREM} Folder {folder}.")
+    _ingest(clean_db, [tmp_path / "a", tmp_path / "b"])
+    ids = {Path(p).parent.name: i for i, p in _paths(clean_db)}
+
+    assert run_cli(["remove", "notes.md"]) == 1
+    err = capsys.readouterr().err
+    assert "several documents are notes.md" in err and str(tmp_path / "a" / "notes.md") in err
+    assert len(_paths(clean_db)) == 2
+
+    assert run_cli(["remove", str(tmp_path / "a" / "notes.md")]) == 0
+    assert [i for i, _ in _paths(clean_db)] == [ids["b"]]
+    assert (tmp_path / "a" / "notes.md").exists()
+    found = retrieve(clean_db, "photosynthesis glucose", mode="keyword").results
+    assert {r.path for r in found} == {str(tmp_path / "b" / "notes.md")}
+    assert run_cli(["remove", str(ids["b"])]) == 0 and _paths(clean_db) == []
+    assert run_cli(["remove", "notes.md"]) == 1 and "no document is notes.md" in capsys.readouterr().err
+
+
+def _paths(library):
+    with library.connect() as conn:
+        return conn.execute("SELECT id, path FROM documents ORDER BY id").fetchall()
+
+
 def test_bad_files_fail_alone_with_reasons(clean_db, tmp_path):
     from pypdf import PdfWriter
 

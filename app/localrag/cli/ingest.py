@@ -1,4 +1,5 @@
-"""``local-rag ingest PATH... [--json]`` and ``local-rag watch add|remove|list|scan``."""
+"""``local-rag ingest PATH... [--json]``, ``local-rag remove DOC...``, ``local-rag reembed`` and
+``local-rag watch add|remove|list|scan``."""
 
 from __future__ import annotations
 
@@ -21,6 +22,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--json", action="store_true", help="print one JSON summary instead of progress")
     p.set_defaults(func=run)
+    d = sub.add_parser("remove", help="remove documents from the library (their files are left alone)")
+    d.add_argument("docs", nargs="+", metavar="DOC", help="a document id, its file's path or its file name")
+    d.set_defaults(func=run_remove)
     r = sub.add_parser("reembed", help="embed every document again with the active embedding model")
     r.set_defaults(func=run_reembed)
     w = sub.add_parser("watch", help="folders whose new, changed and deleted files are picked up")
@@ -159,6 +163,52 @@ def run_watch(args: argparse.Namespace) -> int:
     finally:
         library.close()
     return 0
+
+
+def run_remove(args: argparse.Namespace) -> int:
+    """Each DOC names one document: an id, a path, or a file name that only one document has. Nothing is
+    removed unless every DOC names exactly one."""
+    from localrag.core.ingest import documents, watch
+
+    library = Library(owner=False)
+    library.open()
+    try:
+        with library.connect() as conn:
+            rows = conn.execute("SELECT id, path FROM documents ORDER BY id").fetchall()
+            conn.commit()
+            chosen: dict[int, str] = {}
+            for doc in args.docs:
+                matches = _named(doc, rows)
+                if len(matches) != 1:
+                    found = "".join(f"\n  {i}  {p}" for i, p in matches)
+                    reason = (
+                        f"several documents are {doc}; name one by its id:{found}"
+                        if matches
+                        else (f"no document is {doc} (`local-rag meta` lists the ready ones with their ids)")
+                    )
+                    print(f"local-rag: {reason}", file=sys.stderr)
+                    return 1
+                chosen.update(matches)
+            watched = watch.list_watched_folders(conn)
+            for doc_id, path in chosen.items():
+                if not documents.remove_document(conn, doc_id):
+                    continue  # removed meanwhile by someone else
+                print(f"removed   {doc_id}  {path}")
+                if any(Path(path).is_relative_to(folder) for folder in watched) and Path(path).exists():
+                    print("          its folder is watched: the next scan indexes the file again")
+    finally:
+        library.close()
+    return 0
+
+
+def _named(doc: str, rows: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    """The documents ``doc`` names: the one with that id, else those with that path, else those whose file
+    has that name."""
+    if doc.isdigit():
+        return [(i, p) for i, p in rows if i == int(doc)]
+    absolute = str(Path(doc).absolute())
+    by_path = [(i, p) for i, p in rows if p == absolute]
+    return by_path or [(i, p) for i, p in rows if Path(p).name == doc]
 
 
 def run_reembed(args: argparse.Namespace) -> int:
