@@ -276,3 +276,60 @@ def test_after_the_ligatures_change_only_a_pdf_that_reads_differently_is_indexed
     assert after[str(plain)] == (before[str(plain)], pdf_loader.EXTRACTION_VERSION)
     assert after[str(gone)] == (before[str(gone)], pdf_loader.EXTRACTION_VERSION)
     assert after[str(lost)][0] != before[str(lost)] and "coeﬃcients are diﬀerent" in text
+
+
+def _titled(path: Path) -> Path:
+    """A first page with a two-line title in 24-point type, an author line, then the text in 11 points."""
+    return write_content_pdf(
+        path,
+        [
+            [
+                "BT /F1 24 Tf 28 TL 72 720 Td (Growing Tomatoes) Tj T* (on a Small Balcony) Tj ET",
+                "BT /F1 12 Tf 72 640 Td (Ana Gardener) Tj ET",
+                _body(FILLER, top=600),
+            ]
+        ],
+    )
+
+
+def test_a_title_printed_large_on_the_first_page_names_a_pdf_whose_metadata_names_none(tmp_path: Path):
+    from localrag.core.ingest.loaders import pdf as pdf_loader
+
+    assert load(_titled(tmp_path / "tomatoes-v2.pdf")).title == "Growing Tomatoes on a Small Balcony"
+    # Type that does not stand out names nothing: the file's name stays the title.
+    assert load(write_content_pdf(tmp_path / "notes-v2.pdf", [[_body(FILLER)]])).title == "notes-v2"
+    assert pdf_loader.metadata_title("Microsoft Word - report.docx") == ""
+    assert pdf_loader.metadata_title("Annual Report 2021") == "Annual Report 2021"
+
+
+def test_after_the_titles_change_only_a_pdf_that_prints_a_title_is_indexed_again(library, tmp_path: Path):
+    from fixtures_chat import index
+    from localrag.core.ingest.pipeline import Ingestor
+
+    titled, plain = (
+        _titled(tmp_path / "tomatoes.pdf"),
+        write_content_pdf(tmp_path / "notes.pdf", [[_body(FILLER)]]),
+    )
+    index(library, [titled, plain])
+    with library.connect() as conn:
+        # As indexed by the loader before first-page titles: the file's name as title.
+        conn.execute(
+            "UPDATE documents SET meta = jsonb_set(meta, '{extraction}', '3'), title = 'tomatoes' "
+            "WHERE path = %s",
+            (str(titled),),
+        )
+        conn.execute("UPDATE documents SET meta = jsonb_set(meta, '{extraction}', '3')")
+        conn.commit()
+        before = dict(conn.execute("SELECT path, id FROM documents").fetchall())
+    with Ingestor(library) as ingestor:
+        summary = ingestor.reembed()
+    with library.connect() as conn:
+        after = {p: (i, t) for p, i, t in conn.execute("SELECT path, id, title FROM documents")}
+        context = conn.execute(
+            "SELECT c.context FROM document_chunks c JOIN documents d ON d.id = c.doc_id WHERE d.path = %s",
+            (str(titled),),
+        ).fetchone()[0]
+    assert summary.read_again == 1
+    assert after[str(plain)] == (before[str(plain)], "notes")
+    assert after[str(titled)][0] != before[str(titled)]
+    assert after[str(titled)][1] == "Growing Tomatoes on a Small Balcony" and "Growing Tomatoes" in context

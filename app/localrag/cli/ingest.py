@@ -221,8 +221,9 @@ def run_reembed(args: argparse.Namespace) -> int:
     finally:
         ingestor.close()
         library.close()
+    again = f"read {summary.read_again} document(s) again, " if summary.read_again else ""
     print(
-        f"re-embedded {summary.ready} document(s), {summary.embedded_chunks} chunks and "
+        f"{again}re-embedded {summary.ready} document(s), {summary.embedded_chunks} chunks and "
         f"{summary.embedded_pieces} pieces in {summary.seconds:.1f}s"
     )
     return 0

@@ -35,6 +35,7 @@ class IngestSummary:
     embedded_chunks: int = 0  # chunks that needed the model (others reused a stored vector)
     embedded_tokens: int = 0
     embedded_pieces: int = 0  # windows of a few sentences of the chunks, embedded beside them (pieces.py)
+    read_again: int = 0  # re-embedding: documents indexed again because the loader now reads them differently
     seconds: float = 0.0
     stage_seconds: dict[str, float] = field(
         default_factory=lambda: dict.fromkeys(("extract", "chunk", "embed", "write"), 0.0)

@@ -161,9 +161,12 @@ class Ingestor:
                 metadata.set_extraction(self.conn, doc_id, loaders.extraction_version(doc_type))
             elif self.reindex_document(doc_id):
                 again += 1
+        read = IngestSummary()
         if again and not (cancel is not None and cancel.cancelled):
-            self.run(cancel)
-        return reembed(self.queue, self.steps, cancel)
+            read = self.run(cancel)
+        summary = reembed(self.queue, self.steps, cancel)
+        summary.read_again, summary.seconds = read.ready, summary.seconds + read.seconds
+        return summary
 
     # -- the work ------------------------------------------------------------------------------------------
 

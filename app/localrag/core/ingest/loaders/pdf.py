@@ -24,15 +24,16 @@ from localrag.core.ingest.loaders._common import clean_title, display_name, read
 from localrag.core.ingest.types import LoadedDocument, Page
 from localrag.core.pdfium_lock import PDFIUM_LOCK
 from localrag.core.progress import CancelToken
-from localrag.core.text import glyphs, reading
+from localrag.core.text import glyphs, reading, titles
 
 log = logging.getLogger("localrag.ingest.pdf")
 
 MIME = "application/pdf"
-# What a page's text is: 3 = the reading text with lost ligatures put back; 2 = the reading text, one
+# What a page's text is: 4 = as 3, and the title printed on the first page when the metadata names none; 3 =
+# the reading text with lost ligatures put back; 2 = the reading text, one
 # character per pdfium character; 1 = pdfium's text with its line breaks and hyphenation marks taken out. A
 # document indexed with an older one is indexed again where it would read differently (``reads_differently``).
-EXTRACTION_VERSION = 3
+EXTRACTION_VERSION = 4
 # Pages read either side of a page to find its running heads and footers (book layouts alternate two).
 NEIGHBOURS = 2
 MAX_OUTLINE_ENTRIES = 20_000
@@ -435,13 +436,32 @@ def open_pdf(
     except BaseException:
         backend.close()
         raise
-    title = re.sub(r"^Microsoft (Word|PowerPoint) - ", "", " ".join(meta_title.split()))
-    if title.lower() in ("untitled", "untitled document", "none"):
-        title = ""
+    title = metadata_title(meta_title) or printed_title(backend)
     stream = PdfStream(title=clean_title(title, path), page_count=backend.page_count, pages=iter(()))
     stream.warnings.extend(warnings)
     stream.pages = _pages(backend, path, entries, stream, ocr=ocr, cancel=cancel, on_page=on_page)
     return stream
+
+
+def metadata_title(title: str) -> str:
+    """The title a PDF's metadata gives, or "" when it names none: blank, "Untitled", or only the file it was
+    made from ("Microsoft Word - report.docx")."""
+    title = re.sub(r"^Microsoft (Word|PowerPoint) - ", "", " ".join(title.split()))
+    if title.lower() in ("untitled", "untitled document", "none") or titles.looks_like_file_name(title):
+        return ""
+    return title
+
+
+def printed_title(backend: Any) -> str:
+    """The title printed on the first page in large type ("" when none stands out, or the page is
+    unreadable)."""
+    if not backend.page_count:
+        return ""
+    try:
+        text, _, _, layout = backend.page(0, False)
+    except Exception:
+        return ""
+    return titles.first_page_title(text, layout.lines) if layout is not None else ""
 
 
 def _pages(
