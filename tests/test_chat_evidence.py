@@ -350,3 +350,23 @@ def test_the_documents_title_line_is_never_quoted_as_the_answer(embed):
     quoted = " ".join(s.text for s in ev.spans)
     assert ev.status == ANSWERED and "upstairs office" in quoted
     assert "Minutes of the board meeting" not in quoted
+
+
+PAPER_END = (
+    "When the date of a structural change is unknown, the supF test of Andrews (1993) computes the F statistic "
+    "for a break at every possible date and rejects stability when the largest of them is too large.\n\n"
+    "References\n\n"
+    "D. W. K. Andrews. Tests for parameter instability and structural change with unknown change point. "
+    "Econometrica, 61:821–856, 1993.\n\n"
+    "B. E. Hansen. Approximate asymptotic p values for structural-change tests. Journal of Business & "
+    "Economic Statistics, 15:60–67, 1997."
+)
+
+
+def test_a_bibliography_entry_is_never_quoted_as_the_answer(embed):
+    # A cited paper's title holds the question's words; the entry answers nothing.
+    paper = Passage(PAPER_END, title="Testing for structural change", path="/docs/paper.pdf", page_number=14)
+    ev = find_evidence("How do I test for a structural change at an unknown date?", [paper], embed)
+    quoted = " ".join(s.text for s in ev.spans)
+    assert ev.status == ANSWERED and "supF test" in quoted
+    assert "Econometrica" not in quoted and "Hansen" not in quoted

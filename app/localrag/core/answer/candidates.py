@@ -35,6 +35,16 @@ CONTEXT_WORDS = 0.4
 # A sentence longer than this (characters) is cut at a clause boundary for display; its offsets shrink with
 # it.
 MAX_SPAN_CHARS = 420
+# A bibliography's entry (never an answer): a volume's pages ("61:821–856", "pp. 12") or a DOI or URL, and one
+# more of its marks — authors' initials and names opening it, a year closing it, or the other of those two.
+_AUTHORS = re.compile(
+    r"^(?:\[\d{1,3}\]\s*)?(?:(?:[A-Z]\.\s?)+(?:-[A-Z]\.\s?)?[A-Z][\w'’-]+|[A-Z][\w'’-]+,\s(?:[A-Z]\.\s?)+)"
+    r"(?:,|\s(?:and|&)\s)"
+)
+_PAGES = re.compile(r"\b\d{1,4}(?:\(\d{1,3}\))?:\s?(\d{1,5})(?:\s?[–—-]\s?|\s)(\d{1,5})\b")
+_PP = re.compile(r"\bpp\.\s?\d")
+_YEAR_END = re.compile(r"\b(?:19|20)\d\d[a-z]?\.$")
+_LINK = re.compile(r"\bdoi:|\bURL\s+https?://|\bISBN\b", re.IGNORECASE)
 # BM25 among the candidate sentences.
 BM25_K1, BM25_B = 1.2, 0.75
 
@@ -156,6 +166,7 @@ def passage_candidates(sources: Sequence[Any]) -> list[Candidate]:
         heading_terms = set(sp.content_terms(str(getattr(src, "heading_path", "") or "").split(" > ")[-1]))
         title_terms = set(sp.content_terms(str(getattr(src, "title", "") or "")))
         spans = with_terms(split_long(sp.split_spans(text)), text)
+        references = _reference_blocks(text)
         previous: set[str] = set()
         for index, span in enumerate(spans):
             terms = set(sp.content_terms(span.text))
@@ -167,6 +178,7 @@ def passage_candidates(sources: Sequence[Any]) -> list[Candidate]:
                 looks_like_heading(span, heading_terms, domain)
                 or is_column_headings(span.text)
                 or is_title_line(span, terms, title_terms)
+                or any(a <= span.start < b for a, b in references)
             )
             out.append(
                 Candidate(span, src, rank + 1, rank, index, terms, heading, terms | heading_terms | previous)
@@ -238,6 +250,29 @@ def is_title_line(span: sp.Span, terms: set[str], title_terms: set[str]) -> bool
     if not title_terms or len(terms) > 2 * len(title_terms) or sp.flat(span.text).endswith("."):
         return False
     return len(terms & title_terms) >= TITLE_SHARE * len(terms)
+
+
+def is_reference_entry(text: str) -> bool:
+    """Whether a span is an entry of a bibliography ("D. W. K. Andrews. Tests for parameter instability.
+    Econometrica, 61:821–856, 1993."): the title of a cited work matches a question's words and answers
+    nothing. A sentence that names an author and a year is not enough: pages or a link must be there too."""
+    flat = sp.flat(text)
+    pages = any(int(a) < int(b) for a, b in _PAGES.findall(flat)) or bool(_PP.search(flat))
+    link = bool(_LINK.search(flat))
+    others = bool(_AUTHORS.search(flat)) + bool(_YEAR_END.search(flat))
+    return (pages or link) and pages + link + others >= 2
+
+
+def _reference_blocks(text: str) -> list[tuple[int, int]]:
+    """Where a passage's paragraphs (blocks between blank lines) are bibliography entries: the sentence
+    splitter cuts an entry at its full stops, so an entry is known by its whole block."""
+    out, start = [], 0
+    for m in [*re.finditer(r"\n\s*\n", text), None]:
+        end = m.start() if m else len(text)
+        if is_reference_entry(text[start:end]):
+            out.append((start, end))
+        start = m.end() if m else end
+    return out
 
 
 def term_weights(q_terms: list[str], candidates: list[Candidate]) -> dict[str, float]:
