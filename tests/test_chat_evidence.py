@@ -353,8 +353,9 @@ def test_the_documents_title_line_is_never_quoted_as_the_answer(embed):
 
 
 PAPER_END = (
-    "When the date of a structural change is unknown, the supF test of Andrews (1993) computes the F statistic "
-    "for a break at every possible date and rejects stability when the largest of them is too large.\n\n"
+    "When the date of a structural change is unknown, the supF test of Andrews (1993) computes the F "
+    "statistic for a break at every possible date and rejects stability when the largest of them is too "
+    "large.\n\n"
     "References\n\n"
     "D. W. K. Andrews. Tests for parameter instability and structural change with unknown change point. "
     "Econometrica, 61:821–856, 1993.\n\n"
@@ -370,3 +371,30 @@ def test_a_bibliography_entry_is_never_quoted_as_the_answer(embed):
     quoted = " ".join(s.text for s in ev.spans)
     assert ev.status == ANSWERED and "supF test" in quoted
     assert "Econometrica" not in quoted and "Hansen" not in quoted
+
+
+GIT_FIXES = (
+    "Fixing mistakes\n\n"
+    "If you’ve messed up the working tree, but haven’t yet committed your mistake, you can return the entire "
+    "working tree to the last committed state with\n\n"
+    "$ git restore --staged --worktree :/\n\n"
+    "If you make a commit that you later wish you hadn’t, there are two fundamentally different ways to fix "
+    "the problem:\n\n"
+    "You can create a new commit that undoes whatever was done by the old commit."
+)
+
+
+def test_a_sentence_that_stops_before_its_command_is_quoted_with_it(embed):
+    # An HTML page sets the command apart from the sentence that introduces it, with no colon between.
+    page = Passage(GIT_FIXES, title="Git User Manual", path="/docs/user-manual.html", page_number=1)
+    ev = find_evidence("How do I return my working tree to the last committed state?", [page], embed)
+    quoted = " ".join(s.text for s in ev.spans)
+    assert ev.status == ANSWERED and "last committed state with" in quoted
+    assert "git restore --staged --worktree" in quoted
+
+
+def test_a_span_that_stops_before_its_sentence_ends_is_told_apart():
+    assert spans.unfinished("you can return the entire working tree to the last committed state with")
+    assert spans.unfinished("Finally, run") and spans.unfinished("Set the variable to")
+    assert not spans.unfinished("Finally, run it again.") and not spans.unfinished("Use this command:")
+    assert not spans.unfinished("Installing the package") and not spans.unfinished("")

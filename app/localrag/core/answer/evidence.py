@@ -297,7 +297,7 @@ def _choose(
     similarities: bool = True,
 ) -> list[Candidate]:
     """The best span if the reader finds it likely enough and the documents seem to answer at all, one nearly
-    as likely beside it, and the line a colon announces."""
+    as likely beside it, and the line a colon announces or an unfinished sentence goes on with."""
     # A heading names a topic; it never answers (whatever the reader makes of its words).
     ranked = sorted((c for c in runs if not c.heading), key=lambda c: c.score, reverse=True)
     if not ranked or model.declines(signals, similarities=similarities):
@@ -312,7 +312,11 @@ def _choose(
         if best.features.get("domain") and not c.features.get("domain"):
             continue  # the figures a measure is computed from answer it; a sentence beside them does not
         chosen.append(c)
-    return chosen + _continuation(best, candidates, chosen)
+    out = chosen + _continuation(best, candidates, chosen)
+    for c in chosen[1:]:  # a span beside the best that stops mid-sentence comes with what finishes it
+        if sp.unfinished(c.span.text):
+            out += _continuation(c, candidates, out)
+    return out
 
 
 def _choose_for_part(
@@ -406,13 +410,14 @@ def asked_for(question: str) -> frozenset[str]:
 
 def _continuation(best: Candidate, candidates: list[Candidate], chosen: list[Candidate]) -> list[Candidate]:
     """What a lead-in announces belongs to it: the line after a span that ends with a colon ("Use the
-    following command:"), and when that line is a list's item, the items after it (``MAX_ITEMS`` at most) —
+    following command:") or stops before its sentence ends ("… return the tree to its last state with"), and
+    when that line is a list's item, the items after it (``MAX_ITEMS`` at most) —
     and the rest of a list a span starts after its lead-in. Taken from every sentence of the passage, read by
     the embedding model or not."""
     by_place = {(c.number, c.index): c for c in candidates if not c.members}
     last = by_place.get((best.number, best.last))
     lines = best.span.text.rstrip().splitlines()
-    opened = best.span.text.rstrip().endswith(":")
+    opened = best.span.text.rstrip().endswith(":") or sp.unfinished(best.span.text)
     listing = any(ln.rstrip().endswith(":") for ln in lines[:-1]) and last is not None and _is_item(last)
     if not opened and not listing:
         return []

@@ -98,7 +98,7 @@ def split_spans(text: str) -> list[Span]:
 
 
 # A line that ends with one of these words goes on in the next, however short it is.
-_DANGLING = frozenset(
+DANGLING = frozenset(
     """a an the of to in on at by for with from into onto than as is are was were be been being and or but
     nor that which whose whom if when where while because although since unless whether its their his her our
     your this these those such each every any some can could may might must shall should will would do does
@@ -106,11 +106,25 @@ _DANGLING = frozenset(
 )
 
 
+# Verbs that announce the command or value a sentence goes on with ("Finally, run", "… you can type").
+_ANNOUNCING = frozenset("run type use using enter execute call invoke try say set".split())
+
+
+def unfinished(text: str) -> bool:
+    """Whether a span stops before its sentence ends: no closing mark, and a last word that needs what
+    follows ("… you can return the working tree to its last state with", "Finally, run")."""
+    text = text.rstrip()
+    if not text or text[-1] in ".!?;:)]}\"'’”":
+        return False
+    last = text.rsplit(None, 1)[-1].lower()
+    return last in DANGLING or last in _ANNOUNCING
+
+
 def _goes_on(line: str, following: str) -> bool:
     """Whether a short line's sentence goes on in the next line: it ends with a word that cannot end one, or
     it is a line of prose (a capital, six words or more, no code) and the next begins in lower case."""
     last = line.rsplit(None, 1)[-1] if line else ""
-    if last in _DANGLING:
+    if last in DANGLING:
         return True
     prose = line[:1].isupper() and len(line.split()) >= 6 and not re.search(r"[{}<>;=]", line)
     return prose and following[:1].islower()
