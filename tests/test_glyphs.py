@@ -16,6 +16,9 @@ from localrag.core.text import glyphs
         ("a strong\r\n\x10signi\x1ccant\x11 e\x1bect.", 'a strong\r\n"signiﬁcant" eﬀect.'),
         ("declare a \x10response\x11 for 5%", 'declare a "response" for 5%'),
         ("Coe\x1ecients di\x1berent re\x1dect Kalb\x1deisch su\x1eces o\x1b.", None),
+        # T1's dashes, on a page whose ligatures say T1: a range, a dash between words, one set apart
+        ("de\x1cned for 65\x1585%, etime1\x15etime7; these are\x16as before \x15 \x1crst", None),
+        ("the years 1991\x152001 di\x1ber", "the years 1991–2001 diﬀer"),
         # the older OT1 encoding: ff fi fl ffi ffl at 0x0B-0x0F; 0x0D only before a letter
         ("o\x0ece \x0cnd \x0dow o\x0b", "oﬃce ﬁnd ﬂow oﬀ"),
     ],
@@ -35,6 +38,7 @@ def test_lost_ligatures_and_quotes_come_back_one_character_for_one(lost: str, re
         "x \x1c y",  # a code beside no letter
         "na\x10ve",  # OT1's dotless i inside a word is no quote
         "the \x10. . . \x11 arguments",  # quotes around no word
+        "a\x15b and 65\x1585%",  # OT1's macron: no T1 ligature on the page says these are dashes
     ],
 )
 def test_codes_that_are_no_lost_ligature_stay(text: str) -> None:

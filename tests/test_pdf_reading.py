@@ -302,7 +302,9 @@ def test_a_title_printed_large_on_the_first_page_names_a_pdf_whose_metadata_name
     assert pdf_loader.metadata_title("Annual Report 2021") == "Annual Report 2021"
 
 
-def test_after_the_titles_change_only_a_pdf_that_prints_a_title_is_indexed_again(library, tmp_path: Path):
+def test_after_the_titles_and_dashes_change_only_a_pdf_that_reads_differently_is_indexed_again(
+    library, tmp_path: Path
+):
     from fixtures_chat import index
     from localrag.core.ingest.pipeline import Ingestor
 
@@ -310,9 +312,23 @@ def test_after_the_titles_change_only_a_pdf_that_prints_a_title_is_indexed_again
         _titled(tmp_path / "tomatoes.pdf"),
         write_content_pdf(tmp_path / "notes.pdf", [[_body(FILLER)]]),
     )
-    index(library, [titled, plain])
+    dashed = write_content_pdf(
+        tmp_path / "dashed.pdf",
+        [
+            [
+                "BT /F1 11 Tf 14 TL 72 740 Td",
+                r"(In the years 1991\0252001 the \034gures di\033er.) Tj T*",
+                "ET",
+            ]
+        ],
+    )
+    ligatures = write_content_pdf(  # read right by version 3 already
+        tmp_path / "ligatures.pdf",
+        [["BT /F1 11 Tf 14 TL 72 740 Td", r"(The coe\036cients are di\033erent.) Tj T*", "ET"]],
+    )
+    index(library, [titled, plain, dashed, ligatures])
     with library.connect() as conn:
-        # As indexed by the loader before first-page titles: the file's name as title.
+        # As indexed by the loader before first-page titles and dashes: the file's name as title.
         conn.execute(
             "UPDATE documents SET meta = jsonb_set(meta, '{extraction}', '3'), title = 'tomatoes' "
             "WHERE path = %s",
@@ -329,7 +345,13 @@ def test_after_the_titles_change_only_a_pdf_that_prints_a_title_is_indexed_again
             "SELECT c.context FROM document_chunks c JOIN documents d ON d.id = c.doc_id WHERE d.path = %s",
             (str(titled),),
         ).fetchone()[0]
-    assert summary.read_again == 1
+        dashed_text = conn.execute(
+            "SELECT c.text FROM document_chunks c JOIN documents d ON d.id = c.doc_id WHERE d.path = %s",
+            (str(dashed),),
+        ).fetchone()[0]
+    assert summary.read_again == 2 and "1991–2001" in dashed_text
+    assert after[str(dashed)][0] != before[str(dashed)]
     assert after[str(plain)] == (before[str(plain)], "notes")
+    assert after[str(ligatures)][0] == before[str(ligatures)]
     assert after[str(titled)][0] != before[str(titled)]
     assert after[str(titled)][1] == "Growing Tomatoes on a Small Balcony" and "Growing Tomatoes" in context

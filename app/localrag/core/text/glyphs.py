@@ -17,6 +17,9 @@ letter or digit after): where OT1 puts its dotless i and j, inside a word, it st
 becomes the plain '"', not “ or ”: PostgreSQL's text search parser, in the C locale the store runs in, takes
 every character beyond ASCII for a letter, and "“response”" would be one word that no search for "response"
 finds.
+T1 also has its dashes at 0x15 (en) and 0x16 (em), lost the same way: "65\x1585%", "are\x16as". Those codes
+are OT1's macron and ring accents, so they become dashes only on a page whose ligature codes say T1
+(0x1B–0x1F), and only beside a letter, a digit or a space.
 TeX's math fonts put Greek letters and pieces of delimiters on the same codes; the loader leaves the codes of
 a font that ``is_math_font`` names as they are (``keep``).
 
@@ -52,8 +55,11 @@ _LETTER = r"[^\W\d_]"
 _LIGATURE = re.compile(
     rf"(?<={_LETTER})[\x0b\x0c\x0e\x0f\x1b-\x1f]|[\x0b-\x0f\x1b-\x1f](?={_LETTER})", re.UNICODE
 )
+_T1 = re.compile(rf"(?<={_LETTER})[\x1b-\x1f]|[\x1b-\x1f](?={_LETTER})", re.UNICODE)
+_DASHES = {"\x15": "\u2013", "\x16": "\u2014"}
+_DASH = re.compile(r"(?<=[^\W_]| )[\x15\x16]|[\x15\x16](?=[^\W_]| )", re.UNICODE)
 _QUOTES = re.compile(r"(?<![^\W_])\x10(?=[^\W_])|(?<=[^\W_]|[.,;:!?)\]])\x11(?![^\W_])", re.UNICODE)
-_CODES = re.compile(rf"[\x0b\x0c\x0e-\x11\x1b-\x1f]|\r(?={_LETTER})")
+_CODES = re.compile(rf"[\x0b\x0c\x0e-\x11\x15\x16\x1b-\x1f]|\r(?={_LETTER})")
 _LETTERS = str.maketrans(LIGATURES)
 _SPELLED = re.compile("ffi|ffl|ff|fi|fl", re.IGNORECASE)
 _LIGATURE_OF = {spelled: ligature for ligature, spelled in LIGATURES.items()}
@@ -77,9 +83,9 @@ def is_math_font(name: str) -> bool:
 
 
 def restore_lost(text: str, keep: Container[int] = ()) -> str:
-    """``text`` with the ligatures (and double quotes) whose glyphs came out as font codes put back, one
-    character for each code: "strati\\x1ced" → "stratiﬁed", "\\x10response\\x11" → '"response"'. The
-    codes at the offsets in ``keep`` stay as they are."""
+    """``text`` with the ligatures (and double quotes, and a T1 page's dashes) whose glyphs came out as font
+    codes put back, one character for each code: "strati\\x1ced" → "stratiﬁed", "\\x10response\\x11" →
+    '"response"', "65\\x1585%" → "65–85%". The codes at the offsets in ``keep`` stay as they are."""
     if not _CODES.search(text):
         return text
 
@@ -89,7 +95,16 @@ def restore_lost(text: str, keep: Container[int] = ()) -> str:
     def quote(m: re.Match[str]) -> str:
         return m.group() if m.start() in keep else '"'
 
-    return _QUOTES.sub(quote, _LIGATURE.sub(ligature, text))
+    def dash(m: re.Match[str]) -> str:
+        return m.group() if m.start() in keep else _DASHES[m.group()]
+
+    out = _QUOTES.sub(quote, _LIGATURE.sub(ligature, text))
+    return _DASH.sub(dash, out) if _T1.search(text) else out
+
+
+def is_dash_code(char: str) -> bool:
+    """Whether ``char`` is one of T1's dash codes (which ``restore_lost`` turns into dashes on a T1 page)."""
+    return char in _DASHES
 
 
 def pattern(word: str) -> str:

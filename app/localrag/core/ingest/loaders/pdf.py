@@ -29,7 +29,8 @@ from localrag.core.text import glyphs, reading, titles
 log = logging.getLogger("localrag.ingest.pdf")
 
 MIME = "application/pdf"
-# What a page's text is: 4 = as 3, and the title printed on the first page when the metadata names none; 3 =
+# What a page's text is: 4 = as 3, with T1's lost dashes put back and the title printed on the first page when
+# the metadata names none; 3 =
 # the reading text with lost ligatures put back; 2 = the reading text, one
 # character per pdfium character; 1 = pdfium's text with its line breaks and hyphenation marks taken out. A
 # document indexed with an older one is indexed again where it would read differently (``reads_differently``).

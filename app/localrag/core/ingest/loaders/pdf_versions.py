@@ -13,14 +13,14 @@ from localrag.core.text import glyphs
 def reads_differently(path: Path, version: int) -> bool:
     """Whether reading ``path`` now gives other text than the loader of ``version`` gave: always before 2;
     from 2 to 3 only where a page holds a lost ligature outside a math font (most PDFs have none, and keep
-    their text and vectors); from 3 to 4 where the metadata names no title and the first page prints one. A
-    file that cannot be read is read again (its own steps say why it fails)."""
+    their text and vectors); from 3 to 4 where the metadata names no title and the first page prints one, or
+    a page holds a lost T1 dash. A file that cannot be read is read again (its own steps say why it fails)."""
     if version < 2:
         return True
     if version >= pdf.EXTRACTION_VERSION:
         return False
     try:
-        return _title_found(path) or (version < 3 and _ligatures_lost(path))
+        return _title_found(path) or _codes_lost(path, dashes_only=version >= 3)
     except Exception:
         return True
 
@@ -34,8 +34,8 @@ def _title_found(path: Path) -> bool:
         backend.close()
 
 
-def _ligatures_lost(path: Path) -> bool:
-    """Whether a page holds a lost ligature outside a math font."""
+def _codes_lost(path: Path, dashes_only: bool) -> bool:
+    """Whether a page holds a lost ligature or dash outside a math font (``dashes_only``: a lost dash)."""
     import pypdfium2 as pdfium
 
     with PDFIUM_LOCK:
@@ -48,7 +48,8 @@ def _ligatures_lost(path: Path) -> bool:
                 textpage = page.get_textpage()
                 try:
                     text = textpage.get_text_range()
-                    if glyphs.codes(text) and pdf.restored(textpage, text) != text:
+                    found = [i for i in glyphs.codes(text) if not dashes_only or glyphs.is_dash_code(text[i])]
+                    if found and any(pdf.restored(textpage, text)[i] != text[i] for i in found):
                         return True
                 finally:
                     textpage.close()
