@@ -398,3 +398,22 @@ def test_a_span_that_stops_before_its_sentence_ends_is_told_apart():
     assert spans.unfinished("Finally, run") and spans.unfinished("Set the variable to")
     assert not spans.unfinished("Finally, run it again.") and not spans.unfinished("Use this command:")
     assert not spans.unfinished("Installing the package") and not spans.unfinished("")
+
+
+PLOT_PAGE = (
+    "OLS-based CUSUM test\n\nTime\n\nEmpirical fluctuation process\n\n"
+    "1988 1990 1992 1994 1996 1998 2000\n\n0 1 2 3 4\n\n"
+    "Figure 2: The boundaries of the process for the seatbelt data\n\n"
+    "Zeileis (2000) showed that the resulting OLS-based CUSUM test has better power for structural changes "
+    "early and late in the sample period. It measures how far the cumulative sums of the residuals stray "
+    "from zero."
+)
+
+
+def test_a_plots_labels_are_never_quoted_as_the_answer(embed):
+    # A PDF's plot gives its axes' numbers and labels as lines of text; they hold the question's words.
+    page = Passage(PLOT_PAGE, title="strucchange", path="/docs/strucchange.pdf", page_number=7)
+    ev = find_evidence("What does the OLS-based CUSUM test look at?", [page], embed)
+    quoted = " ".join(s.text for s in ev.spans)
+    assert ev.status == ANSWERED and "OLS-based CUSUM test has better power" in quoted
+    assert not any(s.text.startswith("OLS-based CUSUM test") or "Time" in s.text for s in ev.spans)

@@ -45,6 +45,14 @@ _PAGES = re.compile(r"\b\d{1,4}(?:\(\d{1,3}\))?:\s?(\d{1,5})(?:\s?[–—-]\s?|\
 _PP = re.compile(r"\bpp\.\s?\d")
 _YEAR_END = re.compile(r"\b(?:19|20)\d\d[a-z]?\.$")
 _LINK = re.compile(r"\bdoi:|\bURL\s+https?://|\bISBN\b", re.IGNORECASE)
+# A plot's axis: a line of at least three evenly spaced numbers, rising ("1988 1990 1992", "0.0 0.5 1.0"; a
+# table's years, "2021 2020 2019", fall); the lines of words beside it (at most this many, each of at most
+# ``LABEL_WORDS`` words, no digit, no code's brackets or signs, no closing mark) are its labels and legend,
+# drawn in the figure: never an answer.
+_NUMBER = r"[−–-]?\d+(?:\.\d+)?"
+_TICKS = re.compile(rf"^\s*{_NUMBER}(?:\s+{_NUMBER}){{2,}}\s*$")
+LABEL_LINES = 6
+LABEL_WORDS = 6
 # BM25 among the candidate sentences.
 BM25_K1, BM25_B = 1.2, 0.75
 
@@ -166,7 +174,7 @@ def passage_candidates(sources: Sequence[Any]) -> list[Candidate]:
         heading_terms = set(sp.content_terms(str(getattr(src, "heading_path", "") or "").split(" > ")[-1]))
         title_terms = set(sp.content_terms(str(getattr(src, "title", "") or "")))
         spans = with_terms(split_long(sp.split_spans(text)), text)
-        references = _reference_blocks(text)
+        unquotable = _reference_blocks(text) + figure_text(text)
         previous: set[str] = set()
         for index, span in enumerate(spans):
             terms = set(sp.content_terms(span.text))
@@ -178,7 +186,7 @@ def passage_candidates(sources: Sequence[Any]) -> list[Candidate]:
                 looks_like_heading(span, heading_terms, domain)
                 or is_column_headings(span.text)
                 or is_title_line(span, terms, title_terms)
-                or any(a <= span.start < b for a, b in references)
+                or any(a <= span.start < b for a, b in unquotable)
             )
             out.append(
                 Candidate(span, src, rank + 1, rank, index, terms, heading, terms | heading_terms | previous)
@@ -273,6 +281,44 @@ def _reference_blocks(text: str) -> list[tuple[int, int]]:
             out.append((start, end))
         start = m.end() if m else end
     return out
+
+
+def figure_text(text: str) -> list[tuple[int, int]]:
+    """Where a passage holds a plot's text as the PDF draws it: its axes' numbers (``_TICKS``, evenly spaced)
+    and the short lines of words around them (labels, a legend)."""
+    lines = [(m.start(), m.end(), m.group()) for m in re.finditer(r"[^\n]+", text)]
+    marked: set[int] = set()
+    for i, (_, _, line) in enumerate(lines):
+        if not _is_axis(line):
+            continue
+        marked.add(i)
+        for step in (-1, 1):
+            j = i + step
+            while (
+                0 <= j < len(lines)
+                and abs(j - i) <= LABEL_LINES
+                and (_is_label(lines[j][2]) or _is_axis(lines[j][2]))
+            ):
+                marked.add(j)
+                j += step
+    return [(lines[i][0], lines[i][1]) for i in sorted(marked)]
+
+
+def _is_axis(line: str) -> bool:
+    if not _TICKS.match(line):
+        return False
+    values = [float(x.replace("−", "-").replace("–", "-")) for x in line.split()]
+    steps = [b - a for a, b in itertools.pairwise(values)]
+    return steps[0] > 0 and all(math.isclose(s, steps[0], rel_tol=0.01, abs_tol=1e-9) for s in steps)
+
+
+def _is_label(line: str) -> bool:
+    flat = line.strip()
+    return (
+        bool(flat)
+        and len(flat.split()) <= LABEL_WORDS
+        and not re.search(r"[\d()\[\]{}<>=$#/\\]|[.!?:;]$", flat)
+    )
 
 
 def term_weights(q_terms: list[str], candidates: list[Candidate]) -> dict[str, float]:
