@@ -446,3 +446,16 @@ def test_a_question_prepared_while_typed_starts_from_the_cache(engine, monkeypat
         and again.answer
         and again.timings["cached_tokens"] < again.timings["prompt_tokens"]
     )
+
+
+def test_a_name_no_document_mentions_is_said_beside_the_answer(engine):
+    """The passages found for a question about something the library never names are about something else:
+    the answer says which of its names no document mentions, and only those."""
+    from localrag.core.answer.notices import question_names
+
+    assert question_names("Can I back up Local RAG to Dropbox or to S3?") == ["Local", "RAG", "Dropbox", "S3"]
+    assert question_names("How do I install it? Which version of numpy.linalg?") == ["numpy.linalg"]
+    done = _run(engine, None, "Can I back up Local RAG to Dropbox or to S3?", persist=False)[-1]
+    assert "None of your documents mentions “Dropbox” or “S3”." in done.notice
+    done = _run(engine, None, "How do I install Local RAG on Windows?", persist=False)[-1]
+    assert "None of your documents" not in done.notice

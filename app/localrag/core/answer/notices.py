@@ -3,8 +3,13 @@ relevant found, nothing checked, the exchange not saved."""
 
 from __future__ import annotations
 
+import logging
+import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from localrag.core.errors import as_known
+from localrag.core.text import spans as sp
 
 if TYPE_CHECKING:
     from localrag.core.retrieve import Result, RetrievalResponse
@@ -18,6 +23,12 @@ NOT_ANSWERED_TEXT = "Your documents do not seem to answer this."
 STRICT_STORE_DOWN = "I cannot search your documents right now ({why}), so I have no answer from them."
 NOT_SAVED_NOTICE = "This answer could not be saved to the chat history ({why})."
 NOTHING_CHECKED = "Nothing the model wrote could be found in your documents."
+UNMENTIONED_NOTICE = "None of your documents mentions {names}."
+# At most this many of the question's names are looked up.
+MAX_NAMES = 5
+
+log = logging.getLogger("localrag.chat")
+_TOKEN = re.compile(r"[A-Za-z][\w.+#-]*[\w+#]")
 
 
 def notice_for(resp: RetrievalResponse, results: Sequence[Result], *, strict: bool) -> str:
@@ -30,3 +41,48 @@ def notice_for(resp: RetrievalResponse, results: Sequence[Result], *, strict: bo
     if resp.reason == MODEL_MISMATCH:
         return MISMATCH_NOTICE
     return ""  # nothing relevant found: the answer itself says the documents do not seem to answer
+
+
+def unmentioned_notice(pool: Any, question: str) -> str:
+    """The notice naming what the question names (a product, a person, an identifier) and no document of the
+    library mentions: the passages found are then about something else. "" when it names nothing so, or the
+    store cannot tell."""
+    names = question_names(question)
+    if not names:
+        return ""
+    from localrag.core.retrieve import bm25
+
+    try:
+        with pool.connection() as conn:
+            missing = bm25.unknown(conn, names)
+    except Exception as exc:
+        if as_known(exc) is None:
+            raise
+        log.info("could not look up the question's names: %s", exc)
+        return ""
+    if not missing:
+        return ""
+    quoted = [f"“{name}”" for name in missing]
+    joined = quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " or " + quoted[-1]
+    return UNMENTIONED_NOTICE.format(names=joined)
+
+
+def question_names(question: str) -> list[str]:
+    """The words of a question that name something: a capitalised word that does not open a sentence
+    ("Mercurial", "PostgreSQL"), a word with a digit, an inner capital, a dot or an underscore ("S3",
+    "numpy.linalg", "max_tokens"). Common and question words are left out."""
+    names: list[str] = []
+    for m in _TOKEN.finditer(question):
+        word = m.group().rstrip(".-")
+        before = question[: m.start()].rstrip()
+        opens = not before or before[-1] in '.?!:;"“('
+        marked = (
+            any(c.isdigit() for c in word)
+            or any(c in "._+#" for c in word)
+            or any(c.isupper() for c in word[1:])
+        )
+        if word.lower() in sp.STOPWORDS or word.lower() in sp.QUESTION_WORDS or len(word) < 2:
+            continue
+        if (marked or (word[0].isupper() and not opens)) and word not in names:
+            names.append(word)
+    return names[:MAX_NAMES]

@@ -44,6 +44,7 @@ from localrag.core.answer.notices import (
     NOTHING_CHECKED,
     STRICT_STORE_DOWN,
     notice_for,
+    unmentioned_notice,
 )
 from localrag.core.answer.pages import whole_sentences
 from localrag.core.answer.prompts import GROUNDED, NOT_FOUND, PLAIN, STRICT, Prompt, Turn
@@ -135,6 +136,7 @@ class AnswerRun:
         yield Searching(follow_up_query(self.question, self.earlier))
         query, resp, results = search_for(self.question, self.earlier, self._retrieve)
         if resp.reason is None:
+            self.notices.append(unmentioned_notice(self.library.pool, self.question))
             found = self._overview()
             if found is not None:
                 yield from self._overview_answer(query, resp, found)
