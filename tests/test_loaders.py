@@ -293,6 +293,37 @@ def test_markdown_heading_paths(tmp_path: Path) -> None:
     assert starts == ["# Install", "## Linux ##", "Windows", "Usage", "### Flags `--fast`"]
 
 
+README = """# Tool
+
+[![Build](https://ci.example.org/badge.svg)](https://ci.example.org/) [![PyPI](https://img.example/v.svg)][pypi]
+
+Tool renders [beautiful tracebacks](https://docs.example.org/traceback.html) in the terminal.
+
+<details>
+<summary>Progress bars</summary>
+
+```python
+print("[not a link](https://example.org)")
+```
+
+Write `[x](y)` to link, and see the [manual][docs].
+</details>
+"""
+
+
+def test_markdown_links_and_tags_are_read_as_their_words_at_the_files_offsets(tmp_path: Path) -> None:
+    path = tmp_path / "README.md"
+    path.write_text(README)
+    text = load(path).pages[0].text
+    assert len(text) == len(README)  # every offset is still the file's
+    words = " ".join(text.split())
+    assert "Tool renders beautiful tracebacks in the terminal." in words
+    assert "Build PyPI" in words and "Progress bars" in words and "see the manual." in words
+    assert "https://docs.example.org" not in text and "<summary>" not in text and "<details>" not in text
+    # Code keeps its text: a fenced block and inline code.
+    assert 'print("[not a link](https://example.org)")' in text and "`[x](y)`" in text
+
+
 def test_markdown_title_from_first_h1(tmp_path: Path) -> None:
     (tmp_path / "x.md").write_text("Some text\n\n# Real Title\n\nbody\n")
     assert load(tmp_path / "x.md").title == "Real Title"

@@ -74,7 +74,8 @@ OnPage = Callable[[int, int], None]
 
 # What each loader's text is, where it changed since the first: a document indexed with an older one is
 # indexed again (``metadata.outdated_extractions``).
-EXTRACTION_VERSIONS: dict[str, int] = {"pdf": pdf.EXTRACTION_VERSION}
+# Markdown: 2 = its links, images and layout tags blanked out of the prose (``markdown.mask_inline``).
+EXTRACTION_VERSIONS: dict[str, int] = {"pdf": pdf.EXTRACTION_VERSION, "markdown": 2}
 
 
 def extraction_version(doc_type: str) -> int:

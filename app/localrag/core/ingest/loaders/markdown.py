@@ -1,5 +1,7 @@
 """Markdown: the source text as one page (read in windows), with heading paths from ATX (``#``) and setext
-headings.
+headings, and its inline markup blanked out of the prose (``mask_inline``): a link keeps its words, an image
+its description, and their brackets and addresses, like HTML tags, become spaces before them — the text keeps
+its length, so every offset is still the file's (a link's words move right by its markup's length).
 
 A single linear pass over the lines: headings inside fenced code blocks or front matter are not headings, and
 no input (thousands of ``#`` lines, deep nesting, very long lines) makes it slower than reading the file.
@@ -19,6 +21,15 @@ from localrag.core.ingest.types import DocumentStream, Page
 _MAX_HEADING_CHARS = 200
 _LINK = re.compile(r"!?\[([^\]\n]{0,500})\]\([^)\n]{0,2000}\)")
 _EMPHASIS = re.compile(r"(\*\*|__|`)")
+# What ``mask_inline`` blanks: ``![description](address)``, ``[words](address)``, ``[words][label]``; HTML
+# tags that only lay out ("<details>", "<img …>"); never inside inline code.
+_MARKED = re.compile(r"(!?\[)([^\[\]\n]{0,500})(\]\([^)\n]{0,2000}\)|\]\[[^\]\n]{0,200}\])")
+_TAG = re.compile(
+    r"</?(?:a|b|br|center|code|details|div|em|h[1-6]|hr|i|img|kbd|li|ol|p|picture|pre|source|span|strong|sub|"
+    r"summary|sup|table|tbody|td|th|thead|tr|ul)\b[^<>\n]{0,1000}>",
+    re.IGNORECASE,
+)
+_INLINE_CODE = re.compile(r"(`+)[^`\n].*?\1")
 
 
 def open_stream(path: Path) -> DocumentStream:
@@ -37,6 +48,7 @@ def _pages(path: Path, stream: DocumentStream, position: ReadPosition) -> Iterat
         seen_text = seen_text or not text.isspace()
         carried = parser.path
         headings = parser.feed(text)
+        text = _masked(text, parser.prose)
         if carried and not (headings and headings[0][0] == 0):
             headings.insert(0, (0, carried))
         parser.next_window()
@@ -44,6 +56,39 @@ def _pages(path: Path, stream: DocumentStream, position: ReadPosition) -> Iterat
         yield Page(number=1, text=text, headings=headings, offset=offset)
     if not seen_text:
         raise BadDocument(f"{display_name(path)} has no text.", code="empty")
+
+
+def mask_inline(line: str) -> str:
+    """``line`` with its links and images as their words and its layout tags as spaces, the same length:
+    "see [the guide](https://x.org/g)." → "see                    the guide."."""
+    code = [m.span() for m in _INLINE_CODE.finditer(line)]
+
+    def in_code(at: int) -> bool:
+        return any(a <= at < b for a, b in code)
+
+    def link(m: re.Match[str]) -> str:
+        if in_code(m.start()):
+            return m.group()
+        return " " * (len(m.group(1)) + len(m.group(3))) + m.group(2)  # "manual." stays one word and its stop
+
+    for _ in range(3):  # a badge is an image inside a link: the image first, then the link around it
+        masked = _MARKED.sub(link, line)
+        if masked == line:
+            break
+        line = masked
+    return _TAG.sub(lambda m: m.group() if in_code(m.start()) else " " * len(m.group()), line)
+
+
+def _masked(text: str, prose: list[tuple[int, int]]) -> str:
+    """``text`` with ``mask_inline`` applied to its prose lines (``(start, length)``)."""
+    if not prose:
+        return text
+    pieces, at = [], 0
+    for start, length in prose:
+        pieces += [text[at:start], mask_inline(text[start : start + length])]
+        at = start + length
+    pieces.append(text[at:])
+    return "".join(pieces)
 
 
 def heading_text(raw: str) -> str:
@@ -114,6 +159,9 @@ class HeadingParser:
         self.para_text: list[str] = []
         self.started = False
         self.mid_line = False  # the last window ended inside a line
+        self.prose: list[
+            tuple[int, int]
+        ] = []  # the last window's lines of prose and headings: (start, length)
 
     @property
     def title(self) -> str:
@@ -126,6 +174,7 @@ class HeadingParser:
 
     def feed(self, text: str) -> list[tuple[int, str]]:
         """The headings of the next window, with offsets in ``text``."""
+        self.prose = []
         lines = text.split("\n")
         start_line = 0
         if not self.started:
@@ -164,6 +213,7 @@ class HeadingParser:
                 self.fence, self.para_start, self.para_text = opened, None, []
                 return
             atx = _atx(body.rstrip())
+            self.prose.append((line_start, len(line)))
             if atx:
                 self._add(atx[0], atx[1], line_start, headings)
                 self.para_start, self.para_text = None, []
@@ -176,6 +226,8 @@ class HeadingParser:
                 return
         elif not self.para_text:
             return  # indented code
+        else:
+            self.prose.append((line_start, len(line)))
         if self.para_start is None:
             self.para_start = line_start
         if len(self.para_text) < 8:
