@@ -417,3 +417,20 @@ def test_a_plots_labels_are_never_quoted_as_the_answer(embed):
     quoted = " ".join(s.text for s in ev.spans)
     assert ev.status == ANSWERED and "OLS-based CUSUM test has better power" in quoted
     assert not any(s.text.startswith("OLS-based CUSUM test") or "Time" in s.text for s in ev.spans)
+
+
+CONTENTS_AND_TEXT = (
+    "Table of Contents\n\n"
+    "3 Utilities . . . . . . . . . . . . . . . . . . . . . . . . . . . 5\n"
+    "3.1 The asn1Parser program . . . . . . . . . . . . . . . . . . . . 5\n"
+    "3.2 The asn1Coding program . . . . . . . . . . . . . . . . . . . . 6\n\n"
+    "The asn1Parser program reads a single file with ASN.1 definitions and generates a file with an array to "
+    "use with the library's functions."
+)
+
+
+def test_a_table_of_contents_line_is_never_quoted_as_the_answer(embed):
+    page = Passage(CONTENTS_AND_TEXT, title="Libtasn1", path="/docs/libtasn1.pdf", page_number=2)
+    ev = find_evidence("What does the asn1Parser program do?", [page], embed)
+    assert ev.status == ANSWERED and "reads a single file" in " ".join(s.text for s in ev.spans)
+    assert not any(". . ." in s.text for s in ev.spans)

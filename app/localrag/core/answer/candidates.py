@@ -53,6 +53,8 @@ _NUMBER = r"[−–-]?\d+(?:\.\d+)?"
 _TICKS = re.compile(rf"^\s*{_NUMBER}(?:\s+{_NUMBER}){{2,}}\s*$")
 LABEL_LINES = 6
 LABEL_WORDS = 6
+# A leader of dots between a title and its page in a table of contents or an index.
+_LEADER = re.compile(r"(?:\.\s){4,}|\.{5,}")
 # BM25 among the candidate sentences.
 BM25_K1, BM25_B = 1.2, 0.75
 
@@ -174,7 +176,7 @@ def passage_candidates(sources: Sequence[Any]) -> list[Candidate]:
         heading_terms = set(sp.content_terms(str(getattr(src, "heading_path", "") or "").split(" > ")[-1]))
         title_terms = set(sp.content_terms(str(getattr(src, "title", "") or "")))
         spans = with_terms(split_long(sp.split_spans(text)), text)
-        unquotable = _reference_blocks(text) + figure_text(text)
+        unquotable = _reference_blocks(text) + figure_text(text) + contents_lines(text)
         previous: set[str] = set()
         for index, span in enumerate(spans):
             terms = set(sp.content_terms(span.text))
@@ -269,6 +271,12 @@ def is_reference_entry(text: str) -> bool:
     link = bool(_LINK.search(flat))
     others = bool(_AUTHORS.search(flat)) + bool(_YEAR_END.search(flat))
     return (pages or link) and pages + link + others >= 2
+
+
+def contents_lines(text: str) -> list[tuple[int, int]]:
+    """Where a passage holds lines of a table of contents or an index: a title, a leader of dots, a page
+    ("7 asn1Parser program . . . . . . 5")."""
+    return [m.span() for m in re.finditer(r"[^\n]+", text) if _LEADER.search(m.group())]
 
 
 def _reference_blocks(text: str) -> list[tuple[int, int]]:
