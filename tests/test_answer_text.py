@@ -97,3 +97,15 @@ def test_evidence_is_sent_at_once(engine):
             break
     else:
         raise AssertionError("no evidence")
+
+
+def test_a_clause_of_prose_ending_with_a_semicolon_is_shown_as_prose_and_code_as_code():
+    from localrag.core.answer.quotes import display
+
+    clause = (
+        "You may convey verbatim copies of the Program's source code as you receive it, in any medium, "
+        "provided that you publish on each copy an appropriate copyright notice;"
+    )
+    assert display(clause) == clause
+    assert display("x = compute(a, b);") == "`x = compute(a, b);`"
+    assert display("$ git bisect reset") == "`$ git bisect reset`"

@@ -4,6 +4,7 @@ kept with the chat and shown by the window, ``ask`` and the API."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -164,9 +165,17 @@ class Evidence:
 def display(text: str) -> str:
     """A sentence as shown: on one line, unless it is several lines of code or a table."""
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    if len(lines) > 1 and all(sp.is_code_line(ln) or len(ln) < 40 for ln in lines):
-        return (
-            "`" + "` `".join(lines) + "`" if all(sp.is_code_line(ln) for ln in lines) else " · ".join(lines)
-        )
+    if len(lines) > 1 and all(_code(ln) or len(ln) < 40 for ln in lines):
+        return "`" + "` `".join(lines) + "`" if all(_code(ln) for ln in lines) else " · ".join(lines)
     flat = sp.flat(text)
-    return f"`{flat}`" if sp.is_code_line(flat) else flat
+    return f"`{flat}`" if _code(flat) else flat
+
+
+def _code(line: str) -> bool:
+    """Whether a line is shown as code: a prompt's command, or a short line ending as a statement or block
+    does; a long clause of prose ending with a semicolon ("… an appropriate copyright notice;") is prose."""
+    if not sp.is_code_line(line):
+        return False
+    return (
+        bool(sp.CODE_PROMPT.match(line)) or len(line.split()) < 8 or bool(re.search(r"[=(){}\[\]<>]", line))
+    )

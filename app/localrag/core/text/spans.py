@@ -171,8 +171,12 @@ def trimmed(text: str, start: int, end: int) -> list[Span]:
     return [Span(start + lead, start + trail, piece[lead:trail])]
 
 
+# A console's or shell's prompt before a command.
+CODE_PROMPT = re.compile(r"(?:R>|>>>|\$|#|octave:\d*>|>)\s")
+
+
 def is_code_line(line: str) -> bool:
-    return bool(re.match(r"(?:R>|>>>|\$|#|octave:\d*>|>)\s", line)) or line.endswith((";", "{", "}"))
+    return bool(CODE_PROMPT.match(line)) or line.endswith((";", "{", "}"))
 
 
 def flat(text: str) -> str:
