@@ -74,7 +74,7 @@ OnPage = Callable[[int, int], None]
 
 # What each loader's text is, where it changed since the first: a document indexed with an older one is
 # indexed again (``metadata.outdated_extractions``).
-# Markdown: 2 = its links, images and layout tags blanked out of the prose (``markdown.mask_inline``).
+# Markdown: 2 = its links as their words, its images and layout tags blanked out (``markdown.mask_inline``).
 EXTRACTION_VERSIONS: dict[str, int] = {"pdf": pdf.EXTRACTION_VERSION, "markdown": 2}
 
 

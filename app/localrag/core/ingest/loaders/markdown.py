@@ -1,7 +1,8 @@
 """Markdown: the source text as one page (read in windows), with heading paths from ATX (``#``) and setext
-headings, and its inline markup blanked out of the prose (``mask_inline``): a link keeps its words, an image
-its description, and their brackets and addresses, like HTML tags, become spaces before them — the text keeps
-its length, so every offset is still the file's (a link's words move right by its markup's length).
+headings, and its inline markup blanked out of the prose (``mask_inline``): a link keeps its words, and its
+brackets and address become spaces before them; images (badges, screenshots) and layout tags become spaces —
+the text keeps its length, so every offset is still the file's (a link's words move right by its markup's
+length).
 
 A single linear pass over the lines: headings inside fenced code blocks or front matter are not headings, and
 no input (thousands of ``#`` lines, deep nesting, very long lines) makes it slower than reading the file.
@@ -59,7 +60,7 @@ def _pages(path: Path, stream: DocumentStream, position: ReadPosition) -> Iterat
 
 
 def mask_inline(line: str) -> str:
-    """``line`` with its links and images as their words and its layout tags as spaces, the same length:
+    """``line`` with its links as their words and its images and layout tags as spaces, the same length:
     "see [the guide](https://x.org/g)." → "see                    the guide."."""
     code = [m.span() for m in _INLINE_CODE.finditer(line)]
 
@@ -69,6 +70,8 @@ def mask_inline(line: str) -> str:
     def link(m: re.Match[str]) -> str:
         if in_code(m.start()):
             return m.group()
+        if m.group(1) == "![":  # an image (a badge, a screenshot): nothing of it is read
+            return " " * len(m.group())
         return " " * (len(m.group(1)) + len(m.group(3))) + m.group(2)  # "manual." stays one word and its stop
 
     for _ in range(3):  # a badge is an image inside a link: the image first, then the link around it
