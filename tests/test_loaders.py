@@ -325,6 +325,50 @@ def test_markdown_links_and_tags_are_read_as_their_words_at_the_files_offsets(tm
     assert 'print("[not a link](https://example.org)")' in text and "`[x](y)`" in text
 
 
+RST = """.. _options:
+
+=======
+Options
+=======
+
+.. currentmodule:: click
+
+Adding options is done with the :func:`option` decorator; see :ref:`the arguments <arguments>` and
+``--help``.
+
+Counting
+--------
+
+Use ``count=True`` as in the following::
+
+    @click.option('-v', '--verbose', count=True)
+    def log(verbose):
+        click.echo(f"Verbosity: {verbose}")
+
+Password Prompts
+----------------
+
+Click also supports `hidden prompts <https://example.org/prompts>`_.
+"""
+
+
+def test_restructuredtext_headings_and_prose_without_markup_at_the_files_offsets(tmp_path: Path) -> None:
+    path = tmp_path / "options.rst"
+    path.write_text(RST)
+    doc = load(path)
+    page = doc.pages[0]
+    assert (doc.doc_type, doc.title, len(page.text)) == ("text", "Options", len(RST))
+    assert [h for _, h in page.headings] == ["Options", "Options > Counting", "Options > Password Prompts"]
+    words = " ".join(page.text.split())
+    assert "Adding options is done with the option decorator; see the arguments and --help." in words
+    assert "Use count=True as in the following: @click.option('-v'" in words  # the literal block as it is
+    assert "supports hidden prompts." in words
+    assert "----" not in page.text and ".. currentmodule" not in page.text and ":func:" not in page.text
+    # A library indexed before reads its .rst files again, and only them.
+    assert loaders.reads_differently("text", path, 1) and not loaders.reads_differently("text", path, 2)
+    assert not loaders.reads_differently("text", tmp_path / "notes.txt", 1)
+
+
 def test_markdown_title_from_first_h1(tmp_path: Path) -> None:
     (tmp_path / "x.md").write_text("Some text\n\n# Real Title\n\nbody\n")
     assert load(tmp_path / "x.md").title == "Real Title"

@@ -75,7 +75,9 @@ OnPage = Callable[[int, int], None]
 # What each loader's text is, where it changed since the first: a document indexed with an older one is
 # indexed again (``metadata.outdated_extractions``).
 # Markdown: 2 = its links as their words, its images and layout tags blanked out (``markdown.mask_inline``).
-EXTRACTION_VERSIONS: dict[str, int] = {"pdf": pdf.EXTRACTION_VERSION, "markdown": 2}
+# Text: 2 = a reStructuredText file read with its headings and without its markup (``rst``); other text files
+# read the same as at 1.
+EXTRACTION_VERSIONS: dict[str, int] = {"pdf": pdf.EXTRACTION_VERSION, "markdown": 2, "text": 2}
 
 
 def extraction_version(doc_type: str) -> int:
@@ -88,6 +90,8 @@ def reads_differently(doc_type: str, path: Path, version: int) -> bool:
         from localrag.core.ingest.loaders import pdf_versions
 
         return pdf_versions.reads_differently(path, version)
+    if doc_type == "text" and path.suffix.lower() != ".rst":
+        return False
     return version < extraction_version(doc_type)
 
 

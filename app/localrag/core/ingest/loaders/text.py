@@ -14,7 +14,12 @@ MIME_BY_SUFFIX = {".csv": "text/csv", ".tsv": "text/tab-separated-values", ".jso
 
 
 def open_stream(path: Path) -> DocumentStream:
-    """The file as page 1, in windows; ``BadDocument`` (``unsupported``, ``empty``) as they are read."""
+    """The file as page 1, in windows; ``BadDocument`` (``unsupported``, ``empty``) as they are read. A
+    reStructuredText file (``.rst``) is read with its headings and without its markup (``rst``)."""
+    if path.suffix.lower() == ".rst":
+        from localrag.core.ingest.loaders import rst
+
+        return rst.open_stream(path)
     position = ReadPosition()
     return DocumentStream(
         doc_type="text",
