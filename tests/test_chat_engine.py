@@ -459,3 +459,7 @@ def test_a_name_no_document_mentions_is_said_beside_the_answer(engine):
     assert "None of your documents mentions “Dropbox” or “S3”." in done.notice
     done = _run(engine, None, "How do I install Local RAG on Windows?", persist=False)[-1]
     assert "None of your documents" not in done.notice
+    # A name the index's parser reads as one token, written in the documents inside a longer one
+    # ("LocalRAG-Setup.exe"), counts as mentioned when its parts are.
+    done = _run(engine, None, "Where does Setup.exe put the Start menu shortcut?", persist=False)[-1]
+    assert "None of your documents" not in done.notice

@@ -8,6 +8,8 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+import psycopg
+
 from localrag.core.errors import as_known
 from localrag.core.text import spans as sp
 
@@ -26,6 +28,8 @@ NOTHING_CHECKED = "Nothing the model wrote could be found in your documents."
 UNMENTIONED_NOTICE = "None of your documents mentions {names}."
 # At most this many of the question's names are looked up.
 MAX_NAMES = 5
+# How long the library's text may be searched for a name the keyword index does not hold as a word.
+SUBSTRING_SEARCH_MS = 300
 
 log = logging.getLogger("localrag.chat")
 _TOKEN = re.compile(r"[A-Za-z][\w.+#-]*[\w+#]")
@@ -52,9 +56,15 @@ def unmentioned_notice(pool: Any, question: str) -> str:
         return ""
     from localrag.core.retrieve import bm25
 
+    # A name written with dots or underscores ("cron.d", "app.db") is read by the index's parser as one token
+    # where the documents write it inside a path ("/etc/cron.d"): it counts as mentioned when each of its
+    # parts of three letters or more is.
+    parts = {name: [p for p in re.split(r"[\W_]+", name) if len(p) >= 3] for name in names}
     try:
         with pool.connection() as conn:
-            missing = bm25.unknown(conn, names)
+            found = bm25.known(conn, [*names, *(p for ps in parts.values() for p in ps)])
+            missing = [n for n in names if n not in found and not (parts[n] and set(parts[n]) <= found)]
+            missing = [n for n in missing if n.isalpha() or not _written_anywhere(conn, n)]
     except Exception as exc:
         if as_known(exc) is None:
             raise
@@ -65,6 +75,22 @@ def unmentioned_notice(pool: Any, question: str) -> str:
     quoted = [f"“{name}”" for name in missing]
     joined = quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " or " + quoted[-1]
     return UNMENTIONED_NOTICE.format(names=joined)
+
+
+def _written_anywhere(conn: Any, name: str) -> bool:
+    """Whether a chunk's text holds ``name`` as written (an identifier the index's parser cut otherwise,
+    "Setup.exe" in "LocalRAG-Setup.exe"). A search that takes over ``SUBSTRING_SEARCH_MS`` counts as found:
+    the notice is given only when the library surely lacks the name."""
+    pattern = "%" + name.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+    try:
+        with conn.transaction():
+            conn.execute("SELECT set_config('statement_timeout', %s, true)", (str(SUBSTRING_SEARCH_MS),))
+            row = conn.execute(
+                "SELECT 1 FROM document_chunks WHERE text ILIKE %s LIMIT 1", (pattern,)
+            ).fetchone()
+    except psycopg.errors.QueryCanceled:
+        return True
+    return row is not None
 
 
 def question_names(question: str) -> list[str]:

@@ -269,17 +269,16 @@ def query_terms(conn: psycopg.Connection[Any], query: str) -> list[tuple[str, in
     return [(r[0], int(r[1])) for r in rows]
 
 
-def unknown(conn: psycopg.Connection[Any], words: Sequence[str]) -> list[str]:
-    """The ``words`` no indexed chunk holds: each has lexemes, and none of them is a term of the index."""
+def known(conn: psycopg.Connection[Any], words: Sequence[str]) -> set[str]:
+    """The ``words`` an indexed chunk holds: one of their lexemes is a term of the index."""
     if not words:
-        return []
+        return set()
     rows = conn.execute(
-        f"SELECT w FROM unnest(%s::text[]) WITH ORDINALITY AS u(w, i) WHERE EXISTS (SELECT 1 FROM "
-        f"unnest({tsvector('w')})) AND NOT EXISTS (SELECT 1 FROM unnest({tsvector('w')}) q JOIN bm25_terms t "
-        "ON t.term = q.lexeme AND t.df > 0) ORDER BY i",
+        f"SELECT w FROM unnest(%s::text[]) AS u(w) WHERE EXISTS (SELECT 1 FROM unnest({tsvector('w')}) q "
+        "JOIN bm25_terms t ON t.term = q.lexeme AND t.df > 0)",
         (list(words),),
     ).fetchall()
-    return [str(r[0]) for r in rows]
+    return {str(r[0]) for r in rows}
 
 
 def search(
