@@ -263,8 +263,8 @@ def is_title_line(span: sp.Span, terms: set[str], title_terms: set[str]) -> bool
 
 
 def is_reference_entry(text: str) -> bool:
-    """Whether a span is an entry of a bibliography ("D. W. K. Andrews. Tests for parameter instability.
-    Econometrica, 61:821–856, 1993."): the title of a cited work matches a question's words and answers
+    """Whether a span is an entry of a bibliography ("A. B. Author. Tests for a change of level. Journal of
+    Examples, 61:821–856, 1993."): the title of a cited work matches a question's words and answers
     nothing. A sentence that names an author and a year is not enough: pages or a link must be there too."""
     flat = sp.flat(text)
     pages = any(int(a) < int(b) for a, b in _PAGES.findall(flat)) or bool(_PP.search(flat))
@@ -275,7 +275,7 @@ def is_reference_entry(text: str) -> bool:
 
 def contents_lines(text: str) -> list[tuple[int, int]]:
     """Where a passage holds lines of a table of contents or an index: a title, a leader of dots, a page
-    ("7 asn1Parser program . . . . . . 5")."""
+    ("7 The parser program . . . . . . 5")."""
     return [m.span() for m in re.finditer(r"[^\n]+", text) if _LEADER.search(m.group())]
 
 
