@@ -369,6 +369,26 @@ def test_restructuredtext_headings_and_prose_without_markup_at_the_files_offsets
     assert not loaders.reads_differently("text", tmp_path / "notes.txt", 1)
 
 
+SPHINX_PAGE = """<html><head><title>Virtual Environments — Example 1.0 documentation</title></head><body>
+<div class="related" role="navigation"><h3>Navigation</h3><ul><li><a href="index.html">index</a></li>
+<li><a href="modules.html">modules</a> |</li></ul></div>
+<div class="document"><div class="body" role="main">
+<section><h1>Virtual Environments<a class="headerlink" href="#venv" title="Permalink">¶</a></h1>
+<section><h2>Creating one<a class="headerlink" href="#c" title="Permalink">¶</a></h2>
+<p>Run <code>python -m venv env</code> to create one.</p></section></section></div></div>
+<div class="sphinxsidebar" role="navigation"><h3>Table of Contents</h3><p>Quick search</p></div>
+</body></html>"""
+
+
+def test_html_chrome_by_role_and_heading_permalinks_are_dropped(tmp_path: Path) -> None:
+    path = tmp_path / "venv.html"
+    path.write_text(SPHINX_PAGE)
+    page = load(path).pages[0]
+    assert [h for _, h in page.headings] == ["Virtual Environments", "Virtual Environments > Creating one"]
+    assert "¶" not in page.text and "Run python -m venv env to create one." in page.text
+    assert "Navigation" not in page.text and "Quick search" not in page.text and "modules" not in page.text
+
+
 def test_markdown_title_from_first_h1(tmp_path: Path) -> None:
     (tmp_path / "x.md").write_text("Some text\n\n# Real Title\n\nbody\n")
     assert load(tmp_path / "x.md").title == "Real Title"

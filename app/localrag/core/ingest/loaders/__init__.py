@@ -77,7 +77,8 @@ OnPage = Callable[[int, int], None]
 # Markdown: 2 = its links as their words, its images and layout tags blanked out (``markdown.mask_inline``).
 # Text: 2 = a reStructuredText file read with its headings and without its markup (``rst``); other text files
 # read the same as at 1.
-EXTRACTION_VERSIONS: dict[str, int] = {"pdf": pdf.EXTRACTION_VERSION, "markdown": 2, "text": 2}
+# HTML: 2 = chrome by ARIA role and headings' permalinks dropped.
+EXTRACTION_VERSIONS: dict[str, int] = {"pdf": pdf.EXTRACTION_VERSION, "markdown": 2, "text": 2, "html": 2}
 
 
 def extraction_version(doc_type: str) -> int:

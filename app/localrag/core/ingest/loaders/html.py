@@ -3,8 +3,9 @@ paths.
 
 Built on the standard library's ``html.parser``, which tokenises without recursion, so a page nested 100,000
 levels deep costs no more than a flat one. Scripts, styles, navigation, headers, footers and asides are
-dropped; if that leaves nothing (a page wrapped in an unclosed ``<header>``, say), only scripts and styles are
-dropped.
+dropped — so are elements that say they are such by their ARIA role (a documentation generator's
+``<div role="navigation">``), and a heading's permalink (``<a class="headerlink">¶</a>``); if that leaves
+nothing (a page wrapped in an unclosed ``<header>``, say), only scripts and styles are dropped.
 """
 
 from __future__ import annotations
@@ -21,6 +22,9 @@ from localrag.core.ingest.types import DocumentStream, Page
 
 _ALWAYS_DROPPED = frozenset({"script", "style", "noscript", "template", "svg", "math", "iframe", "object"})
 _CHROME = frozenset({"nav", "header", "footer", "aside", "form", "button", "select", "dialog"})
+# Elements that are chrome by their ARIA role, and links that are a heading's permalink by their class.
+_CHROME_ROLES = frozenset({"navigation", "banner", "contentinfo", "complementary", "search"})
+_PERMALINK_CLASSES = frozenset({"headerlink", "anchorjs-link", "header-anchor", "heading-anchor"})
 _PARAGRAPH = frozenset(
     {
         "p", "div", "section", "article", "main", "table", "ul", "ol", "dl", "blockquote", "pre", "figure",
@@ -54,6 +58,9 @@ class _MainText(HTMLParser):
         self.stack: list[tuple[int, str]] = []
         self.headings: list[tuple[int, str]] = []
         self.first_h1 = ""
+        self.dropped_tag: tuple[str, int] | None = (
+            None  # an element dropped by its role or class, its nesting
+        )
 
     # -- structure -------------------------------------------------------------------------------------------
 
@@ -63,6 +70,13 @@ class _MainText(HTMLParser):
             return
         if tag in self.drop:
             self.dropping[tag] = self.dropping.get(tag, 0) + 1
+            self.dropped_depth += 1
+            return
+        if self.dropped_tag is not None:
+            if tag == self.dropped_tag[0]:
+                self.dropped_tag = (tag, self.dropped_tag[1] + 1)
+        elif "nav" in self.drop and _chrome_by_attributes(attrs):
+            self.dropped_tag = (tag, 1)
             self.dropped_depth += 1
             return
         self._break(tag)
@@ -85,6 +99,12 @@ class _MainText(HTMLParser):
                 self.dropping[tag] -= 1
                 self.dropped_depth -= 1
             return
+        if self.dropped_tag is not None and tag == self.dropped_tag[0]:
+            nesting = self.dropped_tag[1] - 1
+            self.dropped_tag = (tag, nesting) if nesting else None
+            if not nesting:
+                self.dropped_depth -= 1
+                return
         if tag == "pre" and self.pre_depth:
             self.pre_depth -= 1
         elif tag in _HEADINGS and self.heading is not None:
@@ -151,6 +171,14 @@ class _MainText(HTMLParser):
 
     def text(self) -> str:
         return "".join(self.out)
+
+
+def _chrome_by_attributes(attrs: list[tuple[str, str | None]]) -> bool:
+    """Whether an element is chrome by its ARIA role, or a heading's permalink by its class."""
+    values = dict(attrs)
+    if (values.get("role") or "").strip().lower() in _CHROME_ROLES:
+        return True
+    return bool(_PERMALINK_CLASSES & set((values.get("class") or "").lower().split()))
 
 
 def open_stream(path: Path) -> DocumentStream:
