@@ -383,7 +383,9 @@ SPHINX_PAGE = """<html><head><title>Virtual Environments — Example 1.0 documen
 def test_html_chrome_by_role_and_heading_permalinks_are_dropped(tmp_path: Path) -> None:
     path = tmp_path / "venv.html"
     path.write_text(SPHINX_PAGE)
-    page = load(path).pages[0]
+    doc = load(path)
+    page = doc.pages[0]
+    assert doc.title == "Virtual Environments"  # the <title> without the site's name after the page's h1
     assert [h for _, h in page.headings] == ["Virtual Environments", "Virtual Environments > Creating one"]
     assert "¶" not in page.text and "Run python -m venv env to create one." in page.text
     assert "Navigation" not in page.text and "Quick search" not in page.text and "modules" not in page.text

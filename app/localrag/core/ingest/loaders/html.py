@@ -173,6 +173,18 @@ class _MainText(HTMLParser):
         return "".join(self.out)
 
 
+_SITE_SUFFIX = re.compile(r"\s+(?:[—–|·-]|::?)\s+\S")
+
+
+def page_title(title: str, first_h1: str) -> str:
+    """The page's title: its ``<title>``, without the site's name after it when it starts with the page's
+    first h1 ("Sorting HOW TO — Python 3.11 documentation" → "Sorting HOW TO"); the h1 when it has none."""
+    starts = bool(title and first_h1) and title.lower().startswith(first_h1.lower())
+    if starts and _SITE_SUFFIX.match(title[len(first_h1) :]):
+        return title[: len(first_h1)]
+    return title or first_h1
+
+
 def _chrome_by_attributes(attrs: list[tuple[str, str | None]]) -> bool:
     """Whether an element is chrome by its ARIA role, or a heading's permalink by its class."""
     values = dict(attrs)
@@ -234,7 +246,7 @@ def _parse_windows(
             carried = headings[-1][1]
         page = Page(number=1, text=piece, headings=headings, offset=taken)
         taken += cut
-        stream.title = clean_title(parser.title or parser.first_h1, path)
+        stream.title = clean_title(page_title(parser.title, parser.first_h1), path)
         return page
 
     for piece in iter_text(path, declared=declared, position=position):
