@@ -12,9 +12,8 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from localrag.core.errors import BadDocument
-from localrag.core.ingest.loaders._common import clean_title, display_name
-from localrag.core.ingest.loaders.streams import ReadPosition, iter_text, windows
+from localrag.core.ingest.loaders._common import clean_title
+from localrag.core.ingest.loaders.streams import ReadPosition, text_windows
 from localrag.core.ingest.types import DocumentStream, Page
 
 MIME = "text/x-rst"
@@ -40,15 +39,11 @@ def open_stream(path: Path) -> DocumentStream:
 
 def _pages(path: Path, stream: DocumentStream, position: ReadPosition) -> Iterator[Page]:
     reader = RstReader()
-    seen_text = False
-    for offset, text in windows(iter_text(path, position=position)):
-        seen_text = seen_text or not text.isspace()
+    for offset, text in text_windows(path, position):
         masked, headings = reader.feed(text)
         if reader.title:
             stream.title = clean_title(reader.title, path)
         yield Page(number=1, text=masked, headings=headings, offset=offset)
-    if not seen_text:
-        raise BadDocument(f"{display_name(path)} has no text.", code="empty")
 
 
 def mask_inline(line: str) -> str:

@@ -159,6 +159,17 @@ def windows(pieces: Iterable[str], size: int = WINDOW_CHARS) -> Iterator[tuple[i
         yield offset, buffer
 
 
+def text_windows(path: Path, position: ReadPosition) -> Iterator[tuple[int, str]]:
+    """``windows`` of the file's decoded text; ``BadDocument`` (``empty``) once read when it held only
+    whitespace."""
+    seen_text = False
+    for offset, text in windows(iter_text(path, position=position)):
+        seen_text = seen_text or not text.isspace()
+        yield offset, text
+    if not seen_text:
+        raise BadDocument(f"{display_name(path)} has no text.", code="empty")
+
+
 def window_cut(text: str, size: int) -> int:
     """Where to end a window of at most ``size`` characters at the start of ``text``."""
     for sep in _CUTS:

@@ -5,9 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-from localrag.core.errors import BadDocument
-from localrag.core.ingest.loaders._common import clean_title, display_name
-from localrag.core.ingest.loaders.streams import ReadPosition, iter_text, windows
+from localrag.core.ingest.loaders._common import clean_title
+from localrag.core.ingest.loaders.streams import ReadPosition, text_windows
 from localrag.core.ingest.types import DocumentStream, Page
 
 MIME_BY_SUFFIX = {".csv": "text/csv", ".tsv": "text/tab-separated-values", ".json": "application/json"}
@@ -32,9 +31,5 @@ def open_stream(path: Path) -> DocumentStream:
 
 
 def _pages(path: Path, position: ReadPosition) -> Iterator[Page]:
-    seen_text = False
-    for offset, text in windows(iter_text(path, position=position)):
-        seen_text = seen_text or not text.isspace()
+    for offset, text in text_windows(path, position):
         yield Page(number=1, text=text, offset=offset)
-    if not seen_text:
-        raise BadDocument(f"{display_name(path)} has no text.", code="empty")
