@@ -133,3 +133,12 @@ def _western(data: bytes) -> str | None:
 def strip_controls(text: str) -> str:
     """``text`` without C0 control characters (tab and newline kept)."""
     return _CONTROL.sub("", text)
+
+
+def enter_heading(stack: list[tuple[int, str]], level: int, text: str) -> str:
+    """Put a heading of ``level`` on the ``stack`` of the headings in force (those of its level and below
+    leave it) and return the heading path now in force ("Install > Linux")."""
+    while stack and stack[-1][0] >= level:
+        stack.pop()
+    stack.append((level, text))
+    return " > ".join(t for _, t in stack)

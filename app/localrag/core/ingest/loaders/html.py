@@ -16,7 +16,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 from localrag.core.errors import BadDocument
-from localrag.core.ingest.loaders._common import clean_title, display_name
+from localrag.core.ingest.loaders._common import clean_title, display_name, enter_heading
 from localrag.core.ingest.loaders.streams import WINDOW_CHARS, ReadPosition, iter_text, window_cut
 from localrag.core.ingest.types import DocumentStream, Page
 
@@ -126,10 +126,7 @@ class _MainText(HTMLParser):
         text = " ".join(" ".join(words).replace(">", "›").split())[:_MAX_HEADING_CHARS]
         if not text or start is None:
             return
-        while self.stack and self.stack[-1][0] >= level:
-            self.stack.pop()
-        self.stack.append((level, text))
-        self.headings.append((start, " > ".join(t for _, t in self.stack)))
+        self.headings.append((start, enter_heading(self.stack, level, text)))
         if level == 1 and not self.first_h1:
             self.first_h1 = text
 

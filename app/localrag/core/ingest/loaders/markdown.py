@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from localrag.core.ingest.loaders._common import clean_title
+from localrag.core.ingest.loaders._common import clean_title, enter_heading
 from localrag.core.ingest.loaders.streams import ReadPosition, text_windows
 from localrag.core.ingest.types import DocumentStream, Page
 
@@ -235,10 +235,7 @@ class HeadingParser:
         words = heading_text(raw)
         if not words:
             return
-        while self.stack and self.stack[-1][0] >= level:
-            self.stack.pop()
-        self.stack.append((level, words))
-        headings.append((at, self.path))
+        headings.append((at, enter_heading(self.stack, level, words)))
         if level == 1 and not self.first_h1:
             self.first_h1 = words
 

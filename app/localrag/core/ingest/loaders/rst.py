@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from localrag.core.ingest.loaders._common import clean_title
+from localrag.core.ingest.loaders._common import clean_title, enter_heading
 from localrag.core.ingest.loaders.streams import ReadPosition, text_windows
 from localrag.core.ingest.types import DocumentStream, Page
 
@@ -120,8 +120,5 @@ class RstReader:
         if style not in self.styles:
             self.styles.append(style)
         level = self.styles.index(style)
-        while self.stack and self.stack[-1][0] >= level:
-            self.stack.pop()
-        self.stack.append((level, words))
         self.title = self.title or words
-        headings.append((at, " > ".join(w for _, w in self.stack)))
+        headings.append((at, enter_heading(self.stack, level, words)))
