@@ -48,6 +48,7 @@ class Passage:
     heading_path: str = ""
     char_start: int = 100
     domain: str = ""  # the domain pack acting on its document (found at ingest)
+    doc_type: str = "pdf"
 
     @property
     def char_end(self) -> int:
@@ -434,3 +435,23 @@ def test_a_table_of_contents_line_is_never_quoted_as_the_answer(embed):
     ev = find_evidence("What does the asn1Parser program do?", [page], embed)
     assert ev.status == ANSWERED and "reads a single file" in " ".join(s.text for s in ev.spans)
     assert not any(". . ." in s.text for s in ev.spans)
+
+
+# The foot of a PDF page as the reader leaves it: the body's last sentence runs onto the next page, and the
+# footnotes under it open with their markers blanked.
+FOOTED_PAGE = (
+    "R can be built against several BLAS libraries, and packages that use one must then be re-installed.\n\n"
+    "Debian/Ubuntu systems provide a system-specific way to switch the BLAS in use: build R with the option "
+    "to select the reference BLAS, and then use\n\n"
+    "   The search order is currently OpenBLAS, BLIS, ATLAS and finally a generic libblas.\n\n"
+    "   Using the Oracle Developer Studio compilers"
+)
+
+
+def test_a_sentence_cut_by_its_page_end_is_not_finished_with_its_footnotes(embed):
+    page = Passage(FOOTED_PAGE, title="R Installation and Administration", path="/docs/R-admin.pdf")
+    ev = find_evidence("On Debian, how do I switch the BLAS that R uses?", [page], embed)
+    quoted = [s.text for s in ev.spans]
+    assert ev.status == ANSWERED and any("system-specific way to switch" in q for q in quoted)
+    assert not any("and then use" in q and "search order" in q for q in quoted)
+    assert not any("generic libblas" in q and "Oracle" in q for q in quoted)

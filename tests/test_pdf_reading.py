@@ -86,6 +86,74 @@ def test_a_footnote_marker_is_dropped_from_the_word_it_follows(tmp_path: Path):
     assert "39" not in text
 
 
+def _footnote(marker: str, text: str, top: int) -> str:
+    """A footnote's line at the foot of a page: its marker in small raised type, its text in 9 points."""
+    return f"BT /F1 6 Tf 4 Ts 72 {top} Td ({marker}) Tj /F1 9 Tf 0 Ts ( {text}) Tj ET"
+
+
+def _passage(page: str, number: int, start: int, end: int) -> Result:
+    return Result(
+        chunk_ids=[number],
+        doc_id=1,
+        doc_type="pdf",
+        title="Widget manual",
+        path="widget.pdf",
+        page_number=number,
+        heading_path="",
+        text=page[start:end],
+        similarity=0.5,
+        char_start=start,
+        char_end=end,
+    )
+
+
+def test_a_sentence_over_a_page_break_skips_the_footnotes_between_its_halves(tmp_path: Path):
+    pdf = write_content_pdf(
+        tmp_path / "footnotes.pdf",
+        [
+            [
+                *_head("Widget Manual", 1),
+                _body(
+                    [*FILLER, "Debian systems offer their own way to switch the library: build it, then use"]
+                ),
+                _footnote("21", "The search order is the fast one, then the generic one.", 120),
+                _footnote("22", "Using the other vendor's compilers", 106),
+            ],
+            [
+                *_head("Widget Manual", 2),
+                _body(
+                    [
+                        "update-alternatives to switch between the libraries installed. Other text follows.",
+                        *FILLER,
+                    ]
+                ),
+            ],
+            [*_head("Widget Manual", 3), _body(FILLER)],
+        ],
+    )
+    pages = load(pdf).pages
+    first, second = pages[0].text, pages[1].text
+    texts = {(1, p.number): p.text for p in pages}
+    notes = sp.footnotes_start(first)
+    assert first.index("then use") < notes < first.index("The search order")
+    whole = (
+        "Debian systems offer their own way to switch the library: build it, then use update-alternatives to "
+        "switch between the libraries installed."
+    )
+    # The body's last sentence, quoted from the first page, is finished from the top of the second.
+    start = first.index("Debian systems")
+    body_end = first.index("then use") + len("then use")
+    assert sp.flat(widen(_passage(first, 1, start, body_end), texts).text) == whole
+    # A footnote that stops mid-sentence is not finished with the next page's body.
+    note = first.index("Using the other")
+    cut = widen(_passage(first, 1, note, len(first.rstrip())), texts).text
+    assert "update-alternatives" not in cut
+    # The top of the second page is joined to the body's sentence, not to the last footnote.
+    top = second.index("update-alternatives")
+    joined = widen(_passage(second, 2, top, second.index("Other text")), texts).text
+    assert sp.flat(joined) == whole
+
+
 def test_a_heading_stays_its_own_line_and_is_not_glued_to_the_next_sentence(tmp_path: Path):
     pdf = write_content_pdf(
         tmp_path / "heading.pdf",

@@ -60,14 +60,14 @@ def candidates(texts: dict[int, str], number: int) -> set[str]:
     """The sentences of page ``number`` as the answers quote them, white space normalised: the page's spans,
     and its first and last joined to the sentence they continue on the page before or finish on the page
     after."""
-    mine = sp.split_spans(texts.get(number, ""))
+    page = texts.get(number, "")
+    mine = sp.split_spans(page)
     out = {sp.flat(s.text) for s in mine}
     if not mine:
         return out
-    for first, second in ((texts.get(number - 1, ""), mine), (mine, texts.get(number + 1, ""))):
-        first_spans = sp.split_spans(first) if isinstance(first, str) else first
-        second_spans = sp.split_spans(second) if isinstance(second, str) else second
-        end = sp.open_end(first_spans)
+    for first, second in ((texts.get(number - 1, ""), page), (page, texts.get(number + 1, ""))):
+        end = sp.open_end(sp.split_spans(sp.body(first)))
+        second_spans = sp.split_spans(second)
         if end is not None and second_spans:
             out.add(sp.flat(sp.join_across(end.text, second_spans[0].text)))
     return out

@@ -215,12 +215,12 @@ def _runs(scored: list[Candidate], sims: dict[int, float]) -> list[Candidate]:
         if c.heading or has_figures(c):  # a row of figures is a candidate of its own
             continue
         members = [c]
+        text = str(getattr(c.source, "text", "") or "")
         for step in range(1, MAX_RUN):
             nxt = by_place.get((c.number, c.index + step))
-            if nxt is None or nxt.heading or has_figures(nxt):
+            if nxt is None or nxt.heading or has_figures(nxt) or _footnote(nxt):
                 break
             members.append(nxt)
-            text = str(getattr(c.source, "text", "") or "")
             span = sp.Span(c.span.start, nxt.span.end, text[c.span.start : nxt.span.end])
             terms = set().union(*(m.terms for m in members))
             run = Candidate(span, c.source, c.number, c.rank, c.index, terms, False, c.context_terms)
@@ -307,10 +307,15 @@ def _choose(
     for c in ranked[1:]:
         if len(chosen) >= MAX_SPANS or c.score < model.second * best.score:
             break
-        if c.heading or any(_overlaps(c, o) for o in chosen):
+        if c.heading or any(_overlaps(c, o) or _within(c, o) for o in chosen):
             continue
         if best.features.get("domain") and not c.features.get("domain"):
             continue  # the figures a measure is computed from answer it; a sentence beside them does not
+        wider = [i for i, o in enumerate(chosen) if _within(o, c)]
+        if wider:  # a quote's sentence, finished from the next page in another passage: quoted once, whole
+            chosen[wider[0]] = c
+            best = chosen[0]
+            continue
         chosen.append(c)
     out = chosen + _continuation(best, candidates, chosen)
     for c in chosen[1:]:  # a span beside the best that stops mid-sentence comes with what finishes it
@@ -427,12 +432,22 @@ def _continuation(best: Candidate, candidates: list[Candidate], chosen: list[Can
         nxt = by_place.get((best.number, index))
         if nxt is None or nxt.heading or (out and not _is_item(nxt)) or (listing and not _is_item(nxt)):
             break
+        if _footnote(nxt):
+            break  # the page's body ends here: what a footnote says does not finish its sentence
         if nxt not in chosen:
             out.append(nxt)
         if not _is_item(nxt):
             break
         index += 1
     return out
+
+
+def _footnote(c: Candidate) -> bool:
+    """Whether a sentence of a PDF passage opens one of its page's footnotes."""
+    src = c.source
+    if getattr(src, "doc_type", "") != "pdf":
+        return False
+    return sp.opens_footnote(str(getattr(src, "text", "") or ""), c.span.start)
 
 
 def _is_item(c: Candidate) -> bool:
@@ -443,6 +458,12 @@ def _overlaps(a: Candidate, b: Candidate) -> bool:
     if a.source is b.source:
         return a.span.start < b.span.end and b.span.start < a.span.end
     return sp.flat(a.span.text) == sp.flat(b.span.text)
+
+
+def _within(a: Candidate, b: Candidate) -> bool:
+    """Whether ``a``, from another passage, is a part of ``b`` (the page before's last sentence, cut where
+    its page ends, and the same sentence finished in the passage at the top of the next page)."""
+    return a.source is not b.source and sp.flat(a.span.text) in sp.flat(b.span.text)
 
 
 def _span(c: Candidate) -> EvidenceSpan:

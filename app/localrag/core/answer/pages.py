@@ -119,9 +119,12 @@ def widen(result: Any, pages: dict[PageKey, str]) -> Any:
         new_end -= 1
     text = page[new_start:new_end]
     before = after = ""
+    pdf = getattr(result, "doc_type", "") == "pdf"  # its footnotes come between its body and the next page
     if not page[:new_start].strip() and _starts_mid_sentence(text):
-        before = _continued_from(clean_page(pages, (key[0], key[1] - 1)), text)
-    if not page[new_end:].strip() and _ends_mid_sentence(text):
+        before = _continued_from(clean_page(pages, (key[0], key[1] - 1)), text, footnotes=pdf)
+    # A footnote does not go on at the top of the next page; the body does.
+    notes = sp.footnotes_start(page) if pdf else len(page)
+    if new_end <= notes and not page[new_end:notes].strip() and _ends_mid_sentence(text):
         after = _finished_by(clean_page(pages, (key[0], key[1] + 1)), text)
     if (new_start, new_end) == (start, end) and not before and not after and text == result.text:
         return result
@@ -224,10 +227,10 @@ def _finished_by(page: str, text: str) -> str:
     return joined[len(text) :] if joined.startswith(text) else spans[0].text
 
 
-def _continued_from(page: str, text: str) -> str:
+def _continued_from(page: str, text: str, *, footnotes: bool = False) -> str:
     """The sentence ``text`` (the top of a page) continues from the previous ``page``: its last unfinished
-    one (footnotes may come after it), joined as a reader joins them."""
-    end = sp.open_end(sp.split_spans(page[-MAX_WIDEN_CHARS * 2 :]))
+    one (before the footnotes of a PDF page, with ``footnotes``), joined as a reader joins them."""
+    end = sp.open_end(sp.split_spans((sp.body(page) if footnotes else page)[-MAX_WIDEN_CHARS * 2 :]))
     if end is None:
         return ""
     joined = sp.join_across(end.text, text)

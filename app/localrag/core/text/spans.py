@@ -143,6 +143,36 @@ def _abbreviation(text: str, end: int) -> bool:
     return (len(word) == 1 and word.isupper()) or word.lower() in _ABBREVIATIONS
 
 
+# A footnote's first line as the PDF reader leaves it: the marker that opens it (one to three characters and
+# the space after them) blanked to spaces (``reading._blank_markers``), so the line starts with two to four
+# spaces and then its words. A line set further in (a centred caption) is something else.
+_FOOTNOTE_OPENS = re.compile(r"\n {2,4}(?=[^\W\d_])")
+# Footnotes sit at the foot of a page: a line so opened in the top quarter is taken as something else.
+_FOOTNOTES_BELOW = 0.25
+
+
+def footnotes_start(page: str) -> int:
+    """Where a PDF page's footnotes begin (the first line opened by a blanked marker, below the top quarter of
+    the page), or the page's length when it has none: the body's sentence that runs onto the next page ends
+    before them, and a footnote does not go on at the top of the next page."""
+    for m in _FOOTNOTE_OPENS.finditer(page, int(len(page) * _FOOTNOTES_BELOW)):
+        if page[: m.start()].strip():
+            return m.start()
+    return len(page)
+
+
+def opens_footnote(text: str, start: int) -> bool:
+    """Whether the sentence at ``start`` of a PDF page's ``text`` opens a footnote (its line opened by a
+    blanked marker, then words)."""
+    opening = text[start : start + 1]
+    return opening.isalpha() and re.search(r"\n {2,4}$", text[max(0, start - 40) : start]) is not None
+
+
+def body(page: str) -> str:
+    """The page without its footnotes (``footnotes_start``)."""
+    return page[: footnotes_start(page)]
+
+
 def open_end(spans: list[Span], look: int = 4) -> Span | None:
     """The sentence a page leaves unfinished for the next: the last of its last ``look`` spans (footnotes may
     follow it) that does not end as a sentence ends."""
