@@ -71,6 +71,19 @@ def test_sentences_keep_their_offsets_and_short_lines_stand_alone():
         assert FAQ_PAGE[s.start : s.end] == s.text
 
 
+def test_a_section_number_opening_its_line_stays_with_its_heading():
+    page = (
+        "On Linux systems we recommend the names vmlinux or vmlinuz, used in kernel source packages.\n\n"
+        "6.1.2. /bin : Essential user command binaries (for use by all users)\n\n"
+        "Linux systems which require them place these additional files into /bin:\n"
+        "3. Run the tests before the package is uploaded.\n"
+    )
+    texts = [s.text for s in spans.split_spans(page)]
+    assert texts[0].endswith("source packages.")  # the next section's number is not glued to it
+    assert "6.1.2. /bin : Essential user command binaries (for use by all users)" in texts
+    assert "3. Run the tests before the package is uploaded." in texts
+
+
 def test_a_short_line_that_breaks_off_mid_sentence_does_not_end_it():
     text = (
         "The command update.packages() is the simplest way to ensure that all the packages on\n"

@@ -77,7 +77,11 @@ def split_spans(text: str) -> list[Span]:
     """The sentences of ``text`` with their offsets in it, trimmed of surrounding white space."""
     lines = [m for m in _LINE.finditer(text) if m.group(0)]
     longest = max((len(m.group(0).rstrip()) for m in lines), default=0)
-    cuts = {m.end() for m in _END.finditer(text) if not _abbreviation(text, m.start())}
+    cuts = {
+        m.end()
+        for m in _END.finditer(text)
+        if not _abbreviation(text, m.start()) and not _numbering(text, m.start())
+    }
     for i, m in enumerate(lines):
         line = m.group(0).rstrip()
         stripped = line.strip()
@@ -171,6 +175,13 @@ def opens_footnote(text: str, start: int) -> bool:
 def body(page: str) -> str:
     """The page without its footnotes (``footnotes_start``)."""
     return page[: footnotes_start(page)]
+
+
+def _numbering(text: str, end: int) -> bool:
+    """Whether the full stop before ``end`` closes the number that opens its line: a section's ("6.1.2. /bin :
+    Essential user command binaries") or an item's ("3. Run the tests."), which belongs to what follows."""
+    start = text.rfind("\n", 0, end) + 1
+    return re.fullmatch(r"[ \t]*\d{1,3}(?:\.\d{1,3})*\.", text[start:end]) is not None
 
 
 def open_end(spans: list[Span], look: int = 4) -> Span | None:
