@@ -468,3 +468,22 @@ def test_a_sentence_cut_by_its_page_end_is_not_finished_with_its_footnotes(embed
     assert ev.status == ANSWERED and any("system-specific way to switch" in q for q in quoted)
     assert not any("and then use" in q and "search order" in q for q in quoted)
     assert not any("generic libblas" in q and "Oracle" in q for q in quoted)
+
+
+ZSH_OPTIONS = (
+    "Changing Directories\n\n"
+    "AUTO_CD (-J)\nIf a command is issued that can't be executed as a normal command, and the command is the "
+    "name of a directory, perform the cd command to that directory.\n\n"
+    "AUTO_PUSHD (-N)\nMake cd push the old directory onto the directory stack.\n\n"
+    "CDABLE_VARS (-T)\nIf the argument to cd is not a directory, it is tried as a parameter's value.\n"
+)
+
+
+def test_a_definition_is_quoted_with_its_term_and_without_the_next_one(embed):
+    page = Passage(
+        ZSH_OPTIONS, title="Options (zsh)", path="/docs/Options.html", page_number=1, doc_type="html"
+    )
+    ev = find_evidence("zsh: I want cd to push the old directory onto the stack automatically", [page], embed)
+    best = max(ev.spans, key=lambda s: s.score)
+    assert ev.status == ANSWERED and best.text.startswith("AUTO_PUSHD (-N)") and "push the old" in best.text
+    assert "CDABLE_VARS" not in best.text

@@ -391,6 +391,29 @@ def test_html_chrome_by_role_and_heading_permalinks_are_dropped(tmp_path: Path) 
     assert "Navigation" not in page.text and "Quick search" not in page.text and "modules" not in page.text
 
 
+def test_html_definition_list_keeps_each_description_on_the_line_after_its_term(tmp_path: Path) -> None:
+    path = tmp_path / "options.html"
+    path.write_text(
+        "<html><body><h1>Options</h1><dl>"
+        "<dt><span><tt>AUTO_PUSHD</tt> (<tt>-N</tt>)</span></dt>"
+        "<dd><p>Make <tt>cd</tt> push the old directory onto the directory stack.</p>"
+        "<p>Off by default.</p></dd>"
+        "<dt><tt>CDABLE_VARS</tt></dt><dd><p>Try a parameter's value as a directory.</p></dd>"
+        "</dl></body></html>"
+    )
+    text = load(path).pages[0].text
+    assert (
+        "AUTO_PUSHD (-N)\nMake cd push the old directory onto the directory stack.\n\nOff by default." in text
+    )
+    assert "stack.\n\nOff by default.\n\nCDABLE_VARS\nTry a parameter's value as a directory." in text
+    # Indexed with the loader before this change: read again, as only a page with a definition list reads
+    # differently now.
+    plain = tmp_path / "plain.html"
+    plain.write_text("<html><body><p>No lists here.</p></body></html>")
+    assert loaders.reads_differently("html", path, 2) and not loaders.reads_differently("html", plain, 2)
+    assert loaders.reads_differently("html", plain, 1) and not loaders.reads_differently("html", path, 3)
+
+
 def test_markdown_title_from_first_h1(tmp_path: Path) -> None:
     (tmp_path / "x.md").write_text("Some text\n\n# Real Title\n\nbody\n")
     assert load(tmp_path / "x.md").title == "Real Title"

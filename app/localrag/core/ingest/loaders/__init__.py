@@ -77,8 +77,9 @@ OnPage = Callable[[int, int], None]
 # Markdown: 2 = its links as their words, its images and layout tags blanked out (``markdown.mask_inline``).
 # Text: 2 = a reStructuredText file read with its headings and without its markup (``rst``); other text files
 # read the same as at 1.
-# HTML: 2 = chrome by ARIA role and headings' permalinks dropped.
-EXTRACTION_VERSIONS: dict[str, int] = {"pdf": pdf.EXTRACTION_VERSION, "markdown": 2, "text": 2, "html": 2}
+# HTML: 2 = chrome by ARIA role and headings' permalinks dropped; 3 = a definition list's description on the
+# line after its term (only pages with a definition list read differently).
+EXTRACTION_VERSIONS: dict[str, int] = {"pdf": pdf.EXTRACTION_VERSION, "markdown": 2, "text": 2, "html": 3}
 
 
 def extraction_version(doc_type: str) -> int:
@@ -93,7 +94,17 @@ def reads_differently(doc_type: str, path: Path, version: int) -> bool:
         return pdf_versions.reads_differently(path, version)
     if doc_type == "text" and path.suffix.lower() != ".rst":
         return False
+    if doc_type == "html" and version == 2:
+        return _has_definitions(path)
     return version < extraction_version(doc_type)
+
+
+def _has_definitions(path: Path) -> bool:
+    """Whether an HTML page holds a definition list's description (``<dd``); one not read counts as one."""
+    try:
+        return b"<dd" in path.read_bytes().lower()
+    except OSError:
+        return True
 
 
 def detect_type(path: Path) -> str | None:

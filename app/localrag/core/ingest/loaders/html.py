@@ -58,6 +58,7 @@ class _MainText(HTMLParser):
         self.stack: list[tuple[int, str]] = []
         self.headings: list[tuple[int, str]] = []
         self.first_h1 = ""
+        self.describing = False  # a definition's description opened, nothing of it emitted yet
         self.dropped_tag: tuple[str, int] | None = (
             None  # an element dropped by its role or class, its nesting
         )
@@ -79,6 +80,7 @@ class _MainText(HTMLParser):
             self.dropped_tag = (tag, 1)
             self.dropped_depth += 1
             return
+        self.describing = tag == "dd" or (self.describing and tag in _PARAGRAPH)
         self._break(tag)
         if tag == "pre":
             self.pre_depth += 1
@@ -112,9 +114,11 @@ class _MainText(HTMLParser):
         self._break(tag)
 
     def _break(self, tag: str) -> None:
-        if tag in _PARAGRAPH:
+        # A description's first paragraph stays on the line after its term: "AUTO_PUSHD (-N)" then
+        # "Make cd push the old directory onto the directory stack." are one entry.
+        if tag in _PARAGRAPH and not self.describing:
             self.pending = "\n\n"
-        elif tag in _LINE and self.pending != "\n\n":
+        elif (tag in _LINE or tag in _PARAGRAPH) and self.pending != "\n\n":
             self.pending = "\n"
         elif tag in _CELL and not self.pending:
             self.pending = "\t"
@@ -159,6 +163,7 @@ class _MainText(HTMLParser):
             self.out.append(self.pending)
             self.length += len(self.pending)
         self.pending = ""
+        self.describing = False
         if self.heading is not None:
             level, start, words = self.heading
             self.heading = (level, self.length if start is None else start, words)
