@@ -73,3 +73,22 @@ def chat_panel(qtbot: Any, library: Any, worker: Any) -> Iterator[Any]:
     if worker.busy:
         with qtbot.waitSignal(worker.request_finished, timeout=60000):
             worker.cancel()
+
+
+def passage_of(page: str, start: int, end: int, *, page_number: int = 2, doc_id: int = 7) -> Any:
+    """A passage of a PDF manual's page as search hands it over: ``page[start:end]`` with its offsets."""
+    from localrag.core.retrieve.results import Result
+
+    return Result(
+        chunk_ids=[1],
+        doc_id=doc_id,
+        doc_type="pdf",
+        title="Widget manual",
+        path="/docs/widget.pdf",
+        page_number=page_number,
+        heading_path="",
+        text=page[start:end],
+        similarity=0.5,
+        char_start=start,
+        char_end=end,
+    )

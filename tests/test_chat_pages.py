@@ -8,29 +8,12 @@ from __future__ import annotations
 
 import pytest
 
-from fixtures_chat import index
+from fixtures_chat import index, passage_of
 from fixtures_docs import write_pdf
 from localrag.core.answer.engine import ChatEngine
 from localrag.core.answer.events import EvidenceReady
 from localrag.core.answer.pages import WholePassage, clean_page, page_texts, widen
 from localrag.core.answer.request import AskRequest
-from localrag.core.retrieve.results import Result
-
-
-def _result(page: str, start: int, end: int, page_number: int = 2) -> Result:
-    return Result(
-        chunk_ids=[1],
-        doc_id=7,
-        doc_type="pdf",
-        title="Widget manual",
-        path="/docs/widget.pdf",
-        page_number=page_number,
-        heading_path="",
-        text=page[start:end],
-        similarity=0.5,
-        char_start=start,
-        char_end=end,
-    )
 
 
 def test_a_running_header_with_the_page_number_is_blanked_and_the_lines_under_it_kept():
@@ -70,7 +53,7 @@ def test_a_passage_cut_in_mid_sentence_is_widened_to_whole_sentences_on_its_page
     )
     start = page.index("fan runs")
     end = page.index("once a month") + 4
-    whole = widen(_result(page, start, end), {(7, 2): page})
+    whole = widen(passage_of(page, start, end), {(7, 2): page})
     assert isinstance(whole, WholePassage)
     assert whole.text == (
         "The cooling fan runs at 1200 rpm in normal operation.\nClean the filter once a month."
@@ -87,7 +70,7 @@ def test_a_sentence_that_runs_onto_the_next_page_is_finished_from_it():
     }
     page = pages[(7, 2)]
     start = page.index("The filter")
-    whole = widen(_result(page, start, len(page)), pages)
+    whole = widen(passage_of(page, start, len(page)), pages)
     assert whole.text.endswith("or after one thousand hours of use, whichever comes first.")
     assert "Widget" not in whole.text
     assert whole.after > 0 and whole.char_end <= len(page)
@@ -95,7 +78,7 @@ def test_a_sentence_that_runs_onto_the_next_page_is_finished_from_it():
 
 def test_a_passage_already_whole_comes_back_unchanged():
     page = "The pump starts when the tank is full. The fan runs at 1200 rpm.\n"
-    r = _result(page, 0, len(page.rstrip()))
+    r = passage_of(page, 0, len(page.rstrip()))
     assert widen(r, {(7, 2): page}) is r
     assert widen(r, {}) is r  # page unknown
 

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pypdfium2 as pdfium
 
+from fixtures_chat import passage_of
 from fixtures_docs import write_content_pdf
 from localrag.core.answer.pages import widen
 from localrag.core.ingest.loaders import load
-from localrag.core.retrieve.results import Result
 from localrag.core.text import reading
 from localrag.core.text import spans as sp
 
@@ -91,22 +91,6 @@ def _footnote(marker: str, text: str, top: int) -> str:
     return f"BT /F1 6 Tf 4 Ts 72 {top} Td ({marker}) Tj /F1 9 Tf 0 Ts ( {text}) Tj ET"
 
 
-def _passage(page: str, number: int, start: int, end: int) -> Result:
-    return Result(
-        chunk_ids=[number],
-        doc_id=1,
-        doc_type="pdf",
-        title="Widget manual",
-        path="widget.pdf",
-        page_number=number,
-        heading_path="",
-        text=page[start:end],
-        similarity=0.5,
-        char_start=start,
-        char_end=end,
-    )
-
-
 def test_a_sentence_over_a_page_break_skips_the_footnotes_between_its_halves(tmp_path: Path):
     pdf = write_content_pdf(
         tmp_path / "footnotes.pdf",
@@ -133,7 +117,7 @@ def test_a_sentence_over_a_page_break_skips_the_footnotes_between_its_halves(tmp
     )
     pages = load(pdf).pages
     first, second = pages[0].text, pages[1].text
-    texts = {(1, p.number): p.text for p in pages}
+    texts = {(7, p.number): p.text for p in pages}
     notes = sp.footnotes_start(first)
     assert first.index("then use") < notes < first.index("The search order")
     whole = (
@@ -143,14 +127,14 @@ def test_a_sentence_over_a_page_break_skips_the_footnotes_between_its_halves(tmp
     # The body's last sentence, quoted from the first page, is finished from the top of the second.
     start = first.index("Debian systems")
     body_end = first.index("then use") + len("then use")
-    assert sp.flat(widen(_passage(first, 1, start, body_end), texts).text) == whole
+    assert sp.flat(widen(passage_of(first, start, body_end, page_number=1), texts).text) == whole
     # A footnote that stops mid-sentence is not finished with the next page's body.
     note = first.index("Using the other")
-    cut = widen(_passage(first, 1, note, len(first.rstrip())), texts).text
+    cut = widen(passage_of(first, note, len(first.rstrip()), page_number=1), texts).text
     assert "update-alternatives" not in cut
     # The top of the second page is joined to the body's sentence, not to the last footnote.
     top = second.index("update-alternatives")
-    joined = widen(_passage(second, 2, top, second.index("Other text")), texts).text
+    joined = widen(passage_of(second, top, second.index("Other text"), page_number=2), texts).text
     assert sp.flat(joined) == whole
 
 
@@ -226,20 +210,8 @@ def test_a_sentence_over_a_page_break_is_joined_whole(tmp_path: Path):
     assert sp.flat(sp.join_across(end.text, second[0].text)) == whole
     # An answer quoting the end of the first page finishes the sentence from the second.
     start = pages[0].text.index("The filter")
-    result = Result(
-        chunk_ids=[1],
-        doc_id=1,
-        doc_type="pdf",
-        title="Widget manual",
-        path=str(pdf),
-        page_number=1,
-        heading_path="",
-        text=pages[0].text[start : end.end],
-        similarity=0.5,
-        char_start=start,
-        char_end=end.end,
-    )
-    assert sp.flat(widen(result, {(1, p.number): p.text for p in pages}).text) == whole
+    result = passage_of(pages[0].text, start, end.end, page_number=1)
+    assert sp.flat(widen(result, {(7, p.number): p.text for p in pages}).text) == whole
 
 
 def test_the_hyphen_rule_reads_the_documents_own_words():
