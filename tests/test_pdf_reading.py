@@ -342,6 +342,27 @@ def test_a_title_printed_large_on_the_first_page_names_a_pdf_whose_metadata_name
     assert pdf_loader.metadata_title("Annual Report 2021") == "Annual Report 2021"
 
 
+def test_a_logo_in_larger_type_than_the_title_is_not_taken_for_it(tmp_path: Path):
+    from localrag.core.ingest.loaders import pdf_versions
+
+    # A cover whose logo repeats the product's name, its first letter drawn (not text), under the title.
+    cover = write_content_pdf(
+        tmp_path / "vectors.pdf",
+        [
+            [
+                "BT /F1 20 Tf 24 TL 72 720 Td (Asymptote: the Vector Graphics) Tj T* (Language) Tj ET",
+                "BT /F1 11 Tf 72 660 Td (For version 2.85) Tj ET",
+                "BT /F1 25 Tf 100 560 Td (symptote) Tj ET",
+                _body(FILLER, top=500),
+            ]
+        ],
+    )
+    assert load(cover).title == "Asymptote: the Vector Graphics Language"
+    # Indexed by version 4, which took the logo: read again; a PDF whose title was right is not.
+    assert pdf_versions.reads_differently(cover, 4)
+    assert not pdf_versions.reads_differently(_titled(tmp_path / "tomatoes.pdf"), 4)
+
+
 def test_after_the_titles_and_dashes_change_only_a_pdf_that_reads_differently_is_indexed_again(
     library, tmp_path: Path
 ):

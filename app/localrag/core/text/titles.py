@@ -37,26 +37,51 @@ def looks_like_file_name(title: str) -> bool:
     return bool(_FILE_NAME.match(title.strip()))
 
 
-def first_page_title(text: str, lines: Sequence[Line]) -> str:
+def first_page_title(text: str, lines: Sequence[Line], *, logos: bool = True) -> str:
     """The title printed on a first page (``text`` and its ``lines`` with their font sizes), or "" when its
-    type does not stand out."""
+    type does not stand out. ``logos=False``: as before a logo was told from the title (what a library indexed
+    then holds)."""
     sized = [line for line in lines if line.size > 0 and text[line.start : line.end].strip()]
     if not sized:
         return ""
     top = sized[:TOP_LINES]
     largest = max(line.size for line in top)
-    if largest < LARGER * _body_size(text, sized):
+    body = _body_size(text, sized)
+    if largest < LARGER * body:
         return ""
-    first = next(i for i, line in enumerate(top) if line.size >= SAME_SIZE * largest)
-    picked: list[Line] = []
-    for line in top[first : first + MAX_LINES]:
-        if line.size < SAME_SIZE * largest or (picked and _apart(picked[-1], line)):
-            break
-        picked.append(line)
-    title = glyphs.letters(" ".join(" ".join(text[line.start : line.end].split()) for line in picked))
+    title = _run(text, top, largest)
+    if logos and len(title.split()) == 1:
+        # A logo: one word in the page's largest type that a title in large type holds ("symptote", its
+        # first letter drawn, under "Asymptote: the Vector Graphics Language"). The title is that line's run.
+        word = title.lower()
+        holder = next(
+            (
+                ln
+                for ln in top
+                if LARGER * body <= ln.size < SAME_SIZE * largest and word in _line(text, ln).lower()
+            ),
+            None,
+        )
+        if holder is not None:
+            title = _run(text, top, holder.size)
     if len(title) > MAX_CHARS or len(_WORD.findall(title)) < 1:
         return ""
     return title
+
+
+def _run(text: str, top: Sequence[Line], size: float) -> str:
+    """The first run of lines of ``top`` set in ``size`` type (or within ``SAME_SIZE`` of it), read as one."""
+    first = next(i for i, line in enumerate(top) if SAME_SIZE * size <= line.size <= size / SAME_SIZE)
+    picked: list[Line] = []
+    for line in top[first : first + MAX_LINES]:
+        if not SAME_SIZE * size <= line.size <= size / SAME_SIZE or (picked and _apart(picked[-1], line)):
+            break
+        picked.append(line)
+    return glyphs.letters(" ".join(_line(text, line) for line in picked))
+
+
+def _line(text: str, line: Line) -> str:
+    return " ".join(text[line.start : line.end].split())
 
 
 def _body_size(text: str, sized: Sequence[Line]) -> float:

@@ -29,12 +29,13 @@ from localrag.core.text import glyphs, reading, titles
 log = logging.getLogger("localrag.ingest.pdf")
 
 MIME = "application/pdf"
-# What a page's text is: 4 = as 3, with T1's lost dashes put back and the title printed on the first page when
+# What a page's text is: 5 = as 4, with a one-word logo in the first page's largest type not taken for the
+# title; 4 = as 3, with T1's lost dashes put back and the title printed on the first page when
 # the metadata names none; 3 =
 # the reading text with lost ligatures put back; 2 = the reading text, one
 # character per pdfium character; 1 = pdfium's text with its line breaks and hyphenation marks taken out. A
 # document indexed with an older one is indexed again where it would read differently (``reads_differently``).
-EXTRACTION_VERSION = 4
+EXTRACTION_VERSION = 5
 # Pages read either side of a page to find its running heads and footers (book layouts alternate two).
 NEIGHBOURS = 2
 MAX_OUTLINE_ENTRIES = 20_000
@@ -453,16 +454,16 @@ def metadata_title(title: str) -> str:
     return title
 
 
-def printed_title(backend: Any) -> str:
+def printed_title(backend: Any, *, logos: bool = True) -> str:
     """The title printed on the first page in large type ("" when none stands out, or the page is
-    unreadable)."""
+    unreadable; ``logos``: see ``titles.first_page_title``)."""
     if not backend.page_count:
         return ""
     try:
         text, _, _, layout = backend.page(0, False)
     except Exception:
         return ""
-    return titles.first_page_title(text, layout.lines) if layout is not None else ""
+    return titles.first_page_title(text, layout.lines, logos=logos) if layout is not None else ""
 
 
 def _pages(

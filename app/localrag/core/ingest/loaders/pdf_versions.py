@@ -14,12 +14,15 @@ def reads_differently(path: Path, version: int) -> bool:
     """Whether reading ``path`` now gives other text than the loader of ``version`` gave: always before 2;
     from 2 to 3 only where a page holds a lost ligature outside a math font (most PDFs have none, and keep
     their text and vectors); from 3 to 4 where the metadata names no title and the first page prints one, or
-    a page holds a lost T1 dash. A file that cannot be read is read again (its own steps say why it fails)."""
+    a page holds a lost T1 dash; from 4 to 5 where that printed title was a logo. A file that cannot be read
+    is read again (its own steps say why it fails)."""
     if version < 2:
         return True
     if version >= pdf.EXTRACTION_VERSION:
         return False
     try:
+        if version == 4:
+            return _logo_title(path)
         return _title_found(path) or _codes_lost(path, dashes_only=version >= 3)
     except Exception:
         return True
@@ -30,6 +33,17 @@ def _title_found(path: Path) -> bool:
     backend, _ = pdf._open_backend(path)
     try:
         return not pdf.metadata_title(backend.title()) and bool(pdf.printed_title(backend))
+    finally:
+        backend.close()
+
+
+def _logo_title(path: Path) -> bool:
+    """Whether version 4 took a logo for the printed title (the metadata naming none)."""
+    backend, _ = pdf._open_backend(path)
+    try:
+        if pdf.metadata_title(backend.title()):
+            return False
+        return pdf.printed_title(backend, logos=False) != pdf.printed_title(backend)
     finally:
         backend.close()
 
