@@ -107,5 +107,8 @@ def test_a_clause_of_prose_ending_with_a_semicolon_is_shown_as_prose_and_code_as
         "provided that you publish on each copy an appropriate copyright notice;"
     )
     assert display(clause) == clause
+    item = "2. A list of directories named by the variable DIR (separated by : under UNIX and ; under MSDOS);"
+    assert display(item) == item  # its parentheses hold words, not a call
     assert display("x = compute(a, b);") == "`x = compute(a, b);`"
+    assert display("minimize obj: x + 1.5 * (y + z);") == "`minimize obj: x + 1.5 * (y + z);`"
     assert display("$ git bisect reset") == "`$ git bisect reset`"

@@ -487,3 +487,21 @@ def test_a_definition_is_quoted_with_its_term_and_without_the_next_one(embed):
     best = max(ev.spans, key=lambda s: s.score)
     assert ev.status == ANSWERED and best.text.startswith("AUTO_PUSHD (-N)") and "push the old" in best.text
     assert "CDABLE_VARS" not in best.text
+
+
+SEARCH_PATHS = (
+    "2.5 Search paths\n\n"
+    "In looking for Asymptote files, asy will search the following paths, in the order listed:\n\n"
+    "1. The current directory;\n\n"
+    "2. A list of one or more directories specified by the configuration variable dir or environment "
+    "variable ASYMPTOTE_DIR (separated by : under UNIX and ; under MSDOS);\n\n"
+    "3. The directory specified by the environment variable ASYMPTOTE_HOME.\n"
+)
+
+
+def test_a_numbered_lists_items_are_quoted_after_the_sentence_that_announces_them(embed):
+    page = Passage(SEARCH_PATHS, title="Asymptote", path="/docs/asymptote.pdf", page_number=11)
+    ev = find_evidence("Which directories does asy search for files, in what order?", [page], embed)
+    quoted = " ".join(s.text for s in ev.spans)
+    assert ev.status == ANSWERED and "in the order listed:" in quoted
+    assert "1. The current directory;" in quoted and "2. A list of one or more directories" in quoted

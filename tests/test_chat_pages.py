@@ -76,6 +76,18 @@ def test_a_sentence_that_runs_onto_the_next_page_is_finished_from_it():
     assert whole.after > 0 and whole.char_end <= len(page)
 
 
+def test_a_passage_that_ends_announcing_a_list_takes_its_items():
+    page = (
+        "2.5 Search paths\n\nIn looking for files, asy searches these paths, in the order listed:\n\n"
+        "1. The current directory;\n\n2. The directories named by the variable ASYMPTOTE_DIR;\n\n"
+        "3. The directory .asy in the user's home directory.\n\n2.6 Editing modes\n\nEmacs can edit code.\n"
+    )
+    end = page.index("listed:") + len("listed:")
+    whole = widen(passage_of(page, page.index("In looking"), end), {(7, 2): page})
+    assert whole.text.endswith("3. The directory .asy in the user's home directory.")
+    assert "Editing modes" not in whole.text
+
+
 def test_a_passage_already_whole_comes_back_unchanged():
     page = "The pump starts when the tank is full. The fan runs at 1200 rpm.\n"
     r = passage_of(page, 0, len(page.rstrip()))

@@ -240,13 +240,23 @@ def split_long(spans: list[sp.Span]) -> list[sp.Span]:
     return out
 
 
+_NUMBERED = re.compile(r"^(?:chapter|section|appendix|part)?\s*(\d+(?:\.\d+)*)\.?\s+\S", re.IGNORECASE)
+# A numbered line of at most this many words, with no dotted number, is a heading rather than an item.
+HEADING_WORDS = 12
+
+
 def looks_like_heading(span: sp.Span, heading_terms: set[str], domain: str = "") -> bool:
     text = sp.flat(span.text)
     if text.startswith("#"):  # a Markdown heading
         return True
-    if re.match(
-        r"^(?:chapter|section|appendix|part)?\s*\d+(?:\.\d+)*\.?\s+\S", text, re.IGNORECASE
-    ) and not text.endswith("."):
+    # A numbered heading ("2.5 Search paths", "6.1.2. /bin : Essential binaries", "1. Introduction"), not a
+    # numbered list's item ("1. The current directory;", a sentence of a dozen words or more).
+    numbered = _NUMBERED.match(text)
+    if (
+        numbered
+        and not text.endswith((".", ";", ",", ":"))
+        and ("." in numbered.group(1) or len(text.split()) <= HEADING_WORDS)
+    ):
         return True
     if hooks.is_title(text, domain):
         return True

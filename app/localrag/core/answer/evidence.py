@@ -318,9 +318,8 @@ def _choose(
             continue
         chosen.append(c)
     out = chosen + _continuation(best, candidates, chosen)
-    for c in chosen[1:]:  # a span beside the best that stops mid-sentence comes with what finishes it
-        if sp.unfinished(c.span.text):
-            out += _continuation(c, candidates, out)
+    for c in chosen[1:]:  # a span beside the best that announces a list or stops mid-sentence comes with it
+        out += _continuation(c, candidates, out)
     return out
 
 

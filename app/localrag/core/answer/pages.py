@@ -117,6 +117,8 @@ def widen(result: Any, pages: dict[PageKey, str]) -> Any:
             new_end = b
     while new_end > new_start and page[new_end - 1].isspace():
         new_end -= 1
+    if page[new_start:new_end].endswith(":"):
+        new_end = _announced(page, new_end)
     text = page[new_start:new_end]
     before = after = ""
     pdf = getattr(result, "doc_type", "") == "pdf"  # its footnotes come between its body and the next page
@@ -136,6 +138,23 @@ def widen(result: Any, pages: dict[PageKey, str]) -> Any:
         before=len(before),
         after=len(after),
     )
+
+
+# A list's item: a bullet, a number or a letter, then its text.
+_ITEM = re.compile(r"(?:[-•*·▪◦–]|\(?\d{1,2}[.)]|\(?[a-z][.)])\s+\S")
+
+
+def _announced(page: str, end: int) -> int:
+    """Where the list a passage's last sentence announces (it ends with a colon) ends on its page: its items
+    whole, within ``MAX_WIDEN_CHARS``; ``end`` itself when no item follows."""
+    window = page[end : end + MAX_WIDEN_CHARS]
+    whole = end + len(window) == len(page)  # the window holds the rest of the page
+    out = end
+    for s in sp.split_spans(window):
+        if not _ITEM.match(s.text) or (s.end == len(window.rstrip()) and not whole):
+            break  # not an item, or one the window may cut
+        out = end + s.end
+    return out
 
 
 def clean_page(pages: dict[PageKey, str], key: PageKey) -> str:

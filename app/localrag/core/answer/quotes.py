@@ -173,9 +173,12 @@ def display(text: str) -> str:
 
 def _code(line: str) -> bool:
     """Whether a line is shown as code: a prompt's command, or a short line ending as a statement or block
-    does; a long clause of prose ending with a semicolon ("… an appropriate copyright notice;") is prose."""
+    does; a long clause of prose ending with a semicolon ("… an appropriate copyright notice;", "2. A list
+    of directories (separated by : under UNIX);") is prose: code has operators, brackets or a call in it."""
     if not sp.is_code_line(line):
         return False
     return (
-        bool(sp.CODE_PROMPT.match(line)) or len(line.split()) < 8 or bool(re.search(r"[=(){}\[\]<>]", line))
+        bool(sp.CODE_PROMPT.match(line))
+        or len(line.split()) < 8
+        or bool(re.search(r"[={}\[\]<>]|\w\(|\s[+*/%]\s", line))
     )
