@@ -138,6 +138,34 @@ def test_a_sentence_over_a_page_break_skips_the_footnotes_between_its_halves(tmp
     assert sp.flat(joined) == whole
 
 
+def test_a_wrapped_line_of_prose_ending_with_a_semicolon_is_not_taken_for_code(tmp_path: Path):
+    from localrag.core.ingest.loaders import pdf_versions
+
+    pdf = write_content_pdf(
+        tmp_path / "paths.pdf",
+        [
+            [
+                _body(
+                    [
+                        "Asymptote looks for its files in each directory of the list, in the order in which",
+                        "they are given, separated by a colon under UNIX and by a semicolon under MSDOS;",
+                        "the first file found is used, and the others are never read by the program at all.",
+                        "The loop adds one to the counter for every line it reads:",
+                        "count = count + 1;",
+                    ]
+                )
+            ]
+        ],
+    )
+    found = _sentences(load(pdf).pages[0].text)
+    assert any("in the order in which they are given, separated by a colon" in s for s in found), found
+    assert "count = count + 1;" in found  # a line of code stays a line of its own
+    # Indexed by version 5, which broke the sentence there: read again; a PDF without such a line is not.
+    assert pdf_versions.reads_differently(pdf, 5)
+    plain = write_content_pdf(tmp_path / "plain.pdf", [[_body(FILLER)]])
+    assert not pdf_versions.reads_differently(plain, 5)
+
+
 def test_a_heading_stays_its_own_line_and_is_not_glued_to_the_next_sentence(tmp_path: Path):
     pdf = write_content_pdf(
         tmp_path / "heading.pdf",

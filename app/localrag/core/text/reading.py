@@ -187,6 +187,7 @@ def reading_text(
     sizes: Sequence[float] | None = None,
     drop: Container[int] = (),
     words: Container[str] = (),
+    prose_semicolons: bool = True,
 ) -> str:
     """``text`` as a person reads it, the same length (see the module's docstring).
 
@@ -196,6 +197,8 @@ def reading_text(
         drop: indices of ``lines`` to blank (running heads, footers, page numbers).
         words: words seen in the document (lower case): a word hyphenated at a line's end is made whole
             when the whole word is among them, kept hyphenated when the hyphenated one is.
+        prose_semicolons: a line ending with a semicolon that is a clause of prose is read as prose, not code
+            (``prose_clause``; False: as the PDF text before version 6 read it).
     """
     if lines is None:
         lines = lines_of(text)
@@ -205,7 +208,7 @@ def reading_text(
             line = lines[i]
             out[line.start : line.end] = " " * (line.end - line.start)
     _blank_markers(out, text, lines, sizes)
-    ref = _Reference(text, lines, drop)
+    ref = _Reference(text, lines, drop, prose_semicolons)
     for i in range(len(lines) - 1):
         a, b = lines[i], lines[i + 1]
         soft = text[a.end : a.stop] == _SOFT_HYPHEN
@@ -223,8 +226,11 @@ def reading_text(
 class _Reference:
     """What a page's usual line looks like: its width (or length in characters), left edge and font size."""
 
-    def __init__(self, text: str, lines: Sequence[Line], drop: Container[int]) -> None:
+    def __init__(
+        self, text: str, lines: Sequence[Line], drop: Container[int], prose_semicolons: bool
+    ) -> None:
         self.text = text
+        self.prose_semicolons = prose_semicolons
         body = [
             line
             for i, line in enumerate(lines)
@@ -250,6 +256,11 @@ class _Reference:
             return line.right - line.left < SHORT_LINE * self.width
         return bool(self.chars) and len(stripped) < SHORT_LINE * self.chars
 
+    def _code(self, line: str, after_short: bool = False) -> bool:
+        """Whether a line is code; a clause of prose ending with a semicolon is not, unless it follows a short
+        line (a heading's: "Smooth", then "gnuplot includes … routines;")."""
+        return _is_code(line) or (line.endswith(";") and (after_short or not self.prose_semicolons))
+
     def hard_break(self, a: Line, b: Line) -> bool:
         """Whether the break after line ``a`` ends a block (a paragraph, heading, list item, row) rather than
         wrap a sentence onto line ``b``."""
@@ -261,7 +272,7 @@ class _Reference:
             return False
         if a.size and b.size and abs(a.size - b.size) > SIZE_STEP * max(a.size, b.size):
             return True
-        if _LIST_ITEM.match(second) or _is_code(first) or _is_code(second):
+        if _LIST_ITEM.match(second) or self._code(first) or self._code(second, self.short(a, first)):
             return True  # a list item, a line of code
         if FIGURES_ROW.search(first) or FIGURES_ROW.search(second):
             return True  # a row of figures is a line of its own
@@ -306,7 +317,19 @@ def _full_width(values: list[float]) -> float:
 
 
 def _is_code(line: str) -> bool:
-    return bool(re.match(r"(?:R>|>>>|\$|#|>)\s", line)) or line.endswith(("{", "}", ";"))
+    if re.match(r"(?:R>|>>>|\$|#|>)\s", line) or line.endswith(("{", "}")):
+        return True
+    return line.endswith(";") and not prose_clause(line)
+
+
+# What code has and a clause of prose has not: an operator, a brace or bracket, a call ("free(p);").
+_CODE_SIGNS = re.compile(r"[={}\[\]<>|]|\w\(|\s[+*/%]\s|\$\w|;;")
+
+
+def prose_clause(line: str) -> bool:
+    """Whether a line ending with a semicolon is a clause of prose (a list's item, "… is also accepted);")
+    rather than a statement: three words or more, starting with a letter, and nothing of code in it."""
+    return len(line.split()) >= 3 and line[:1].isalpha() and not _CODE_SIGNS.search(line)
 
 
 def _set_break(out: list[str], line: Line, hard: bool) -> None:

@@ -7,23 +7,26 @@ from pathlib import Path
 
 from localrag.core.ingest.loaders import pdf
 from localrag.core.pdfium_lock import PDFIUM_LOCK
-from localrag.core.text import glyphs
+from localrag.core.text import glyphs, reading
 
 
 def reads_differently(path: Path, version: int) -> bool:
     """Whether reading ``path`` now gives other text than the loader of ``version`` gave: always before 2;
     from 2 to 3 only where a page holds a lost ligature outside a math font (most PDFs have none, and keep
     their text and vectors); from 3 to 4 where the metadata names no title and the first page prints one, or
-    a page holds a lost T1 dash; from 4 to 5 where that printed title was a logo. A file that cannot be read
+    a page holds a lost T1 dash; from 4 to 5 where that printed title was a logo; from 5 to 6 where a line
+    ending with a semicolon is a clause of prose that goes on from the line before. A file that cannot be read
     is read again (its own steps say why it fails)."""
     if version < 2:
         return True
     if version >= pdf.EXTRACTION_VERSION:
         return False
     try:
-        if version == 4:
-            return _logo_title(path)
-        return _title_found(path) or _codes_lost(path, dashes_only=version >= 3)
+        if version < 4 and (_title_found(path) or _codes_lost(path, dashes_only=version >= 3)):
+            return True
+        if version == 4 and _logo_title(path):
+            return True
+        return _prose_clauses(path)
     except Exception:
         return True
 
@@ -46,6 +49,27 @@ def _logo_title(path: Path) -> bool:
         return pdf.printed_title(backend, logos=False) != pdf.printed_title(backend)
     finally:
         backend.close()
+
+
+def _prose_clauses(path: Path) -> bool:
+    """Whether a page reads differently now that a line ending with a semicolon is read as prose when it is a
+    clause of prose (``reading.prose_clause``): only pages holding such a line are read both ways."""
+    backend, _ = pdf._open_backend(path)
+    try:
+        for index in range(backend.page_count):
+            text, _, _, layout = backend.page(index, False)
+            if not any(
+                ln.endswith(";") and reading.prose_clause(ln) for ln in map(str.strip, text.splitlines())
+            ):
+                continue
+            lines = layout.lines if layout is not None else reading.lines_of(text)
+            sizes = layout.sizes if layout is not None else None
+            now = reading.reading_text(text, lines, sizes=sizes)
+            if now != reading.reading_text(text, lines, sizes=sizes, prose_semicolons=False):
+                return True
+    finally:
+        backend.close()
+    return False
 
 
 def _codes_lost(path: Path, dashes_only: bool) -> bool:
