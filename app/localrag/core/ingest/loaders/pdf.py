@@ -29,17 +29,11 @@ from localrag.core.text import glyphs, reading, titles
 log = logging.getLogger("localrag.ingest.pdf")
 
 MIME = "application/pdf"
-# What a page's text is:
-# 6 = as 5, with a line ending with a semicolon read as prose, not code, when it is a clause of prose
-#     (``reading.prose_clause``);
-# 5 = as 4, with a one-word logo in the first page's largest type not taken for the title;
-# 4 = as 3, with T1's lost dashes put back and the title printed on the first page when the metadata names
-#     none;
-# 3 = the reading text with lost ligatures put back;
-# 2 = the reading text, one character per pdfium character;
-# 1 = pdfium's text with its line breaks and hyphenation marks taken out.
-# A document indexed with an older one is indexed again where it would read differently
-# (``reads_differently``).
+# What a page's text is (a document indexed with an older one is read again where it would read differently,
+# ``pdf_versions``): 6 = as 5, a wrapped clause of prose ending with ";" read as prose, not code; 5 = as 4, a
+# one-word logo not taken for the title; 4 = as 3, T1's lost dashes put back and the title printed on the
+# first page when the metadata names none; 3 = the reading text with lost ligatures put back; 2 = the reading
+# text, one character per pdfium character; 1 = pdfium's text, line breaks and hyphens taken out.
 EXTRACTION_VERSION = 6
 # Pages read either side of a page to find its running heads and footers (book layouts alternate two).
 NEIGHBOURS = 2
