@@ -123,10 +123,14 @@ def test_blank_pdf_is_empty(tmp_path: Path) -> None:
     assert bad(fx.write_blank_pdf(tmp_path / "blank.pdf")).code == "empty"
 
 
-def test_ocr_reads_scans_when_installed(tmp_path: Path) -> None:
+def test_ocr_reads_scans_when_installed(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("rapidocr")
+    from localrag.core.ingest.loaders import image
+
+    image._engine.cache_clear()  # the OCR engine made anew, as by the first scan a command reads
     doc = load(fx.text_image_png(tmp_path / "words.png", "Invoice number 4711"))
     assert doc.doc_type == "image" and "4711" in doc.pages[0].text
+    assert "[INFO]" not in capfd.readouterr().err  # the OCR library's chatter stays off the terminal
 
 
 def test_ocr_reads_scanned_pdf_pages_when_installed(tmp_path: Path) -> None:

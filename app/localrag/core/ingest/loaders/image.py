@@ -45,7 +45,14 @@ def ocr_available() -> bool:
 def _engine() -> Any:
     from rapidocr import RapidOCR
 
+    # Its INFO lines (which model files it found) went to the terminal of every command that read a scan; it
+    # sets its logger's level again as it loads, so they are filtered out rather than levelled.
+    logging.getLogger("RapidOCR").addFilter(_warnings_only)
     return RapidOCR()
+
+
+def _warnings_only(record: logging.LogRecord) -> bool:
+    return record.levelno >= logging.WARNING
 
 
 def ocr_array(image: Any) -> str:
