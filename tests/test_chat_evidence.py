@@ -505,3 +505,23 @@ def test_a_numbered_lists_items_are_quoted_after_the_sentence_that_announces_the
     quoted = " ".join(s.text for s in ev.spans)
     assert ev.status == ANSWERED and "in the order listed:" in quoted
     assert "1. The current directory;" in quoted and "2. A list of one or more directories" in quoted
+
+
+def test_a_tables_rows_read_as_one_run_of_text_are_cut_at_their_lines():
+    from localrag.core.answer.candidates import MAX_SPAN_CHARS, split_long
+
+    rows = [
+        "COLUMNS=120 dpkg -l package_name_pattern list status of an installed package for the bug report",
+        "dpkg -L package_name list contents of an installed package",
+        "dpkg -S file_name_pattern list installed packages which have matching file name",
+        "apt-file search file_name_pattern list packages in archive which have matching file name",
+        "apt-file list package_name_pattern list contents of matching packages in archive",
+        "dpkg-reconfigure package_name reconfigure the exact package",
+    ]
+    text = "  ".join(rows)  # a PDF page's line breaks, as the reader leaves them between rows it joined
+    assert len(text) > MAX_SPAN_CHARS
+    pieces = [s.text for s in split_long(spans.split_spans(text))]
+    assert "dpkg -L package_name list contents of an installed package" in pieces
+    assert all(len(p) <= MAX_SPAN_CHARS for p in pieces)
+    for s in split_long(spans.split_spans(text)):
+        assert text[s.start : s.end] == s.text

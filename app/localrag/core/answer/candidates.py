@@ -224,7 +224,9 @@ def is_term(line: str) -> bool:
 
 def split_long(spans: list[sp.Span]) -> list[sp.Span]:
     """Sentences longer than ``MAX_SPAN_CHARS`` cut at their clauses (after a semicolon or colon, or before a
-    conjunction that follows a comma)."""
+    conjunction that follows a comma); a piece still that long, with no clause to cut at, at its lines (a
+    table's rows read as one run of text: "dpkg -L package_name list contents of an installed package  dpkg -S
+    …")."""
     out = []
     for s in spans:
         if len(s.text) <= MAX_SPAN_CHARS:
@@ -236,8 +238,23 @@ def split_long(spans: list[sp.Span]) -> list[sp.Span]:
                 cuts.append(m.end())
         cuts.append(len(s.text))
         for a, b in itertools.pairwise(cuts):
-            out.extend(sp.Span(s.start + x.start, s.start + x.end, x.text) for x in sp.trimmed(s.text, a, b))
+            for c, d in _lines_if_long(s.text, a, b):
+                out.extend(
+                    sp.Span(s.start + x.start, s.start + x.end, x.text) for x in sp.trimmed(s.text, c, d)
+                )
     return out
+
+
+# Where a line ended in the text a PDF page's reader joined: the two characters of its break, as spaces.
+_LINE_END = re.compile(r"(?<=\S)(?:[ \t]{2,}|\n+)(?=\S)")
+
+
+def _lines_if_long(text: str, a: int, b: int) -> list[tuple[int, int]]:
+    """``text[a:b]`` whole, or at its lines when it is longer than ``MAX_SPAN_CHARS``."""
+    if b - a <= MAX_SPAN_CHARS:
+        return [(a, b)]
+    ends = [m.end() for m in _LINE_END.finditer(text, a, b)]
+    return list(itertools.pairwise([a, *ends, b]))
 
 
 _NUMBERED = re.compile(r"^(?:chapter|section|appendix|part)?\s*(\d+(?:\.\d+)*)\.?\s+\S", re.IGNORECASE)
