@@ -60,6 +60,12 @@ def embed(embedder):
     return lambda texts: embedder.embed(texts)
 
 
+def _quoted(embed, question: str, page: Passage) -> tuple[Evidence, str]:
+    """The evidence for ``question`` from the one passage ``page``, and what it quotes, joined."""
+    ev = find_evidence(question, [page], embed)
+    return ev, " ".join(s.text for s in ev.spans)
+
+
 def test_sentences_keep_their_offsets_and_short_lines_stand_alone():
     found = spans.split_spans(FAQ_PAGE)
     texts = [s.text for s in found]
@@ -360,8 +366,7 @@ def test_the_documents_title_line_is_never_quoted_as_the_answer(embed):
         page_number=1,
         char_start=0,
     )
-    ev = find_evidence("When and where did the Harbour Lane Bakery board meet?", [minutes], embed)
-    quoted = " ".join(s.text for s in ev.spans)
+    ev, quoted = _quoted(embed, "When and where did the Harbour Lane Bakery board meet?", minutes)
     assert ev.status == ANSWERED and "upstairs office" in quoted
     assert "Minutes of the board meeting" not in quoted
 
@@ -381,8 +386,7 @@ PAPER_END = (
 def test_a_bibliography_entry_is_never_quoted_as_the_answer(embed):
     # A cited paper's title holds the question's words; the entry answers nothing.
     paper = Passage(PAPER_END, title="Testing for structural change", path="/docs/paper.pdf", page_number=14)
-    ev = find_evidence("How do I test for a structural change at an unknown date?", [paper], embed)
-    quoted = " ".join(s.text for s in ev.spans)
+    ev, quoted = _quoted(embed, "How do I test for a structural change at an unknown date?", paper)
     assert ev.status == ANSWERED and "supF test" in quoted
     assert "Econometrica" not in quoted and "Hansen" not in quoted
 
@@ -401,8 +405,7 @@ GIT_FIXES = (
 def test_a_sentence_that_stops_before_its_command_is_quoted_with_it(embed):
     # An HTML page sets the command apart from the sentence that introduces it, with no colon between.
     page = Passage(GIT_FIXES, title="Git User Manual", path="/docs/user-manual.html", page_number=1)
-    ev = find_evidence("How do I return my working tree to the last committed state?", [page], embed)
-    quoted = " ".join(s.text for s in ev.spans)
+    ev, quoted = _quoted(embed, "How do I return my working tree to the last committed state?", page)
     assert ev.status == ANSWERED and "last committed state with" in quoted
     assert "git restore --staged --worktree" in quoted
 
@@ -427,8 +430,7 @@ PLOT_PAGE = (
 def test_a_plots_labels_are_never_quoted_as_the_answer(embed):
     # A PDF's plot gives its axes' numbers and labels as lines of text; they hold the question's words.
     page = Passage(PLOT_PAGE, title="strucchange", path="/docs/strucchange.pdf", page_number=7)
-    ev = find_evidence("What does the OLS-based CUSUM test look at?", [page], embed)
-    quoted = " ".join(s.text for s in ev.spans)
+    ev, quoted = _quoted(embed, "What does the OLS-based CUSUM test look at?", page)
     assert ev.status == ANSWERED and "OLS-based CUSUM test has better power" in quoted
     assert not any(s.text.startswith("OLS-based CUSUM test") or "Time" in s.text for s in ev.spans)
 
@@ -501,8 +503,7 @@ SEARCH_PATHS = (
 
 def test_a_numbered_lists_items_are_quoted_after_the_sentence_that_announces_them(embed):
     page = Passage(SEARCH_PATHS, title="Asymptote", path="/docs/asymptote.pdf", page_number=11)
-    ev = find_evidence("Which directories does asy search for files, in what order?", [page], embed)
-    quoted = " ".join(s.text for s in ev.spans)
+    ev, quoted = _quoted(embed, "Which directories does asy search for files, in what order?", page)
     assert ev.status == ANSWERED and "in the order listed:" in quoted
     assert "1. The current directory;" in quoted and "2. A list of one or more directories" in quoted
 
