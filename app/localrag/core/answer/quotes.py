@@ -4,13 +4,13 @@ kept with the chat and shown by the window, ``ask`` and the API."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from localrag.core.answer.figures import Computation, Operand
 from localrag.core.text import spans as sp
 from localrag.core.text.cells import Cells
+from localrag.core.text.reading import CODE_SIGNS
 
 ANSWERED, NOT_FOUND = "answered", "not_found"
 NOT_FOUND_TEXT = "Your documents do not seem to answer this. The closest passages are listed below."
@@ -177,8 +177,4 @@ def _code(line: str) -> bool:
     of directories (separated by : under UNIX);") is prose: code has operators, brackets or a call in it."""
     if not sp.is_code_line(line):
         return False
-    return (
-        bool(sp.CODE_PROMPT.match(line))
-        or len(line.split()) < 8
-        or bool(re.search(r"[={}\[\]<>]|\w\(|\s[+*/%]\s", line))
-    )
+    return bool(sp.CODE_PROMPT.match(line)) or len(line.split()) < 8 or bool(CODE_SIGNS.search(line))

@@ -323,13 +323,13 @@ def _is_code(line: str) -> bool:
 
 
 # What code has and a clause of prose has not: an operator, a brace or bracket, a call ("free(p);").
-_CODE_SIGNS = re.compile(r"[={}\[\]<>|]|\w\(|\s[+*/%]\s|\$\w|;;")
+CODE_SIGNS = re.compile(r"[={}\[\]<>|]|\w\(|\s[+*/%]\s|\$\w|;;")
 
 
 def prose_clause(line: str) -> bool:
     """Whether a line ending with a semicolon is a clause of prose (a list's item, "… is also accepted);")
     rather than a statement: three words or more, starting with a letter, and nothing of code in it."""
-    return len(line.split()) >= 3 and line[:1].isalpha() and not _CODE_SIGNS.search(line)
+    return len(line.split()) >= 3 and line[:1].isalpha() and not CODE_SIGNS.search(line)
 
 
 def _set_break(out: list[str], line: Line, hard: bool) -> None:
