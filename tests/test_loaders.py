@@ -418,6 +418,20 @@ def test_html_definition_list_keeps_each_description_on_the_line_after_its_term(
     assert loaders.reads_differently("html", plain, 1) and not loaders.reads_differently("html", path, 3)
 
 
+def test_an_html_page_that_only_sends_its_reader_on_is_not_indexed(tmp_path: Path) -> None:
+    head = '<html><head><meta http-equiv="Refresh" content="0; url=Expansion.html#History-Expansion"></head>'
+    stub = tmp_path / "History-Expansion.html"
+    link = '<a href="Expansion.html">History Expansion</a>'
+    stub.write_text(f"{head}<body><p>The node you are looking for is at {link}.</p></body></html>")
+    problem = bad(stub)
+    assert problem.code == "redirect" and "Expansion.html#History-Expansion" in str(problem)
+    # A page that says more than where it goes is a page of its own.
+    full = tmp_path / "moved.html"
+    words = " ".join(["The history of the shell is kept in a file and read at start-up."] * 10)
+    full.write_text(f"{head}<body><p>{words}</p></body></html>")
+    assert "history of the shell" in load(full).pages[0].text
+
+
 def test_markdown_title_from_first_h1(tmp_path: Path) -> None:
     (tmp_path / "x.md").write_text("Some text\n\n# Real Title\n\nbody\n")
     assert load(tmp_path / "x.md").title == "Real Title"

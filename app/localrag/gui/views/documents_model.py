@@ -53,6 +53,7 @@ ERROR_LABELS = {
     "too_large": "Too large",
     "needs_ocr": "Needs OCR",
     "unreadable": "Unreadable",
+    "redirect": "Redirect only",
 }
 
 ROW_ROLE = QtCore.Qt.ItemDataRole.UserRole + 1

@@ -38,6 +38,14 @@ _META_CHARSET = re.compile(
     rb"""<meta[^>]{0,200}?charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]{1,40})""", re.IGNORECASE
 )
 _MAX_HEADING_CHARS = 200
+# A page that sends its reader on at once (``<meta http-equiv="refresh" content="0; url=…">``), as a manual's
+# generator writes one for every old node name, and that says no more than this: a pointer, not a document.
+_REDIRECT = re.compile(
+    rb"""<meta(?=[^>]{0,300}?http-equiv\s*=\s*["']?refresh)[^>]{0,300}?content\s*=\s*["']?\s*0*\s*[;,]"""
+    rb"""\s*url\s*=\s*["']?([^"'>\s]{1,300})""",
+    re.IGNORECASE,
+)
+_REDIRECT_TEXT_CHARS = 300
 
 
 class _MainText(HTMLParser):
@@ -214,14 +222,33 @@ def _pages(path: Path, stream: DocumentStream, position: ReadPosition) -> Iterat
         ) from exc
     match = _META_CHARSET.search(head)
     declared = match.group(1).decode("ascii") if match else None
+    redirect = _REDIRECT.search(head)
     seen_text = False
     for drop in (_ALWAYS_DROPPED | _CHROME, _ALWAYS_DROPPED):  # nothing left without the chrome: keep it
-        for page in _parse_windows(path, declared, drop, stream, position):
+        pages = _parse_windows(path, declared, drop, stream, position)
+        if redirect is not None:
+            pages = _unless_redirect(pages, path, redirect.group(1).decode("utf-8", "replace"))
+        for page in pages:
             seen_text = seen_text or not page.text.isspace()
             yield page
         if seen_text:
             return
     raise BadDocument(f"{display_name(path)} has no visible text.", code="empty")
+
+
+def _unless_redirect(pages: Iterator[Page], path: Path, target: str) -> Iterator[Page]:
+    """``pages``, unless all they say is short: a page that sends its reader on to ``target`` at once."""
+    held: list[Page] = []
+    for page in pages:
+        held.append(page)
+        if sum(len(p.text.strip()) for p in held) > _REDIRECT_TEXT_CHARS:
+            yield from held
+            yield from pages
+            return
+    raise BadDocument(
+        f"{display_name(path)} only sends its reader on to {target}; index that page instead.",
+        code="redirect",
+    )
 
 
 def _parse_windows(
