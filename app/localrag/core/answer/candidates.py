@@ -225,7 +225,7 @@ def is_term(line: str) -> bool:
 def split_long(spans: list[sp.Span]) -> list[sp.Span]:
     """Sentences longer than ``MAX_SPAN_CHARS`` cut at their clauses (after a semicolon or colon, or before a
     conjunction that follows a comma); a piece still that long, with no clause to cut at, at its lines (a
-    table's rows read as one run of text: "dpkg -L package_name list contents of an installed package  dpkg -S
+    table's rows read as one run of text: "tool -l name list the files of an installed module  tool -s
     …")."""
     out = []
     for s in spans:
@@ -266,7 +266,7 @@ def looks_like_heading(span: sp.Span, heading_terms: set[str], domain: str = "")
     text = sp.flat(span.text)
     if text.startswith("#"):  # a Markdown heading
         return True
-    # A numbered heading ("2.5 Search paths", "6.1.2. /bin : Essential binaries", "1. Introduction"), not a
+    # A numbered heading ("2.5 Search paths", "4.2.1. /data : Files kept", "1. Introduction"), not a
     # numbered list's item ("1. The current directory;", a sentence of a dozen words or more).
     numbered = _NUMBERED.match(text)
     if (

@@ -258,7 +258,7 @@ class _Reference:
 
     def _code(self, line: str, after_short: bool = False) -> bool:
         """Whether a line is code; a clause of prose ending with a semicolon is not, unless it follows a short
-        line (a heading's: "Smooth", then "gnuplot includes … routines;")."""
+        line (a heading's: "Filters", then "the program offers three of them;")."""
         return _is_code(line) or (line.endswith(";") and (after_short or not self.prose_semicolons))
 
     def hard_break(self, a: Line, b: Line) -> bool:

@@ -178,8 +178,8 @@ def body(page: str) -> str:
 
 
 def _numbering(text: str, end: int) -> bool:
-    """Whether the full stop before ``end`` closes the number that opens its line: a section's ("6.1.2. /bin :
-    Essential user command binaries") or an item's ("3. Run the tests."), which belongs to what follows."""
+    """Whether the full stop before ``end`` closes the number that opens its line: a section's ("4.2.1. Files
+    kept between runs") or an item's ("3. Run the tests."), which belongs to what follows."""
     start = text.rfind("\n", 0, end) + 1
     return re.fullmatch(r"[ \t]*\d{1,3}(?:\.\d{1,3})*\.", text[start:end]) is not None
 

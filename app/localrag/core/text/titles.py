@@ -51,8 +51,8 @@ def first_page_title(text: str, lines: Sequence[Line], *, logos: bool = True) ->
         return ""
     title = _run(text, top, largest)
     if logos and len(title.split()) == 1:
-        # A logo: one word in the page's largest type that a title in large type holds ("symptote", its
-        # first letter drawn, under "Asymptote: the Vector Graphics Language"). The title is that line's run.
+        # A logo: one word in the page's largest type that a title in large type holds ("raphix", its first
+        # letter drawn, under "Graphix: a Language for Diagrams"). The title is that line's run.
         word = title.lower()
         holder = next(
             (

@@ -122,8 +122,8 @@ class _MainText(HTMLParser):
         self._break(tag)
 
     def _break(self, tag: str) -> None:
-        # A description's first paragraph stays on the line after its term: "AUTO_PUSHD (-N)" then
-        # "Make cd push the old directory onto the directory stack." are one entry.
+        # A description's first paragraph stays on the line after its term: "AUTO_SAVE (-S)" then
+        # "Save the open files every minute." are one entry.
         if tag in _PARAGRAPH and not self.describing:
             self.pending = "\n\n"
         elif (tag in _LINE or tag in _PARAGRAPH) and self.pending != "\n\n":
