@@ -123,3 +123,11 @@ def test_brackets_in_code_arrays_math_and_program_output_are_not_citations():
         assert check.cited == [] and check.marks == [], text
     assert check_citations("Compare with `all.equal()` instead [2].", 3).cited == [2]
     assert check_citations("Lima[1]. See the manual [1] and [3]", 3).cited == [1, 3]
+
+
+def test_a_bracket_ending_a_line_of_code_after_a_space_cites_it():
+    # An answer led by the sources quotes prose holding code, or a line of code, and numbers it at its end.
+    quoted = "If the name has a von part, then \\citet{dRob98} produces “della Robbia (1998)”. [1]"
+    assert check_citations(quoted, 3).cited == [1]
+    assert check_citations("> legend(1.5, .85, bty='n') [2]\nx <- y[1]", 3).cited == [2]
+    assert check_citations("x <- c(1, 2)[1]", 3).cited == []

@@ -90,6 +90,15 @@ def test_a_section_number_opening_its_line_stays_with_its_heading():
     assert "3. Run the tests before the package is uploaded." in texts
 
 
+def test_a_stop_inside_parentheses_that_close_just_after_it_ends_no_sentence():
+    text = "The note goes after the year (see Smith, 1990, chap. 2) in the text. Notes before it are rare."
+    texts = [s.text for s in spans.split_spans(text)]
+    assert texts == [
+        "The note goes after the year (see Smith, 1990, chap. 2) in the text.",
+        "Notes before it are rare.",
+    ]
+
+
 def test_a_short_line_that_breaks_off_mid_sentence_does_not_end_it():
     text = (
         "The command update.packages() is the simplest way to ensure that all the packages on\n"

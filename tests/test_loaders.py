@@ -395,6 +395,23 @@ def test_html_chrome_by_role_and_heading_permalinks_are_dropped(tmp_path: Path) 
     assert "Navigation" not in page.text and "Quick search" not in page.text and "modules" not in page.text
 
 
+def test_html_permalink_known_by_its_title_is_dropped_from_headings_and_text(tmp_path: Path) -> None:
+    path = tmp_path / "logs.html"
+    path.write_text(
+        "<html><body><h1>Log Files</h1>"
+        '<h2 id="rotation">Log Rotation <a title="Permanent link" href="#rotation">&para;</a></h2>'
+        "<p>Rotate the logs every day.</p>"
+        '<p>See <a href="#rotation" title="The rotation section">rotation</a>.</p></body></html>'
+    )
+    page = load(path).pages[0]
+    assert [h for _, h in page.headings] == ["Log Files", "Log Files > Log Rotation"]
+    assert "¶" not in page.text and "See rotation." in page.text
+    # Indexed before: read again only when the page holds such a link.
+    plain = tmp_path / "plain.html"
+    plain.write_text("<html><body><h1>Notes</h1><p>Nothing to link.</p></body></html>")
+    assert loaders.reads_differently("html", path, 3) and not loaders.reads_differently("html", plain, 3)
+
+
 def test_html_definition_list_keeps_each_description_on_the_line_after_its_term(tmp_path: Path) -> None:
     path = tmp_path / "options.html"
     path.write_text(

@@ -4,7 +4,9 @@ The check is strict whatever the model: a number that names no source given with
 is never shown as a link. A citation closes a clause of prose: a bracket inside code (between backticks or in
 a fenced block), inside math (``$…$``), in an array or index (``x[1]``, ``= [1; 2; 3]``, ``[1][2]``), at the
 start of a line (R prints ``[1] FALSE``) or on a line that reads as code is not one, whatever numbers it
-holds. ``Source`` is what a message keeps of each source (stored as JSON with the message).
+holds — except a bracket that ends such a line after a space: that is how a quote of code, or of prose holding
+code (``\\cite{key} prints …``), is cited. ``Source`` is what a message keeps of each source (stored as JSON
+with the message).
 
 Small models often repeat a passage's words without writing its number. ``find_quotes`` finds the sources that
 an uncited sentence of the answer repeats (most of its three-word runs appear in the passage), so that the
@@ -180,12 +182,17 @@ _BEFORE = re.compile(r"[`\w.,;:!?%\"'”’)]\s*$")
 _AFTER = re.compile(r"(?:\s|[.,;:!?)\"'”’]|$)")
 
 
+# A citation that ends a line, after a space.
+_LINE_END_MARK = re.compile(r"(?<=\s)\[[^\]\n]*\]\s*$")
+
+
 def _code_spans(text: str) -> list[tuple[int, int]]:
     spans = [(m.start(), m.end()) for m in _NOT_PROSE.finditer(text)]
     pos = 0
     for line in text.splitlines(keepends=True):
         if _CODE_LINE.search(re.sub(r"`[^`\n]*`", "``", line)):
-            spans.append((pos, pos + len(line)))
+            mark = _LINE_END_MARK.search(line)
+            spans.append((pos, pos + (mark.start() if mark else len(line))))
         pos += len(line)
     return spans
 

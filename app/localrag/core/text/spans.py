@@ -80,7 +80,9 @@ def split_spans(text: str) -> list[Span]:
     cuts = {
         m.end()
         for m in _END.finditer(text)
-        if not _abbreviation(text, m.start()) and not _numbering(text, m.start())
+        if not _abbreviation(text, m.start())
+        and not _numbering(text, m.start())
+        and not _in_parentheses(text, m.start())
     }
     for i, m in enumerate(lines):
         line = m.group(0).rstrip()
@@ -145,6 +147,16 @@ def _abbreviation(text: str, end: int) -> bool:
         return False
     word = re.search(r"[\w.]*$", text[: end - 1]).group(0)  # type: ignore[union-attr]
     return (len(word) == 1 and word.isupper()) or word.lower() in _ABBREVIATIONS
+
+
+def _in_parentheses(text: str, end: int) -> bool:
+    """Whether the stop before ``end`` stands inside parentheses that close a few characters on, on its line:
+    "(see Jones, 1990, chap. 2)" is not two sentences."""
+    before = text[text.rfind("\n", 0, end) + 1 : end]
+    return (
+        before.count("(") > before.count(")")
+        and re.match(r"[ \t]*[^\s().!?]{1,12}\)", text[end:]) is not None
+    )
 
 
 # A footnote's first line as the PDF reader leaves it: the marker that opens it (one to three characters and

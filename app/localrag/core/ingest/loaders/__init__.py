@@ -9,6 +9,7 @@ the file itself is a ``BadDocument`` with a one-line message and a code: ``empty
 from __future__ import annotations
 
 import logging
+import re
 import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -78,8 +79,9 @@ OnPage = Callable[[int, int], None]
 # Text: 2 = a reStructuredText file read with its headings and without its markup (``rst``); other text files
 # read the same as at 1.
 # HTML: 2 = chrome by ARIA role and headings' permalinks dropped; 3 = a definition list's description on the
-# line after its term (only pages with a definition list read differently).
-EXTRACTION_VERSIONS: dict[str, int] = {"pdf": pdf.EXTRACTION_VERSION, "markdown": 2, "text": 2, "html": 3}
+# line after its term (only pages with a definition list read differently); 4 = a permalink known by its
+# title or the class "permalink" dropped too (only pages holding one read differently).
+EXTRACTION_VERSIONS: dict[str, int] = {"pdf": pdf.EXTRACTION_VERSION, "markdown": 2, "text": 2, "html": 4}
 
 
 def extraction_version(doc_type: str) -> int:
@@ -94,17 +96,26 @@ def reads_differently(doc_type: str, path: Path, version: int) -> bool:
         return pdf_versions.reads_differently(path, version)
     if doc_type == "text" and path.suffix.lower() != ".rst":
         return False
-    if doc_type == "html" and version == 2:
-        return _has_definitions(path)
+    if doc_type == "html" and version in (2, 3):
+        return _html_changed_since(path, version)
     return version < extraction_version(doc_type)
 
 
-def _has_definitions(path: Path) -> bool:
-    """Whether an HTML page holds a definition list's description (``<dd``); one not read counts as one."""
+_PERMALINK = re.compile(
+    rb"""class\s*=\s*["'][^"']*\bpermalink\b|title\s*=\s*["'][^"']*(?:perma(?:nent\s*)?link|link to this)""",
+    re.IGNORECASE,
+)
+
+
+def _html_changed_since(path: Path, version: int) -> bool:
+    """Whether an HTML page read at ``version`` 2 or 3 holds what later versions read differently: a
+    definition list's description (``<dd``, since 3) or a permalink known by its title or class (since 4).
+    A page that cannot be read counts as changed."""
     try:
-        return b"<dd" in path.read_bytes().lower()
+        data = path.read_bytes()
     except OSError:
         return True
+    return (version == 2 and b"<dd" in data.lower()) or _PERMALINK.search(data) is not None
 
 
 def detect_type(path: Path) -> str | None:

@@ -4,7 +4,8 @@ paths.
 Built on the standard library's ``html.parser``, which tokenises without recursion, so a page nested 100,000
 levels deep costs no more than a flat one. Scripts, styles, navigation, headers, footers and asides are
 dropped — so are elements that say they are such by their ARIA role (a documentation generator's
-``<div role="navigation">``), and a heading's permalink (``<a class="headerlink">¶</a>``); if that leaves
+``<div role="navigation">``), and a heading's permalink (``<a class="headerlink">¶</a>``, or a link to a place
+on the page titled "Permanent link"); if that leaves
 nothing (a page wrapped in an unclosed ``<header>``, say), only scripts and styles are dropped.
 """
 
@@ -24,7 +25,11 @@ _ALWAYS_DROPPED = frozenset({"script", "style", "noscript", "template", "svg", "
 _CHROME = frozenset({"nav", "header", "footer", "aside", "form", "button", "select", "dialog"})
 # Elements that are chrome by their ARIA role, and links that are a heading's permalink by their class.
 _CHROME_ROLES = frozenset({"navigation", "banner", "contentinfo", "complementary", "search"})
-_PERMALINK_CLASSES = frozenset({"headerlink", "anchorjs-link", "header-anchor", "heading-anchor"})
+_PERMALINK_CLASSES = frozenset(
+    {"headerlink", "anchorjs-link", "header-anchor", "heading-anchor", "permalink"}
+)
+# A link to a place on its own page whose title says it is a permalink ("Permanent link").
+_PERMALINK_TITLE = re.compile(r"\bperma(?:nent\s*)?link|\blink to this\b", re.IGNORECASE)
 _PARAGRAPH = frozenset(
     {
         "p", "div", "section", "article", "main", "table", "ul", "ol", "dl", "blockquote", "pre", "figure",
@@ -84,7 +89,7 @@ class _MainText(HTMLParser):
         if self.dropped_tag is not None:
             if tag == self.dropped_tag[0]:
                 self.dropped_tag = (tag, self.dropped_tag[1] + 1)
-        elif "nav" in self.drop and _chrome_by_attributes(attrs):
+        elif "nav" in self.drop and _chrome_by_attributes(tag, attrs):
             self.dropped_tag = (tag, 1)
             self.dropped_depth += 1
             return
@@ -195,12 +200,15 @@ def page_title(title: str, first_h1: str) -> str:
     return title or first_h1
 
 
-def _chrome_by_attributes(attrs: list[tuple[str, str | None]]) -> bool:
-    """Whether an element is chrome by its ARIA role, or a heading's permalink by its class."""
+def _chrome_by_attributes(tag: str, attrs: list[tuple[str, str | None]]) -> bool:
+    """Whether an element is chrome by its ARIA role, or a heading's permalink by its class or title."""
     values = dict(attrs)
     if (values.get("role") or "").strip().lower() in _CHROME_ROLES:
         return True
-    return bool(_PERMALINK_CLASSES & set((values.get("class") or "").lower().split()))
+    if _PERMALINK_CLASSES & set((values.get("class") or "").lower().split()):
+        return True
+    anchor = tag == "a" and (values.get("href") or "").startswith("#")
+    return anchor and _PERMALINK_TITLE.search(values.get("title") or "") is not None
 
 
 def open_stream(path: Path) -> DocumentStream:
