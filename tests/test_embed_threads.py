@@ -64,3 +64,24 @@ def test_the_embedding_session_stops_spinning_or_runs_fewer_threads_while_other_
     # Only this process's own work: the quiet machine's session again, onnxruntime's default threads.
     assert after(DECIDE_EVERY_S, 19.5, 19.5) == SessionThreads(2, True)
     assert fitted.session.get_session_options().intra_op_num_threads == 0
+
+
+def test_long_texts_run_a_few_at_a_time_and_get_the_vectors_they_get_alone(embedder, monkeypatch):
+    from localrag.core.embed.onnx_embedder import RUN_WORD_PIECES
+
+    texts = [f"Note {i}: the pump needs a check." for i in range(20)]
+    texts += [" ".join(f"word{i}x{j} valve pressure" for j in range(40)) for i in range(6)]
+    runs: list[tuple[int, int]] = []
+    real_run = embedder._run
+
+    def recorded(encodings):
+        runs.append((len(encodings), max(len(e.ids) for e in encodings)))
+        return real_run(encodings)
+
+    monkeypatch.setattr(embedder, "_run", recorded)
+    together = embedder.embed(texts, batch_size=32)
+    assert all(rows == 1 or rows * width <= RUN_WORD_PIECES for rows, width in runs), runs
+    assert any(rows > 1 for rows, _ in runs)  # short texts still share a run
+    alone = np.vstack([embedder.embed([t]) for t in texts[-3:] + texts[:2]])
+    assert np.allclose(together[-3:], alone[:3], atol=1e-4)
+    assert np.allclose(together[:2], alone[3:], atol=1e-4)

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from localrag.core.config import Settings
+from localrag.core.embed.onnx_embedder import RUN_WORD_PIECES
 from localrag.core.embed.sizing import fit_to_input
 from localrag.core.ingest import pieces
 from localrag.core.ingest.pipeline import EMBED_BATCH, Ingestor
@@ -182,7 +183,8 @@ CEILING_SECONDS = 1.5  # of running per width
 
 def ceiling(embedder: Any, lengths: list[int]) -> dict[str, Any]:
     """The model's ceiling for texts of these lengths (word pieces, special tokens included): its rate on
-    batches of ``CEILING_ROWS`` texts of one width (no padding, no tokenizing, no pooling), measured at each
+    batches of texts of one width (``CEILING_ROWS``, or as many as the embedder runs at once at that width:
+    ``onnx_embedder.RUN_WORD_PIECES``; no padding, no tokenizing, no pooling), measured at each
     of ``CEILING_WIDTHS``; each text counted at the rate of the smallest width that holds it. Returns the
     rate per width and the seconds the model alone would need for all of them."""
     import numpy as np
@@ -193,7 +195,8 @@ def ceiling(embedder: Any, lengths: list[int]) -> dict[str, Any]:
     for width in CEILING_WIDTHS:
         if width > embedder.max_tokens or (lengths and width > 2 * max(lengths)):
             break
-        ids = np.full((CEILING_ROWS, width), 1996, dtype=np.int64)  # any word piece
+        rows = max(1, min(CEILING_ROWS, RUN_WORD_PIECES // width))
+        ids = np.full((rows, width), 1996, dtype=np.int64)  # any word piece
         feeds = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
         feeds = {k: v for k, v in feeds.items() if k in names}
         session.run(None, feeds)
@@ -201,7 +204,7 @@ def ceiling(embedder: Any, lengths: list[int]) -> dict[str, Any]:
         while time.monotonic() - t0 < CEILING_SECONDS:
             session.run(None, feeds)
             runs += 1
-        rates[width] = runs * CEILING_ROWS * width / (time.monotonic() - t0)
+        rates[width] = runs * rows * width / (time.monotonic() - t0)
     seconds = 0.0
     for n in lengths:
         width = next((w for w in rates if w >= n), max(rates))

@@ -145,7 +145,7 @@ class OnnxEmbedder:
 
         Texts are embedded in batches of similar length (at most ``batch_size``, the longest at most half
         again as long as the shortest) so that padding costs little: a batch of short sentences and one long
-        one would pay for the long one in every row.
+        one would pay for the long one in every row. Long texts go a few at a time (``RUN_WORD_PIECES``).
 
         Raises:
             ValueError: a text is longer than ``max_tokens``.
@@ -215,12 +215,20 @@ def ligatures_as_letters(normalizer: Any) -> Any:
     return normalizers.Sequence([*replace, normalizer] if normalizer is not None else replace)
 
 
+# The word pieces of one run of the model, at most (a single longer text runs alone): the attention's working
+# set grows with rows × width², and past the CPU's caches a run slows down. On a 2-core AVX2 CPU (1 MB of L2)
+# 16 texts of 256 word pieces ran at 2,509 word pieces/s, one at a time at 4,083; 8 of 64 at 4,955
+# (docs/benchmarks.md, "Ingestion": "Fewer texts per run").
+RUN_WORD_PIECES = 400
+
+
 def _similar_lengths(order: list[int], lengths: list[int], batch_size: int) -> Iterator[list[int]]:
     """``order`` (indices sorted by length) cut into batches of at most ``batch_size`` whose longest text is
-    at most 1.5 times its shortest."""
+    at most 1.5 times its shortest, and that hold at most ``RUN_WORD_PIECES`` word pieces when padded."""
     batch: list[int] = []
     for i in order:
-        if batch and (len(batch) == batch_size or lengths[i] > 1.5 * lengths[batch[0]]):
+        full = len(batch) == batch_size or (len(batch) + 1) * lengths[i] > RUN_WORD_PIECES
+        if batch and (full or lengths[i] > 1.5 * lengths[batch[0]]):
             yield batch
             batch = []
         batch.append(i)
