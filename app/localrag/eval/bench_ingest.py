@@ -9,7 +9,7 @@ model).
 The report also gives the model's ceiling on the same word pieces (``ceiling``: batches of one width, no
 padding) and the shares of it the pipeline and embedding alone reach. ``--onnx-options`` (no files) compares
 the embedding session's threading instead: onnxruntime's default, the app's choice by the load, one thread,
-no spinning.
+no spinning; ``--run-shapes`` (no files) the model's rate by how many texts of a width one run holds.
 
 ``--first-hit WORDS``: while the files are indexed, a keyword search for ``WORDS`` runs every quarter of a
 second on its own connection; the report says how many seconds after the start of the ingest (the drop) it
@@ -181,30 +181,40 @@ CEILING_ROWS = 16
 CEILING_SECONDS = 1.5  # of running per width
 
 
+def shape_feeds(session: Any, rows: int, width: int) -> dict[str, Any]:
+    """The model's inputs for ``rows`` texts of ``width`` word pieces each (any word piece, no padding)."""
+    import numpy as np
+
+    ids = np.full((rows, width), 1996, dtype=np.int64)
+    feeds = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
+    names = {i.name for i in session.get_inputs()}
+    return {k: v for k, v in feeds.items() if k in names}
+
+
+def timed_runs(session: Any, feeds: dict[str, Any], seconds: float) -> tuple[int, float, float]:
+    """One run to warm up, then runs for ``seconds``: how many, their wall-clock and CPU seconds."""
+    session.run(None, feeds)
+    t0, c0, runs = time.monotonic(), time.process_time(), 0
+    while time.monotonic() - t0 < seconds:
+        session.run(None, feeds)
+        runs += 1
+    return runs, time.monotonic() - t0, time.process_time() - c0
+
+
 def ceiling(embedder: Any, lengths: list[int]) -> dict[str, Any]:
     """The model's ceiling for texts of these lengths (word pieces, special tokens included): its rate on
     batches of texts of one width (``CEILING_ROWS``, or as many as the embedder runs at once at that width:
     ``onnx_embedder.RUN_WORD_PIECES``; no padding, no tokenizing, no pooling), measured at each
     of ``CEILING_WIDTHS``; each text counted at the rate of the smallest width that holds it. Returns the
     rate per width and the seconds the model alone would need for all of them."""
-    import numpy as np
-
     session = embedder.session
-    names = {i.name for i in session.get_inputs()}
     rates: dict[int, float] = {}
     for width in CEILING_WIDTHS:
         if width > embedder.max_tokens or (lengths and width > 2 * max(lengths)):
             break
         rows = max(1, min(CEILING_ROWS, RUN_WORD_PIECES // width))
-        ids = np.full((rows, width), 1996, dtype=np.int64)  # any word piece
-        feeds = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
-        feeds = {k: v for k, v in feeds.items() if k in names}
-        session.run(None, feeds)
-        runs, t0 = 0, time.monotonic()
-        while time.monotonic() - t0 < CEILING_SECONDS:
-            session.run(None, feeds)
-            runs += 1
-        rates[width] = runs * rows * width / (time.monotonic() - t0)
+        runs, wall, _cpu = timed_runs(session, shape_feeds(session, rows, width), CEILING_SECONDS)
+        rates[width] = runs * rows * width / wall
     seconds = 0.0
     for n in lengths:
         width = next((w for w in rates if w >= n), max(rates))
@@ -230,7 +240,6 @@ def onnx_options(embedder: Any, rounds: int = OPTION_ROUNDS) -> dict[str, Any]:
     each shape run for a second per session in turn, ``rounds`` rounds, so that a changing load hits each
     alike. Word pieces per second of wall-clock time and per CPU-second, per shape and session, and
     the app's choices (how many turns it ran each way)."""
-    import numpy as np
     import onnxruntime as ort
 
     from localrag.core.embed.threads import SessionThreads, default_threads
@@ -262,23 +271,11 @@ def onnx_options(embedder: Any, rounds: int = OPTION_ROUNDS) -> dict[str, Any]:
                     key = f"{chosen.threads} thread(s), {'spinning' if chosen.spinning else 'not spinning'}"
                     choices[key] = choices.get(key, 0) + 1
                     sess = embedder.session
-                ids = np.full((rows, width), 1996, dtype=np.int64)
-                names = {i.name for i in sess.get_inputs()}
-                feeds = {
-                    "input_ids": ids,
-                    "attention_mask": np.ones_like(ids),
-                    "token_type_ids": np.zeros_like(ids),
-                }
-                feeds = {k: v for k, v in feeds.items() if k in names}
-                sess.run(None, feeds)
-                t0, c0, runs = time.monotonic(), time.process_time(), 0
-                while time.monotonic() - t0 < 1.0:
-                    sess.run(None, feeds)
-                    runs += 1
+                runs, wall, cpu = timed_runs(sess, shape_feeds(sess, rows, width), 1.0)
                 total = totals[(name, (rows, width))]
                 total[0] += runs * rows * width
-                total[1] += time.monotonic() - t0
-                total[2] += time.process_time() - c0
+                total[1] += wall
+                total[2] += cpu
     rows_out = [
         {
             "shape": f"{rows}x{width}",
@@ -292,6 +289,44 @@ def onnx_options(embedder: Any, rounds: int = OPTION_ROUNDS) -> dict[str, Any]:
     return {"default_threads": default_threads(), "app_turns": choices, "sessions": rows_out}
 
 
+# ``--run-shapes``: the app's session at texts per run × word pieces per text.
+SHAPE_WIDTHS = (64, 128, 200, 256)
+SHAPE_ROWS = (1, 2, 4, 8, 16, 32)
+
+
+def run_shapes(embedder: Any, rounds: int = OPTION_ROUNDS) -> dict[str, Any]:
+    """The embedding model's rate (word pieces per second) by how many texts of one width a run holds: each
+    shape for a second in turn, ``rounds`` rounds. What ``onnx_embedder.RUN_WORD_PIECES`` was chosen from."""
+    import numpy as np
+
+    session = embedder.session
+    names = {i.name for i in session.get_inputs()}
+    totals = {(w, r): [0, 0.0] for w in SHAPE_WIDTHS for r in SHAPE_ROWS}
+    for _ in range(rounds):
+        for width, rows in totals:
+            ids = np.full((rows, width), 1996, dtype=np.int64)
+            feeds = {
+                "input_ids": ids,
+                "attention_mask": np.ones_like(ids),
+                "token_type_ids": np.zeros_like(ids),
+            }
+            feeds = {k: v for k, v in feeds.items() if k in names}
+            session.run(None, feeds)
+            t0, runs = time.monotonic(), 0
+            while time.monotonic() - t0 < 1.0:
+                session.run(None, feeds)
+                runs += 1
+            totals[(width, rows)][0] += runs * rows * width
+            totals[(width, rows)][1] += time.monotonic() - t0
+    return {
+        "word_pieces_per_s": {
+            str(w): {str(r): round(totals[(w, r)][0] / totals[(w, r)][1]) for r in SHAPE_ROWS}
+            for w in SHAPE_WIDTHS
+        },
+        "run_word_pieces": RUN_WORD_PIECES,
+    }
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("ingest", help="index a folder into a throw-away database and report throughput")
     p.add_argument("paths", nargs="*", type=Path)
@@ -299,7 +334,15 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--onnx-options", action="store_true", help="compare the embedding session's options (no ingest)"
     )
     p.add_argument(
-        "--rounds", type=int, default=OPTION_ROUNDS, help="--onnx-options: rounds over the sessions"
+        "--run-shapes",
+        action="store_true",
+        help="the model's rate by texts per run and their width (no ingest)",
+    )
+    p.add_argument(
+        "--rounds",
+        type=int,
+        default=OPTION_ROUNDS,
+        help="--onnx-options, --run-shapes: rounds over the shapes",
     )
     p.add_argument("--no-baseline", action="store_true", help="skip re-embedding the chunks alone")
     p.add_argument("--first-hit", metavar="WORDS", default="", help="time the first keyword hit for WORDS")
@@ -309,11 +352,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.onnx_options:
+    if args.onnx_options or args.run_shapes:
         from localrag.core.embed.onnx_embedder import load_embedder
 
         load_before = os.getloadavg()[0]
-        found = onnx_options(load_embedder(), max(1, args.rounds))
+        measure = run_shapes if args.run_shapes else onnx_options
+        found = measure(load_embedder(), max(1, args.rounds))
         out = {
             "load_average": [round(load_before, 2), round(os.getloadavg()[0], 2)],
             "cpu_flags": cpu_flags(),
