@@ -214,7 +214,10 @@ def test_flash_attention_over_a_long_prompt_answers_as_plain_attention(llm):
     first, second = prompt("APPLE"), prompt("ORANGE")
     assert len(second) > llm.n_ubatch
     llm.llama.reset()
-    assert "apple" in "".join(llm.stream(first, max_tokens=8, temperature=0.0)).lower()
+    # What the small model makes of the first note depends on the weights the tuning chose for the CPU (f16 on
+    # an AVX2-only one says "A"), so it is held to the reference attention's answer, not to a word.
+    reference = "".join(plain.stream(first, max_tokens=8, temperature=0.0))
+    assert "".join(llm.stream(first, max_tokens=8, temperature=0.0)) == reference
     answer = "".join(llm.stream(second, max_tokens=8, temperature=0.0))
     assert 0 < llm.last_stats.cached_tokens < len(second) - 64
     assert "orange" in answer.lower()
