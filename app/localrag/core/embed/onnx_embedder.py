@@ -216,9 +216,9 @@ def ligatures_as_letters(normalizer: Any) -> Any:
 
 
 # The word pieces of one run of the model, at most (a single longer text runs alone): the attention's working
-# set grows with rows × width², and past the CPU's caches a run slows down. On a 2-core AVX2 CPU (1 MB of L2)
-# 16 texts of 256 word pieces ran at 2,509 word pieces/s, one at a time at 4,083; 8 of 64 at 4,955
-# (docs/benchmarks.md, "Ingestion": "Fewer texts per run").
+# set grows with rows × width², and past the CPU's caches a run slows down. On a 2-core AVX2 CPU (512 KB of L2
+# a core) 16 texts of 256 word pieces ran at 2,307 word pieces/s, one at a time at 3,743; 8 of 64 at 4,859
+# (docs/benchmarks.md, "Ingestion": "On an AVX2-only CPU: fewer texts per run of the model").
 RUN_WORD_PIECES = 400
 
 
