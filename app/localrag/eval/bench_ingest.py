@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from localrag.core.config import Settings
-from localrag.core.embed.onnx_embedder import RUN_WORD_PIECES
+from localrag.core.embed.onnx_embedder import RUN_WORD_PIECES, texts_per_run
 from localrag.core.embed.sizing import fit_to_input
 from localrag.core.ingest import pieces
 from localrag.core.ingest.pipeline import EMBED_BATCH, Ingestor
@@ -203,16 +203,16 @@ def timed_runs(session: Any, feeds: dict[str, Any], seconds: float) -> tuple[int
 
 def ceiling(embedder: Any, lengths: list[int]) -> dict[str, Any]:
     """The model's ceiling for texts of these lengths (word pieces, special tokens included): its rate on
-    batches of texts of one width (``CEILING_ROWS``, or as many as the embedder runs at once at that width:
-    ``onnx_embedder.RUN_WORD_PIECES``; no padding, no tokenizing, no pooling), measured at each
-    of ``CEILING_WIDTHS``; each text counted at the rate of the smallest width that holds it. Returns the
+    batches of texts of one width (as many as the embedder runs at once at that width, at most
+    ``CEILING_ROWS``: ``onnx_embedder.texts_per_run``; no padding, no tokenizing, no pooling), measured at
+    each of ``CEILING_WIDTHS``; each text counted at the rate of the smallest width that holds it. Returns the
     rate per width and the seconds the model alone would need for all of them."""
     session = embedder.session
     rates: dict[int, float] = {}
     for width in CEILING_WIDTHS:
         if width > embedder.max_tokens or (lengths and width > 2 * max(lengths)):
             break
-        rows = max(1, min(CEILING_ROWS, RUN_WORD_PIECES // width))
+        rows = texts_per_run(width, CEILING_ROWS)
         runs, wall, _cpu = timed_runs(session, shape_feeds(session, rows, width), CEILING_SECONDS)
         rates[width] = runs * rows * width / wall
     seconds = 0.0

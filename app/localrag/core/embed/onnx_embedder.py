@@ -222,12 +222,18 @@ def ligatures_as_letters(normalizer: Any) -> Any:
 RUN_WORD_PIECES = 400
 
 
+def texts_per_run(width: int, most: int) -> int:
+    """How many texts of ``width`` word pieces one run of the model takes: at most ``most``, and no more than
+    ``RUN_WORD_PIECES`` word pieces (one, however long)."""
+    return max(1, min(most, RUN_WORD_PIECES // width))
+
+
 def _similar_lengths(order: list[int], lengths: list[int], batch_size: int) -> Iterator[list[int]]:
     """``order`` (indices sorted by length) cut into batches of at most ``batch_size`` whose longest text is
     at most 1.5 times its shortest, and that hold at most ``RUN_WORD_PIECES`` word pieces when padded."""
     batch: list[int] = []
     for i in order:
-        full = len(batch) == batch_size or (len(batch) + 1) * lengths[i] > RUN_WORD_PIECES
+        full = len(batch) >= texts_per_run(lengths[i], batch_size)
         if batch and (full or lengths[i] > 1.5 * lengths[batch[0]]):
             yield batch
             batch = []

@@ -153,10 +153,11 @@ def _in_parentheses(text: str, end: int) -> bool:
     """Whether the stop before ``end`` stands inside parentheses that close a few characters on, on its line:
     "(see Jones, 1990, chap. 2)" is not two sentences."""
     before = text[text.rfind("\n", 0, end) + 1 : end]
-    return (
-        before.count("(") > before.count(")")
-        and re.match(r"[ \t]*[^\s().!?]{1,12}\)", text[end:]) is not None
-    )
+    return before.count("(") > before.count(")") and _CLOSES_SOON.match(text, end) is not None
+
+
+# What follows a stop inside parentheses that close just after it: "chap. 2)".
+_CLOSES_SOON = re.compile(r"[ \t]*[^\s().!?]{1,12}\)")
 
 
 # A footnote's first line as the PDF reader leaves it: the marker that opens it (one to three characters and

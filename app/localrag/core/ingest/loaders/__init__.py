@@ -9,7 +9,6 @@ the file itself is a ``BadDocument`` with a one-line message and a code: ``empty
 from __future__ import annotations
 
 import logging
-import re
 import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -101,12 +100,6 @@ def reads_differently(doc_type: str, path: Path, version: int) -> bool:
     return version < extraction_version(doc_type)
 
 
-_PERMALINK = re.compile(
-    rb"""class\s*=\s*["'][^"']*\bpermalink\b|title\s*=\s*["'][^"']*(?:perma(?:nent\s*)?link|link to this)""",
-    re.IGNORECASE,
-)
-
-
 def _html_changed_since(path: Path, version: int) -> bool:
     """Whether an HTML page read at ``version`` 2 or 3 holds what later versions read differently: a
     definition list's description (``<dd``, since 3) or a permalink known by its title or class (since 4).
@@ -115,7 +108,7 @@ def _html_changed_since(path: Path, version: int) -> bool:
         data = path.read_bytes()
     except OSError:
         return True
-    return (version == 2 and b"<dd" in data.lower()) or _PERMALINK.search(data) is not None
+    return (version == 2 and b"<dd" in data.lower()) or html.holds_permalink(data)
 
 
 def detect_type(path: Path) -> str | None:

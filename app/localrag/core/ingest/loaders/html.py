@@ -29,7 +29,13 @@ _PERMALINK_CLASSES = frozenset(
     {"headerlink", "anchorjs-link", "header-anchor", "heading-anchor", "permalink"}
 )
 # A link to a place on its own page whose title says it is a permalink ("Permanent link").
-_PERMALINK_TITLE = re.compile(r"\bperma(?:nent\s*)?link|\blink to this\b", re.IGNORECASE)
+_PERMALINK_WORDS = r"\bperma(?:nent\s*)?link|\blink to this\b"
+_PERMALINK_TITLE = re.compile(_PERMALINK_WORDS, re.IGNORECASE)
+# The same in a page's markup, read as bytes: such a title, or the class "permalink".
+_PERMALINK_MARKUP = re.compile(
+    rb"""class\s*=\s*["'][^"']*\bpermalink\b|title\s*=\s*["'][^"']*(?:""" + _PERMALINK_WORDS.encode() + rb")",
+    re.IGNORECASE,
+)
 _PARAGRAPH = frozenset(
     {
         "p", "div", "section", "article", "main", "table", "ul", "ol", "dl", "blockquote", "pre", "figure",
@@ -209,6 +215,12 @@ def _chrome_by_attributes(tag: str, attrs: list[tuple[str, str | None]]) -> bool
         return True
     anchor = tag == "a" and (values.get("href") or "").startswith("#")
     return anchor and _PERMALINK_TITLE.search(values.get("title") or "") is not None
+
+
+def holds_permalink(markup: bytes) -> bool:
+    """Whether a page's markup holds a permalink known by its title or the class "permalink" (what HTML text
+    version 4 reads differently)."""
+    return _PERMALINK_MARKUP.search(markup) is not None
 
 
 def open_stream(path: Path) -> DocumentStream:
