@@ -59,3 +59,27 @@ def test_many_small_files_each_get_their_own_chunks_and_vectors(clean_db, embedd
     counter = pieces.token_counter(embedder)
     by_chunk = dict(stored_pieces)
     assert all(by_chunk.get(cid) == len(pieces.piece_texts(text, counter)) for _p, cid, text, *_ in rows)
+
+
+def test_an_ingestor_claims_past_a_page_of_documents_another_one_holds(clean_db, tmp_path, monkeypatch):
+    """Claiming looks at the queue a page at a time; the documents another ingestor holds (more than a page
+    of them) are passed over, and the next free one is claimed."""
+    from localrag.core.ingest import queue
+    from localrag.core.ingest.pipeline import Ingestor
+
+    monkeypatch.setattr(queue, "CLAIM_PAGE", 4)
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    for i in range(11):
+        (folder / f"note{i:02d}.txt").write_text(f"Note {i}: the pantry holds jar {i}.\n")
+    with Ingestor(clean_db) as other, Ingestor(clean_db) as mine:
+        queued = [e.doc_id for e in other.enqueue([folder])]
+        held: list[int] = []
+        for _ in range(9):  # more than two pages
+            doc_id = other.queue.claim_next(held)
+            assert doc_id is not None
+            held.append(doc_id)
+        assert held == queued[:9]
+        assert mine.queue.claim_next() == queued[9]
+        assert mine.queue.claim_next([queued[9]]) == queued[10]
+        assert mine.queue.claim_next(queued[9:]) is None

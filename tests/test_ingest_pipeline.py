@@ -413,13 +413,14 @@ def test_new_document_is_searchable_while_it_is_read_and_a_pause_redoes_only_the
     monkeypatch.setattr(chunking, "_FIRST_GROUP_CHARS", 500)
     monkeypatch.setattr(chunking, "_GROUP_CHARS", 500)
     f = tmp_path / "atlas.pdf"
-    _write_pdf(f, [f"Page {i}: the moraine survey {i * 11} crossed the valley." for i in range(300)])
+    # Survey numbers no page number shares: "survey 5022" is on page 3 alone.
+    _write_pdf(f, [f"Page {i}: the moraine survey {5000 + i * 11} crossed the valley." for i in range(300)])
     ing = Ingestor(clean_db)
     found: list = []
 
     def on_event(e):
         if e.status == "extracting" and e.searchable and 10 <= e.pages_done < e.pages and not found:
-            found.extend(retrieve(clean_db, "moraine survey 22", k=1, mode="hybrid", route=False).results)
+            found.extend(retrieve(clean_db, "moraine survey 5022", k=1, mode="hybrid", route=False).results)
             ing.pause()
 
     ing.on_event = on_event
@@ -444,7 +445,7 @@ def test_new_document_is_searchable_while_it_is_read_and_a_pause_redoes_only_the
         ).fetchone()
         assert total == chunks
         assert set(bm25.stats_drift(conn).values()) == {0}
-    hit = retrieve(clean_db, "moraine survey 3289", k=1, mode="hybrid", route=False).results
+    hit = retrieve(clean_db, "moraine survey 8289", k=1, mode="hybrid", route=False).results
     assert hit and hit[0].page_number == 300 and not hit[0].keywords_only
 
 

@@ -163,7 +163,7 @@ class ChunkWriter:
                     )
                 )
         if self.searchable:
-            bm25.index_chunks(self.conn, self.doc_id, [c.chunk_index for c in self.pending])
+            bm25.index_chunks(self.conn, self.doc_id, [c.chunk_index for c in self.pending], new=True)
         self.written.extend(contexts)
         self.pending = []
 

@@ -27,6 +27,7 @@ from localrag.core.store.db import one
 log = logging.getLogger("localrag.ingest.queue")
 
 ADVISORY_NS = 0x1A6  # advisory-lock namespace for "a process is ingesting this document"
+CLAIM_PAGE = 32  # unfinished documents looked at per query when claiming the next
 
 
 def path_to_db(path: Path) -> tuple[str, bytes | None]:
@@ -131,6 +132,8 @@ class IngestQueue:
             event = self._enqueue_one(path, explicit)
             if event is not None:
                 events.append(self._emit(event))
+        if self.copy_max_bytes is not None and any(e.status == status.QUEUED for e in events):
+            self._drop_unused_copies()  # once for the lot: it looks at every copy
         return events
 
     def _enqueue_one(self, path: Path, explicit: bool) -> IngestEvent | None:
@@ -236,10 +239,16 @@ class IngestQueue:
         try:
             if not files.store_copy(self.conn, path, sha, self.copy_max_bytes):
                 log.info("no copy of %s kept in the database (larger than the limit, or changed)", path)
-            with self.conn.transaction():
-                files.drop_unused_copies(self.conn)  # the copy of a version this one replaces
         except (OSError, psycopg.Error) as exc:
             log.warning("could not keep a copy of %s in the database: %s", path, exc)
+
+    def _drop_unused_copies(self) -> None:
+        """Delete the copies of versions that newer ones have replaced since."""
+        try:
+            with self.conn.transaction():
+                files.drop_unused_copies(self.conn)
+        except psycopg.Error as exc:
+            log.warning("could not drop the unused copies of files: %s", exc)
 
     def _record_failure(self, path: Path, doc_type: str, exc: BadDocument) -> IngestEvent:
         """A file that cannot be indexed still gets a row, so the panel can say why."""
@@ -289,20 +298,24 @@ class IngestQueue:
         """The oldest unfinished document no ingestor holds, locked for this one (``held``: the documents this
         one holds already; an advisory lock can be taken again by the session that holds it)."""
         conn = self.conn
-        rows = conn.execute(
-            "SELECT id FROM documents WHERE status = ANY(%s) ORDER BY id", (list(status.UNFINISHED),)
-        ).fetchall()
-        conn.commit()
-        for (doc_id,) in rows:
-            if doc_id in held:
-                continue
-            if self.try_lock(doc_id):
-                row = conn.execute("SELECT status FROM documents WHERE id = %s", (doc_id,)).fetchone()
-                conn.commit()
-                if row and row[0] in status.UNFINISHED:
-                    return doc_id
-                self.unlock(doc_id)
-        return None
+        after = 0
+        while True:  # a page of candidates at a time: a queue of 10,000 files is not read per claim
+            rows = conn.execute(
+                "SELECT id FROM documents WHERE status = ANY(%s) AND id > %s AND NOT id = ANY(%s::bigint[]) "
+                "ORDER BY id LIMIT %s",
+                (list(status.UNFINISHED), after, list(held), CLAIM_PAGE),
+            ).fetchall()
+            conn.commit()
+            for (doc_id,) in rows:
+                if self.try_lock(doc_id):
+                    row = conn.execute("SELECT status FROM documents WHERE id = %s", (doc_id,)).fetchone()
+                    conn.commit()
+                    if row and row[0] in status.UNFINISHED:
+                        return doc_id
+                    self.unlock(doc_id)
+            if len(rows) < CLAIM_PAGE:
+                return None
+            after = rows[-1][0]
 
     def try_lock(self, doc_id: int) -> bool:
         """Take the document's advisory lock for this ingestor, if no other one holds it."""

@@ -123,20 +123,23 @@ def index_documents(conn: psycopg.Connection[Any], doc_ids: Iterable[int]) -> in
         return _index(conn, "c.doc_id = ANY(%(ids)s)", {"ids": ids})
 
 
-def index_chunks(conn: psycopg.Connection[Any], doc_id: int, chunk_indexes: Sequence[int]) -> int:
+def index_chunks(
+    conn: psycopg.Connection[Any], doc_id: int, chunk_indexes: Sequence[int], *, new: bool = False
+) -> int:
     """Add the postings of some of ``doc_id``'s chunks (by ``chunk_index``): the ones just written while the
-    document is read, or those whose context changed (indexed again). Returns the number of postings
-    written."""
+    document is read (``new``: they have none yet), or those whose context changed (indexed again). Returns
+    the number of postings written."""
     if not chunk_indexes:
         return 0
     params = {"doc": int(doc_id), "idx": [int(i) for i in chunk_indexes]}
     with _atomic(conn):
-        _unindex(
-            conn,
-            "p.doc_id = %(doc)s AND p.chunk_id IN (SELECT c.id FROM document_chunks c "
-            "WHERE c.doc_id = %(doc)s AND c.chunk_index = ANY(%(idx)s))",
-            params,
-        )
+        if not new:
+            _unindex(
+                conn,
+                "p.doc_id = %(doc)s AND p.chunk_id IN (SELECT c.id FROM document_chunks c "
+                "WHERE c.doc_id = %(doc)s AND c.chunk_index = ANY(%(idx)s))",
+                params,
+            )
         return _index(conn, "c.doc_id = %(doc)s AND c.chunk_index = ANY(%(idx)s)", params)
 
 
@@ -161,47 +164,37 @@ def _atomic(conn: psycopg.Connection[Any]) -> AbstractContextManager[psycopg.Tra
 
 def _index(conn: psycopg.Connection[Any], chunks: str, params: dict[str, Any]) -> int:
     """Write the postings of the chunks ``c`` (document_chunks) that the condition ``chunks`` selects (none of
-    them indexed yet) and count them in the statistics."""
-    conn.execute(
-        "CREATE TEMP TABLE IF NOT EXISTS bm25_new (term text, chunk_id bigint, doc_id bigint, tf integer) "
-        "ON COMMIT DROP"
-    )
-    conn.execute("TRUNCATE bm25_new")
-    written = conn.execute(
-        "INSERT INTO bm25_new (term, chunk_id, doc_id, tf) "
-        f"SELECT l.lexeme, c.id, c.doc_id, coalesce(array_length(l.positions, 1), 1) FROM document_chunks c, "
-        f"unnest({INDEXED_TEXT}) l WHERE {chunks}",
+    them indexed yet) and count them in the statistics. One statement: a folder of small files indexes a
+    document at a time, and each statement is a round trip and a plan."""
+    row = conn.execute(
+        "WITH new AS MATERIALIZED (SELECT l.lexeme AS term, c.id AS chunk_id, c.doc_id, "
+        f"coalesce(array_length(l.positions, 1), 1) AS tf FROM document_chunks c, unnest({INDEXED_TEXT}) l "
+        f"WHERE {chunks}), "
+        "lens AS (SELECT c.id, coalesce(sum(n.tf), 0) AS len FROM document_chunks c "
+        f"LEFT JOIN new n ON n.chunk_id = c.id WHERE {chunks} GROUP BY c.id), "
+        "counted AS (UPDATE document_chunks c SET lexeme_count = lens.len FROM lens "
+        "WHERE c.id = lens.id AND c.lexeme_count <> lens.len), "
+        "posted AS (INSERT INTO bm25_postings (term, chunk_id, doc_id, tf, dl) "
+        "SELECT term, chunk_id, doc_id, tf, sum(tf) OVER (PARTITION BY chunk_id) FROM new), "
+        # Upserts in term order: two documents indexed at once lock shared terms in the same order.
+        "termed AS (INSERT INTO bm25_terms AS t (term, df) "
+        "SELECT term, count(*) FROM new GROUP BY term ORDER BY term "
+        "ON CONFLICT (term) DO UPDATE SET df = t.df + excluded.df), "
+        "counted_all AS (UPDATE bm25_stats SET n_chunks = n_chunks + s.n, total_len = total_len + s.len "
+        "FROM (SELECT count(DISTINCT chunk_id) AS n, coalesce(sum(tf), 0) AS len FROM new) s "
+        "WHERE id = 1) "
+        "SELECT count(*) FROM new",
         params,
-    ).rowcount
-    conn.execute(
-        f"UPDATE document_chunks c SET lexeme_count = 0 WHERE {chunks} AND c.lexeme_count <> 0", params
-    )
-    conn.execute(
-        "UPDATE document_chunks c SET lexeme_count = s.len "
-        "FROM (SELECT chunk_id, sum(tf) AS len FROM bm25_new GROUP BY chunk_id) s WHERE c.id = s.chunk_id"
-    )
-    conn.execute(
-        "INSERT INTO bm25_postings (term, chunk_id, doc_id, tf, dl) "
-        "SELECT term, chunk_id, doc_id, tf, sum(tf) OVER (PARTITION BY chunk_id) FROM bm25_new"
-    )
-    # Upserts in term order: two documents indexed at once lock shared terms in the same order.
-    conn.execute(
-        "INSERT INTO bm25_terms AS t (term, df) "
-        "SELECT term, count(*) FROM bm25_new GROUP BY term ORDER BY term "
-        "ON CONFLICT (term) DO UPDATE SET df = t.df + excluded.df"
-    )
-    conn.execute(
-        "UPDATE bm25_stats SET n_chunks = n_chunks + s.n, total_len = total_len + s.len "
-        "FROM (SELECT count(DISTINCT chunk_id) AS n, coalesce(sum(tf), 0) AS len FROM bm25_new) s "
-        "WHERE id = 1"
-    )
-    conn.execute("DROP TABLE bm25_new")
-    return max(0, written)
+    ).fetchone()
+    return int(row[0]) if row else 0
 
 
 def _unindex(conn: psycopg.Connection[Any], postings: str, params: dict[str, Any]) -> None:
     """Remove the postings ``p`` that the condition ``postings`` selects and take them out of the
-    statistics."""
+    statistics. Nothing to remove (a document read for the first time) costs one look."""
+    found = conn.execute(f"SELECT EXISTS (SELECT 1 FROM bm25_postings p WHERE {postings})", params).fetchone()
+    if not (found and found[0]):
+        return
     conn.execute(
         "CREATE TEMP TABLE IF NOT EXISTS bm25_gone (term text, chunk_id bigint, tf integer) ON COMMIT DROP"
     )
