@@ -84,7 +84,8 @@ case "$command" in
         export QT_QPA_PLATFORM="${QT_QPA_PLATFORM:-offscreen}"
         # As root (containers, CI) the tests' servers run as a system account the store may create.
         export LOCALRAG_ALLOW_ROOT="${LOCALRAG_ALLOW_ROOT:-1}"
-        exec python -m pytest -q "$@"
+        # Two workers, each with its own embedded server and models (LOCALRAG_TEST_WORKERS=0: one process).
+        exec python -m pytest -q -n "${LOCALRAG_TEST_WORKERS:-2}" "$@"
         ;;
     *)
         echo "usage: packaging/setup.sh app|test [ARGS]" >&2
