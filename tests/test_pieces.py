@@ -82,3 +82,18 @@ def test_windows_start_at_each_sentence_and_stop_at_the_width():
     assert pieces.piece_texts("A single sentence far longer than the width.", words, width=3) == [
         "A single sentence far longer than the width."
     ]
+
+
+def test_a_vector_is_stored_as_pgvector_reads_it_and_read_back_the_same(clean_db, embedder):
+    """The text a vector is copied in reads back, through pgvector, as the model's vector to seven digits."""
+    import numpy as np
+
+    vectors = embedder.embed(["The moraine survey crossed the valley.", "x"])
+    vectors = np.vstack([vectors, np.array([[1e-9, -0.0, 3.0e7] + [0.25] * (vectors.shape[1] - 3)])])
+    with clean_db.connect() as conn:
+        for vec in vectors.astype(np.float32):
+            text = pieces.vector_text(vec)
+            assert text.startswith("[") and text.count(",") == len(vec) - 1
+            back = conn.execute("SELECT %s::vector::text", (text,)).fetchone()[0]
+            read = np.array([float(x) for x in back.strip("[]").split(",")], dtype=np.float32)
+            assert np.allclose(read, vec, rtol=1e-6, atol=0)
