@@ -126,6 +126,22 @@ def test_with_rewording_off_the_answer_is_the_evidence_and_no_model_runs(engine)
     assert done.citations.cited == [1] and done.sources[0].cited
 
 
+def test_a_quoted_source_is_named_by_the_section_the_quote_is_in(engine):
+    """install.md's first chunk starts at its title, a bare heading that runs on into the Linux section (which
+    begins inside the chunk and is kept with it); the sentence quoted for Linux names its source by the Linux
+    section, as the window shows it, not by the title the chunk starts under."""
+    with engine.library.connect() as conn:
+        first = conn.execute(
+            "SELECT c.heading_path, c.headings FROM document_chunks c JOIN documents d ON d.id = c.doc_id "
+            "WHERE d.path LIKE '%%install.md' ORDER BY c.chunk_index LIMIT 1"
+        ).fetchone()
+    assert first[0] == "Installing Local RAG" and [p for _, p in first[1]] == ["Installing Local RAG > Linux"]
+    done = _run(engine, None, "How do I install Local RAG on Linux?", persist=False)[-1]
+    span = done.evidence.spans[0]
+    assert "pip install" in span.text and span.section == "Installing Local RAG > Linux"
+    assert done.sources[span.number - 1].where().endswith("— Installing Local RAG > Linux")
+
+
 def test_a_question_the_documents_do_not_answer_says_so_and_lists_the_closest(engine, monkeypatch):
     monkeypatch.setattr(engine.settings, "reword", False)
     done = _run(

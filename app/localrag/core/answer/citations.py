@@ -118,6 +118,18 @@ class Source:
         return where
 
 
+def quoted_sections(sources: list[Source], spans: Any) -> list[Source]:
+    """``sources`` with each quoted one named by the section its first quoted sentence is in (a passage may
+    run from the end of one section into the next, and is otherwise named by the one it starts in)."""
+    named: set[int] = set()
+    for span in spans:
+        section = str(getattr(span, "section", "") or "")
+        if section and span.number not in named and 1 <= span.number <= len(sources):
+            named.add(span.number)
+            sources[span.number - 1].heading_path = section
+    return sources
+
+
 @dataclass
 class CitationMark:
     """One bracket in the answer: where it is and which numbers it names."""

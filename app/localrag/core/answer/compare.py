@@ -243,8 +243,8 @@ def side_reader(
         results = list(resp.results[:PASSAGES]) if resp.reason is None else []
         if not results:
             return [], None
-        whole, pages = whole_sentences(library.pool, results, PASSAGES)
-        found = find_evidence(question, whole, embed, pages=pages)
+        whole, pages, sections = whole_sentences(library.pool, results, PASSAGES)
+        found = find_evidence(question, whole, embed, pages=pages, sections=sections)
         said = [s for s in found.spans if says_something(s)] if found.answered else []
         if said:
             return results, max(said, key=lambda s: s.score)

@@ -37,6 +37,7 @@ from localrag.core.answer.candidates import (
     term_weights,
     to_read,
 )
+from localrag.core.answer.pages import section_at
 from localrag.core.answer.quotes import ANSWERED, NOT_FOUND, Evidence, EvidenceSpan
 from localrag.core.text import spans as sp
 from localrag.core.text.cells import (
@@ -70,6 +71,7 @@ def find_evidence(
     question_vector: np.ndarray | None = None,
     keep: int = 8,
     pages: dict[tuple[int, int], str] | None = None,
+    sections: dict[tuple[int, int], list[tuple[int, str]]] | None = None,
 ) -> Evidence:
     """The spans of ``sources`` (numbered from 1, best first) that best answer ``question``.
 
@@ -81,6 +83,8 @@ def find_evidence(
         keep: how many of the best candidates ``Evidence.candidates`` keeps (the developer pane).
         pages: the text of the sources' pages by ``(doc_id, page_number)``: a quoted row of figures is read as
             cells under the column headings above it (``cells``).
+        sections: where sections begin on the sources' pages (``pages.page_sections``): each quoted span is
+            named by the one it is in.
     """
     started = time.monotonic()
     asks = reader.Asks.of(question)
@@ -150,6 +154,10 @@ def find_evidence(
     spans = [_span(c) for c in order]
     for span in spans:
         span.cells = _cells(span, question, pages or {})
+        if span.char_start >= 0:
+            span.section = section_at(
+                (sections or {}).get((span.doc_id, span.page_number), []), span.char_start
+            )
     return Evidence(
         ANSWERED,
         spans=spans,

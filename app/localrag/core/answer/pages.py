@@ -10,6 +10,7 @@ when it runs over.
 
 from __future__ import annotations
 
+import bisect
 import logging
 import re
 from collections.abc import Iterable, Sequence
@@ -34,6 +35,7 @@ MAX_HEADER_CHARS = 100
 MIN_SHARED_LETTERS = 5
 
 PageKey = tuple[int, int]  # (doc_id, page_number)
+Mark = tuple[int, str]  # (offset in the page, heading path)
 
 
 def page_texts(conn: psycopg.Connection[Any], keys: Iterable[PageKey]) -> dict[PageKey, str]:
@@ -53,19 +55,50 @@ def page_texts(conn: psycopg.Connection[Any], keys: Iterable[PageKey]) -> dict[P
     return {key: _lay_out(parts) for key, parts in pieces.items()}
 
 
-def whole_sentences(pool: Any, sources: Sequence[Any], n: int) -> tuple[list[Any], dict[PageKey, str]]:
+def page_sections(conn: psycopg.Connection[Any], keys: Iterable[PageKey]) -> dict[PageKey, list[Mark]]:
+    """Where sections begin on each (document, page), as (offset in the page, heading path), sorted: each
+    chunk's start in the section it starts in, and the headings that begin inside it (a chunk written before
+    they were kept adds only its start)."""
+    keys = sorted(set(keys))
+    if not keys:
+        return {}
+    rows = conn.execute(
+        "SELECT c.doc_id, c.page_number, c.char_start, c.heading_path, c.headings FROM document_chunks c"
+        " JOIN unnest(%s::bigint[], %s::int[]) AS k(doc_id, page_number)"
+        " ON c.doc_id = k.doc_id AND c.page_number = k.page_number",
+        ([k[0] for k in keys], [k[1] for k in keys]),
+    ).fetchall()
+    marks: dict[PageKey, set[Mark]] = {}
+    for doc_id, page, start, heading, inside in rows:
+        found = marks.setdefault((doc_id, page), set())
+        if heading:
+            found.add((int(start), str(heading)))
+        found.update((int(start) + int(offset), str(path)) for offset, path in inside or [] if path)
+    return {key: sorted(found) for key, found in marks.items()}
+
+
+def section_at(marks: Sequence[Mark], offset: int) -> str:
+    """The heading path of the section ``offset`` is in (``page_sections``' marks of its page), or ''."""
+    i = bisect.bisect_right(marks, (offset, "\U0010ffff")) - 1
+    return marks[i][1] if i >= 0 else ""
+
+
+def whole_sentences(
+    pool: Any, sources: Sequence[Any], n: int
+) -> tuple[list[Any], dict[PageKey, str], dict[PageKey, list[Mark]]]:
     """The passages an answer's evidence is read from: the first ``n`` of ``sources`` with their cut first and
     last sentences made whole from the page and running headers blanked (the sources as numbered and shown
-    stay as retrieved); and the pages' text. ``pool`` lends the connection; with the store down, the
-    passages as they are."""
+    stay as retrieved); the pages' text; and where sections begin on the passages' pages
+    (``page_sections``). ``pool`` lends the connection; with the store down, the passages as they are."""
     top = sources[:n]
     try:
         with pool.connection() as conn:
             texts = page_texts(conn, around((s.doc_id, s.page_number) for s in top))
+            sections = page_sections(conn, ((s.doc_id, s.page_number) for s in top))
     except (StoreUnavailable, psycopg.OperationalError) as exc:  # the store is down; a bug is raised
         log.warning("pages not read for whole sentences: %s", exc)
-        return list(sources), {}
-    return [widen(s, texts) for s in top] + list(sources[n:]), texts
+        return list(sources), {}, {}
+    return [widen(s, texts) for s in top] + list(sources[n:]), texts, sections
 
 
 def around(keys: Iterable[PageKey]) -> set[PageKey]:

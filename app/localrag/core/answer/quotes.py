@@ -38,6 +38,7 @@ class EvidenceSpan:
     cells: list[dict[str, Any]] = field(default_factory=list)
     domain: str = ""  # the domain pack acting on its document (``core/hooks.py``)
     page_label: str = ""  # the number printed on its page when it is not ``page_number``
+    section: str = ""  # the heading path of the section it is in on its page ('' when not known)
 
     @property
     def rows(self) -> list[Cells]:

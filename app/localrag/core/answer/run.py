@@ -14,7 +14,7 @@ import numpy as np
 import psycopg
 
 from localrag.core.answer import compare, fallback, figures, prompts
-from localrag.core.answer.citations import Source, apply_citations, check_citations
+from localrag.core.answer.citations import Source, apply_citations, check_citations, quoted_sections
 from localrag.core.answer.echo import EchoFilter
 from localrag.core.answer.events import (
     DOCUMENTS,
@@ -352,15 +352,16 @@ class AnswerRun:
         # A source the context budget cut to its leading sentences is read whole for the evidence.
         whole = {tuple(r.chunk_ids): r for r in results}
         full = [whole.get(tuple(s.chunk_ids), s) for s in sources]
-        self.evidence_sources, pages = whole_sentences(self.library.pool, full, PASSAGES)
+        self.evidence_sources, pages, sections = whole_sentences(self.library.pool, full, PASSAGES)
+        keep = self.engine.evidence_keep
         try:
             return find_evidence(
-                query, self.evidence_sources, self._embed, pages=pages, keep=self.engine.evidence_keep
+                query, self.evidence_sources, self._embed, pages=pages, sections=sections, keep=keep
             )
         except KnownError as exc:  # the embedding worker failed: words alone still pick a sentence
             log.warning("evidence scored without the embedding model: %s", exc.message)
             return find_evidence(
-                query, self.evidence_sources, None, pages=pages, keep=self.engine.evidence_keep
+                query, self.evidence_sources, None, pages=pages, sections=sections, keep=keep
             )
 
     def _lead(self) -> str:
@@ -498,7 +499,8 @@ class AnswerRun:
         return llm
 
     def _sources(self) -> list[Source]:
-        return [Source.from_result(i, r) for i, r in enumerate(self.sources_used, 1)]
+        sources = [Source.from_result(i, r) for i, r in enumerate(self.sources_used, 1)]
+        return quoted_sections(sources, self.evidence.spans if self.evidence is not None else [])
 
     @property
     def notice(self) -> str:

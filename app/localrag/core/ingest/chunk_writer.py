@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+from psycopg.types.json import Jsonb
 
 from localrag.core.errors import BadDocument
 from localrag.core.ingest import metadata
@@ -43,7 +44,7 @@ ESTIMATE_MARGIN = 1.25  # refuse early only when the estimate passes the limit b
 
 _COPY = (
     "COPY document_chunks (doc_id, chunk_index, page_number, heading_path, text, token_count, "
-    "char_start, char_end, text_hash, context) FROM STDIN"
+    "char_start, char_end, text_hash, context, headings) FROM STDIN"
 )
 
 
@@ -160,6 +161,7 @@ class ChunkWriter:
                         chunk.char_end,
                         chunk.text_hash,
                         context,
+                        Jsonb(chunk.inner_headings) if chunk.inner_headings else None,
                     )
                 )
         if self.searchable:

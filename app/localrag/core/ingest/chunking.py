@@ -179,6 +179,7 @@ class _Chunker:
                     char_start=page.offset + piece.char_start,
                     char_end=page.offset + piece.char_end,
                     text_hash=hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest(),
+                    inner_headings=_headings_inside(headings, offsets, piece.char_start, piece.char_end),
                 )
                 index += 1
 
@@ -358,3 +359,11 @@ def _trim(text: str, start: int, end: int) -> tuple[int, int]:
 def _heading_at(headings: list[tuple[int, str]], offsets: list[int], char_start: int) -> str:
     i = bisect.bisect_right(offsets, char_start) - 1
     return headings[i][1] if i >= 0 else ""
+
+
+def _headings_inside(
+    headings: list[tuple[int, str]], offsets: list[int], start: int, end: int
+) -> list[tuple[int, str]]:
+    """The headings that begin after ``start`` and before ``end``, at their offsets from ``start``."""
+    first, last = bisect.bisect_right(offsets, start), bisect.bisect_left(offsets, end)
+    return [(offset - start, path) for offset, path in headings[first:last] if path]

@@ -73,3 +73,5 @@ class Chunk:
     char_start: int
     char_end: int
     text_hash: str  # sha256 hex of ``text``
+    # The headings that begin inside the chunk, after its start: (offset in ``text``, heading path).
+    inner_headings: list[tuple[int, str]] = field(default_factory=list)
