@@ -130,7 +130,12 @@ def find_sides(
     if not compares(question):
         return [], []
     asked = words_of(question)
-    asked_raw = {w.lower() for w in re.findall(r"[A-Za-z]+", question)}
+    # Initials are a name as written in capitals ("OQB"), or typed small when no common word ("oqb"): the
+    # "at" of "at least" is not "Argparse Tutorial".
+    tokens = re.findall(r"[A-Za-z]+", question)
+    asked_initials = {w.lower() for w in tokens if len(w) >= 2 and w.isupper()} | {
+        w for w in tokens if len(w) >= 3 and w.islower() and w not in _NOT_NAMES
+    }
     shared: dict[str, int] = {}
     for n in names:
         for w in n.words:
@@ -144,7 +149,7 @@ def find_sides(
     for n in names:
         # A word every name has tells none apart; one some share names each of them, the best-ranked taken.
         hit = frozenset(w for w in n.words & asked if shared[w] < total or total == 1)
-        acronym = bool(n.initials) and len(n.initials) >= 2 and n.initials in asked_raw
+        acronym = len(n.initials) >= 2 and n.initials in asked_initials
         if not hit and not acronym:
             continue
         score = sum(math.log(1 + total / shared[w]) for w in hit) + (math.log(1 + total) if acronym else 0)
