@@ -177,8 +177,9 @@ def test_the_sides_come_from_the_question_words_matched_to_the_library_names():
     sides, _ = find_sides("Do the lab protocols and the Kestrel guide differ on cleaning?", names)
     assert sorted(s.kind for s in sides) == ["collection", "document"]
 
+
 def test_a_common_word_is_not_a_title_s_initials():
-    """"at" is the initials of "Argparse Tutorial" and a word of most questions: only "AT" names it."""
+    """ "at" is the initials of "Argparse Tutorial" and a word of most questions: only "AT" names it."""
     names = [*_names(), document_name(8, "/d/argparse.html", "Argparse Tutorial")]
     question = "Does Kestrel need at least two drivers, compared with the quiz builder?"
     assert [s.doc_ids for s in find_sides(question, names)[0]] == [[1], [2]]
