@@ -38,17 +38,22 @@ PageKey = tuple[int, int]  # (doc_id, page_number)
 Mark = tuple[int, str]  # (offset in the page, heading path)
 
 
-def page_texts(conn: psycopg.Connection[Any], keys: Iterable[PageKey]) -> dict[PageKey, str]:
-    """The text of each (document, page) that has chunks, laid out from them; gaps become spaces."""
+def _chunks_of_pages(conn: psycopg.Connection[Any], keys: Iterable[PageKey], columns: str) -> list[tuple]:
+    """Each chunk of the pages ``keys`` as (doc_id, page_number, char_start, *columns)."""
     keys = sorted(set(keys))
     if not keys:
-        return {}
-    rows = conn.execute(
-        "SELECT c.doc_id, c.page_number, c.char_start, c.text FROM document_chunks c"
+        return []
+    return conn.execute(
+        f"SELECT c.doc_id, c.page_number, c.char_start, {columns} FROM document_chunks c"
         " JOIN unnest(%s::bigint[], %s::int[]) AS k(doc_id, page_number)"
         " ON c.doc_id = k.doc_id AND c.page_number = k.page_number",
         ([k[0] for k in keys], [k[1] for k in keys]),
     ).fetchall()
+
+
+def page_texts(conn: psycopg.Connection[Any], keys: Iterable[PageKey]) -> dict[PageKey, str]:
+    """The text of each (document, page) that has chunks, laid out from them; gaps become spaces."""
+    rows = _chunks_of_pages(conn, keys, "c.text")
     pieces: dict[PageKey, list[tuple[int, str]]] = {}
     for doc_id, page, start, text in rows:
         pieces.setdefault((doc_id, page), []).append((start, text))
@@ -59,15 +64,7 @@ def page_sections(conn: psycopg.Connection[Any], keys: Iterable[PageKey]) -> dic
     """Where sections begin on each (document, page), as (offset in the page, heading path), sorted: each
     chunk's start in the section it starts in, and the headings that begin inside it (a chunk written before
     they were kept adds only its start)."""
-    keys = sorted(set(keys))
-    if not keys:
-        return {}
-    rows = conn.execute(
-        "SELECT c.doc_id, c.page_number, c.char_start, c.heading_path, c.headings FROM document_chunks c"
-        " JOIN unnest(%s::bigint[], %s::int[]) AS k(doc_id, page_number)"
-        " ON c.doc_id = k.doc_id AND c.page_number = k.page_number",
-        ([k[0] for k in keys], [k[1] for k in keys]),
-    ).fetchall()
+    rows = _chunks_of_pages(conn, keys, "c.heading_path, c.headings")
     marks: dict[PageKey, set[Mark]] = {}
     for doc_id, page, start, heading, inside in rows:
         found = marks.setdefault((doc_id, page), set())
