@@ -131,7 +131,7 @@ def find_sides(
         return [], []
     asked = words_of(question)
     # Initials are a name as written in capitals ("OQB"), or typed small when no common word ("oqb"): the
-    # "at" of "at least" is not "Argparse Tutorial".
+    # "at" of "at least" is not a title "Advanced Topics".
     tokens = re.findall(r"[A-Za-z]+", question)
     asked_initials = {w.lower() for w in tokens if len(w) >= 2 and w.isupper()} | {
         w for w in tokens if len(w) >= 3 and w.islower() and w not in _NOT_NAMES
