@@ -56,10 +56,12 @@ def close_during(phase: str, tmp_path: Path, conninfo: str, folder: Path | None 
             try:
                 line = lines.get(timeout=max(0.1, deadline - time.monotonic()))
             except queue.Empty:
+                proc.send_signal(signal.SIGUSR1)  # the driver writes every thread's stack to stderr
+                time.sleep(2)
                 log = tmp_path / "home" / "logs" / "localrag.log"
                 stderr.seek(0)
                 raise AssertionError(
-                    f"the window never reached {phase}:\n{stderr.read()[-2000:]}\n"
+                    f"the window never reached {phase}:\n{stderr.read()[-12000:]}\n"
                     f"{log.read_text()[-4000:] if log.exists() else ''}"
                 ) from None
             if line.strip() == phase:

@@ -10,8 +10,10 @@ warning Qt printed.
 
 from __future__ import annotations
 
+import faulthandler
 import json
 import os
+import signal
 import sys
 import threading
 from pathlib import Path
@@ -35,8 +37,14 @@ def children() -> list[str]:
 
 
 def main(phase: str, folder: str = "") -> int:
+    # If the window never reaches PHASE, the test sends SIGUSR1 before giving up: every thread's stack goes to
+    # stderr, and the log says how far the window got.
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     from localrag.core.config import Settings
     from localrag.core.library import Library
+    from localrag.core.logs import set_up_logging
+
+    set_up_logging(terminal_level=None)
     from localrag.gui.app import _close_on_signals, create_app
     from localrag.gui.qt import QtCore
     from localrag.gui.tasks import task_manager
@@ -86,10 +94,15 @@ def main(phase: str, folder: str = "") -> int:
     elif phase == "ingest":
 
         def on_event(event: object) -> None:
+            print(
+                f"event {getattr(event, 'status', '')} {getattr(event, 'chunks_embedded', '')}",
+                file=sys.stderr,
+            )
             if getattr(event, "status", "") == "embedding" and getattr(event, "chunks_embedded", 0) > 0:
                 say()
 
         def add() -> None:  # once the store is open and the workers run
+            print("store ready: adding the folder", file=sys.stderr, flush=True)
             window.ingest_worker.ingest_event.connect(on_event)
             window.add_paths([folder])
 
