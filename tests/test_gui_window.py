@@ -467,6 +467,16 @@ def test_the_documents_list_filters_and_sorts_many_rows_and_the_selection_follow
     titles = {panel.proxy.index(i, 0).data() for i in range(panel.proxy.rowCount())}
     assert "Handbook 1235 new" in titles and "Handbook 123" not in titles and "Handbook 1230" in titles
     assert [r.doc_id for r in panel.selected_rows()] == [1234]
+    # A recorded document can be dragged onto a collection; a dropped file not yet recorded cannot.
+    panel.search.clear()
+    panel.add_placeholders(["/lib/coming.pdf"])
+    drag = QtCore.Qt.ItemFlag.ItemIsDragEnabled
+    flags = {
+        panel.proxy.index(i, 0).data(): panel.proxy.flags(panel.proxy.index(i, 1))
+        for i in range(panel.proxy.rowCount())
+    }
+    assert not flags["coming.pdf"] & drag and flags["Handbook 1234"] & drag
+    assert flags["Handbook 1234"] & QtCore.Qt.ItemFlag.ItemIsSelectable
 
 
 def test_dropping_a_gguf_makes_it_the_language_model(qtbot, window, saved_settings):

@@ -172,6 +172,8 @@ class DocumentsPanel(QtWidgets.QWidget):
         self.table.setTextElideMode(QtCore.Qt.TextElideMode.ElideRight)
         self.table.verticalHeader().hide()
         self.table.verticalHeader().setDefaultSectionSize(30)
+        # Rows of one height: the view places 20,000 of them without asking each for its size.
+        self.table.verticalHeader().setSectionResizeMode(QtWidgets.QHeaderView.ResizeMode.Fixed)
         self.table.setSortingEnabled(False)
         self.table.setDragEnabled(True)  # onto a collection
         self.table.setDragDropMode(QtWidgets.QAbstractItemView.DragDropMode.DragOnly)

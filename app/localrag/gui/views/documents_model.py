@@ -57,6 +57,11 @@ ERROR_LABELS = {
 }
 
 ROW_ROLE = QtCore.Qt.ItemDataRole.UserRole + 1
+ROW_FLAGS = (
+    QtCore.Qt.ItemFlag.ItemIsEnabled
+    | QtCore.Qt.ItemFlag.ItemIsSelectable
+    | QtCore.Qt.ItemFlag.ItemNeverHasChildren
+)
 # What a drag of rows carries: the documents' ids, comma-separated (dropped on a collection to add them).
 DOC_IDS_MIME = "application/x-localrag-document-ids"
 
@@ -84,9 +89,17 @@ class DocumentRow:
     # ``doc:ID``, or ``path:PATH`` for a file not yet recorded; made with the row (on the worker that lists
     # them): a row is replaced, never re-keyed.
     key: str = field(init=False, repr=False, compare=False)
+    # Made once with the row (a row is replaced, never changed), not at every sort or search of 20,000 rows:
+    # the short status shown in the table, the title as it sorts, and the text a search looks in.
+    status_text: str = field(init=False, repr=False, compare=False)
+    sort_title: str = field(init=False, repr=False, compare=False)
+    search_text: str = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.key = f"doc:{self.doc_id}" if self.doc_id is not None else f"path:{self.path}"
+        self.status_text = self._status_text()
+        self.sort_title = self.title.casefold()
+        self.search_text = f"{self.title}\n{self.path}\n{self.error or ''}".lower()
 
     @property
     def fraction(self) -> float | None:
@@ -96,8 +109,7 @@ class DocumentRow:
             return 0.25 + 0.75 * min(1.0, self.chunks_embedded / self.chunks_total)
         return None
 
-    @property
-    def status_text(self) -> str:
+    def _status_text(self) -> str:
         """The short status shown in the table."""
         if self.status == FAILED:
             return ERROR_LABELS.get(self.error_code or "", "Failed")
@@ -175,8 +187,12 @@ class DocumentsModel(QtCore.QAbstractTableModel):
     # -- Qt model -----------------------------------------------------------------------------------------
 
     def flags(self, index: ModelIndex) -> QtCore.Qt.ItemFlag:
-        flags = super().flags(index)
-        if index.isValid() and self.rows[index.row()].doc_id is not None:
+        return self.row_flags(index.row()) if index.isValid() else QtCore.Qt.ItemFlag.NoItemFlags
+
+    def row_flags(self, i: int) -> QtCore.Qt.ItemFlag:
+        """Every cell of row ``i``: selectable, and dragged onto a collection once it has an id."""
+        flags = ROW_FLAGS
+        if self.rows[i].doc_id is not None:
             flags |= QtCore.Qt.ItemFlag.ItemIsDragEnabled
         return flags
 
@@ -208,10 +224,11 @@ class DocumentsModel(QtCore.QAbstractTableModel):
         return None
 
     def data(self, index: ModelIndex, role: int = QtCore.Qt.ItemDataRole.DisplayRole) -> Any:
-        if not index.isValid():
-            return None
-        row = self.rows[index.row()]
-        col = index.column()
+        return self.cell(index.row(), index.column(), role) if index.isValid() else None
+
+    def cell(self, i: int, col: int, role: int) -> Any:
+        """What ``data`` gives for row ``i``, column ``col`` (the filter reads it without a model index)."""
+        row = self.rows[i]
         if role == ROW_ROLE:
             return row
         if role == QtCore.Qt.ItemDataRole.DisplayRole:
@@ -334,11 +351,11 @@ class DocumentsModel(QtCore.QAbstractTableModel):
 
 
 _SORT_KEYS: dict[int, Any] = {
-    DocumentsModel.TITLE: lambda r: r.title.casefold(),
+    DocumentsModel.TITLE: lambda r: r.sort_title,
     DocumentsModel.TYPE: lambda r: TYPE_LABELS.get(r.doc_type, r.doc_type.upper()),
     DocumentsModel.PAGES: lambda r: r.pages,
     DocumentsModel.CHUNKS: lambda r: r.chunks_total,
-    DocumentsModel.STATUS: lambda r: (r.status_text, r.title.casefold()),
+    DocumentsModel.STATUS: lambda r: (r.status_text, r.sort_title),
 }
 
 
@@ -358,7 +375,7 @@ class DocumentsFilter(QtCore.QAbstractProxyModel):
         self.doc_type = ""
         self.members: frozenset[int] | None = None  # a collection's documents (None: every document)
         self._rows: list[int] = []  # proxy row → model row
-        self._pos: dict[int, int] = {}  # model row → proxy row
+        self._pos: dict[int, int] | None = None  # model row → proxy row (None: every row, in place)
         self._kept: list[str] = []  # the keys of the persistent indexes, across a change of the model
 
     def _model(self) -> DocumentsModel:
@@ -396,17 +413,23 @@ class DocumentsFilter(QtCore.QAbstractProxyModel):
         if self.doc_type and row.doc_type != self.doc_type:
             return False
         if self.search:
-            hay = f"{row.title}\n{row.path}\n{row.error or ''}".lower()
-            return all(word in hay for word in self.search.split())
+            return all(word in row.search_text for word in self.search.split())
         return True
 
     def _refilter(self) -> None:
         rows = self._model().rows
         if self.search or self.doc_type or self.members is not None:
             self._rows = [i for i, r in enumerate(rows) if self.accepts(r)]
-        else:
-            self._rows = list(range(len(rows)))
-        self._pos = {src: i for i, src in enumerate(self._rows)}
+            self._pos = {src: i for i, src in enumerate(self._rows)}
+        else:  # nothing filtered: proxy row i is model row i, and no map of 20,000 rows is built
+            self._rows = range(len(rows))  # type: ignore[assignment]
+            self._pos = None
+
+    def _position(self, src: int) -> int | None:
+        """The proxy row showing model row ``src``, if it is shown."""
+        if self._pos is None:
+            return src if 0 <= src < len(self._rows) else None
+        return self._pos.get(src)
 
     def _before(self, *_: object) -> None:
         self.layoutAboutToBeChanged.emit()
@@ -420,7 +443,7 @@ class DocumentsFilter(QtCore.QAbstractProxyModel):
         moved = []
         for key, index in zip(self._kept, persistent, strict=False):
             src = model.row_position(key)
-            pos = self._pos.get(src) if src is not None else None
+            pos = self._position(src) if src is not None else None
             moved.append(self.index(pos, index.column()) if pos is not None else QtCore.QModelIndex())
         self.changePersistentIndexList(persistent[: len(moved)], moved)
         self._kept = []
@@ -429,7 +452,7 @@ class DocumentsFilter(QtCore.QAbstractProxyModel):
     def _data_changed(self, first: QtCore.QModelIndex, last: QtCore.QModelIndex, *_: object) -> None:
         # A row's title, type or error can change: whether it matches is not worked out again until the next
         # change of the filter or of the rows (a row never vanishes under the pointer).
-        shown = [self._pos[r] for r in range(first.row(), last.row() + 1) if r in self._pos]
+        shown = [p for r in range(first.row(), last.row() + 1) if (p := self._position(r)) is not None]
         if shown:
             self.dataChanged.emit(
                 self.index(min(shown), first.column()), self.index(max(shown), last.column())
@@ -451,13 +474,25 @@ class DocumentsFilter(QtCore.QAbstractProxyModel):
     def parent(self, index: ModelIndex = QtCore.QModelIndex()) -> QtCore.QModelIndex:  # type: ignore[override]  # noqa: B008
         return QtCore.QModelIndex()
 
+    def data(self, index: ModelIndex, role: int = QtCore.Qt.ItemDataRole.DisplayRole) -> Any:
+        # Straight to the model's row: the view asks for every role of every cell it paints, and going
+        # through mapToSource and the model's index for each costs more than the painting.
+        if not index.isValid() or index.row() >= len(self._rows):
+            return None
+        return self._model().cell(self._rows[index.row()], index.column(), role)
+
+    def flags(self, index: ModelIndex) -> QtCore.Qt.ItemFlag:
+        if not index.isValid() or index.row() >= len(self._rows):
+            return QtCore.Qt.ItemFlag.NoItemFlags
+        return self._model().row_flags(self._rows[index.row()])
+
     def mapToSource(self, proxy_index: ModelIndex) -> QtCore.QModelIndex:  # noqa: N802 (Qt override)
         if not proxy_index.isValid() or proxy_index.row() >= len(self._rows):
             return QtCore.QModelIndex()
         return self._model().index(self._rows[proxy_index.row()], proxy_index.column())
 
     def mapFromSource(self, source_index: ModelIndex) -> QtCore.QModelIndex:  # noqa: N802 (Qt override)
-        pos = self._pos.get(source_index.row()) if source_index.isValid() else None
+        pos = self._position(source_index.row()) if source_index.isValid() else None
         return self.index(pos, source_index.column()) if pos is not None else QtCore.QModelIndex()
 
     def headerData(  # noqa: N802
