@@ -218,6 +218,22 @@ def test_a_question_on_the_documents_topic_that_they_do_not_answer_is_declined(e
     assert ev.signals["top"] >= 0.0 and "coverage" in ev.signals  # what the developer pane shows
 
 
+def test_a_declined_answer_names_the_nearest_sentence_it_read_and_says_it_may_not_answer(embed):
+    passage = Passage(BACKENDS, title="Notes manual", path="/docs/notes.md", page_number=1)
+    ev = find_evidence("How do I share my notes with another person over the network?", [passage], embed)
+    assert ev.status == NOT_FOUND and ev.spans == [] and len(ev.nearest) == 1
+    nearest = ev.nearest[0]
+    # the likeliest sentence the reader scored, never the heading, with its source and place
+    assert nearest.text == ev.candidates[0].text and nearest.text != "3.2 Choosing a storage backend"
+    assert (nearest.number, nearest.page_number) == (1, 1)
+    assert BACKENDS[nearest.char_start - passage.char_start :].startswith(nearest.text[:20])
+    text = ev.text()
+    assert text.startswith("Your documents do not seem to answer this.")
+    assert f"which may not answer it: {nearest.shown} [1]" in text
+    back = Evidence.from_dict(ev.to_dict())
+    assert back is not None and back.nearest[0].text == nearest.text and back.text() == text
+
+
 def test_question_kinds():
     assert question_kind("Which option makes R CMD INSTALL use my own library?") == "identifier"
     assert question_kind("What environment variable holds the CRAN mirror?") == "identifier"

@@ -111,6 +111,24 @@ def test_off_topic_questions_that_share_a_word_get_no_words_from_the_model(engin
         assert done.sources
 
 
+def test_a_declined_answer_quotes_its_nearest_sentence_and_the_export_keeps_it(engine, corpus):
+    """A question whose passages pass the bar and whose sentences do not answer it: the answer says the
+    documents do not seem to answer, then names the likeliest sentence read with its ``[n]``, which counts
+    as cited; the exported chat shows it under the same words."""
+    from localrag.core.answer import export
+    from localrag.core.answer.quotes import NEAREST
+
+    events = _run(engine, None, SHARES_A_WORD[0])
+    done = events[-1]
+    assert isinstance(done, Done) and done.basis == NOT_ANSWERED and done.evidence is not None
+    nearest = done.evidence.nearest[0]
+    assert f"{NEAREST} {nearest.shown} [{nearest.number}]" in done.answer
+    assert done.sources[nearest.number - 1].cited
+    with corpus.connect() as conn:
+        _, md = export.export_chat(conn, done.chat_id, "md")
+    assert NEAREST in md and nearest.shown in md
+
+
 def _not_found(engine: ChatEngine, question: str) -> list:
     events = _run(engine, None, question, persist=False)
     assert not [e for e in events if isinstance(e, Prompt | Token)], question

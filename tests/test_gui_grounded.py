@@ -12,9 +12,10 @@ import pytest
 
 from fixtures_chat import FAST, changed_settings, chat_panel, index, warmed_worker
 from localrag.core.answer.events import MODEL_ALONE, MODEL_ALONE_LABEL, NOT_ANSWERED
-from localrag.gui.views.transcript import ASK_MODEL_ALONE
+from localrag.core.answer.quotes import NEAREST
+from localrag.gui.views.transcript import ASK_MODEL_ALONE, CLOSEST
 from localrag.gui.views.transcript import NOT_ANSWERED as NOT_ANSWERED_LINE
-from test_grounded import DOCS, OFF_TOPIC
+from test_grounded import DOCS, OFF_TOPIC, SHARES_A_WORD
 
 pytestmark = pytest.mark.gui
 
@@ -48,6 +49,28 @@ def _finished(qtbot, panel, start):
     with qtbot.waitSignal(panel.generation_finished, timeout=60000):
         assert start()
     return panel.turns[-1]
+
+
+def test_a_declined_answer_shows_the_nearest_sentence_read_which_opens_at_its_place(qtbot, panel):
+    """The reader read passages and found no sentence likely enough: the turn says so, quotes the likeliest
+    one as the nearest (not as an answer), lists the closest passages, and the quote opens its source at
+    it."""
+    turn = _finished(qtbot, panel, lambda: panel.ask(SHARES_A_WORD[0]))
+    assert turn.basis == NOT_ANSWERED and turn.evidence is not None and not turn.evidence.spans
+    nearest = turn.evidence.nearest[0]
+    text = panel.transcript.toPlainText()
+    assert (
+        text.index(NOT_ANSWERED_LINE)
+        < text.index(NEAREST)
+        < text.index(nearest.text[:30])
+        < text.index(CLOSEST)
+    )
+    index = len(panel.turns) - 1
+    assert f'href="ev:{index}:0"' in panel.transcript.toHtml()
+    viewer = panel.open_evidence(index, 0)
+    assert viewer is not None and nearest.text in viewer.ref.text
+    assert viewer.ref.char_start == nearest.char_start
+    viewer.close()
 
 
 def test_not_found_offers_the_model_alone_whose_answer_is_headed_as_such(qtbot, panel):

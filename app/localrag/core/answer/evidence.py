@@ -141,6 +141,9 @@ def find_evidence(
     runs.sort(key=lambda c: c.score, reverse=True)
     top = [_span(c) for c in runs[:keep]]
     if not chosen:
+        likeliest = next((c for c in runs if not c.heading), None)
+        nearest = [_span(likeliest)] if likeliest is not None else []
+        _place(nearest, question, pages, sections)
         return Evidence(
             NOT_FOUND,
             closest=_closest(sources),
@@ -149,15 +152,11 @@ def find_evidence(
             seconds=time.monotonic() - started,
             embed_seconds=embed_seconds,
             signals=signals,
+            nearest=nearest,
         )
     order = sorted(chosen, key=lambda c: (c.number, c.span.start))
     spans = [_span(c) for c in order]
-    for span in spans:
-        span.cells = _cells(span, question, pages or {})
-        if span.char_start >= 0:
-            span.section = section_at(
-                (sections or {}).get((span.doc_id, span.page_number), []), span.char_start
-            )
+    _place(spans, question, pages, sections)
     return Evidence(
         ANSWERED,
         spans=spans,
@@ -167,6 +166,21 @@ def find_evidence(
         embed_seconds=embed_seconds,
         signals=signals,
     )
+
+
+def _place(
+    spans: list[EvidenceSpan],
+    question: str,
+    pages: dict[tuple[int, int], str] | None,
+    sections: dict[tuple[int, int], list[tuple[int, str]]] | None,
+) -> None:
+    """Read each span's rows of figures as cells, and name the section it is in on its page."""
+    for span in spans:
+        span.cells = _cells(span, question, pages or {})
+        if span.char_start >= 0:
+            span.section = section_at(
+                (sections or {}).get((span.doc_id, span.page_number), []), span.char_start
+            )
 
 
 def _signals(

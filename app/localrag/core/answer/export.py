@@ -23,7 +23,7 @@ from localrag.core.answer.compare_table import NOTHING, Comparison
 from localrag.core.answer.events import MODEL, MODEL_ALONE, MODEL_ALONE_LABEL, SOURCES
 from localrag.core.answer.history import Chat, Message, get_chat, load_messages
 from localrag.core.answer.notices import NOT_ANSWERED_TEXT
-from localrag.core.answer.quotes import Evidence
+from localrag.core.answer.quotes import NEAREST, Evidence
 from localrag.core.answer.support import NOT_FOUND_MARK, CheckedSentence
 from localrag.core.errors import KnownError
 from localrag.core.retrieve.results import page_phrase
@@ -124,6 +124,12 @@ def _fill(ex: Exchange, m: Message) -> None:
         ex.text = m.content  # no parts, or an answer about whole documents: its text is the answer
     elif not evidence.answered:
         ex.text = NOT_ANSWERED_TEXT
+        for span in evidence.nearest[:1]:
+            if 1 <= span.number <= len(sources):
+                kind = _doc_type(sources, span.number)
+                where = _where(span.title, span.path, kind, span.page_number, span.page_label)
+                line = Line(span.shown, span.number, where, link_for(span.path, span.page_number, kind))
+                ex.blocks.append((NEAREST, [line]))
         closest = [n for n in evidence.closest if 1 <= n <= len(sources)] or list(
             range(1, min(len(sources), 3) + 1)
         )

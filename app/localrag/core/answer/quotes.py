@@ -14,6 +14,12 @@ from localrag.core.text.reading import CODE_SIGNS
 
 ANSWERED, NOT_FOUND = "answered", "not_found"
 NOT_FOUND_TEXT = "Your documents do not seem to answer this. The closest passages are listed below."
+# A not-found answer that names the sentence the reader found likeliest, below its bar for an answer.
+NEAREST = "The nearest sentence, which may not answer it:"
+NEAREST_TEXT = (
+    "Your documents do not seem to answer this. " + NEAREST + " {quote} [{number}]\n"
+    "The closest passages are listed below."
+)
 
 
 @dataclass
@@ -113,6 +119,8 @@ class Evidence:
     signals: dict[str, float] = field(default_factory=dict)
     # The sides set side by side, each with its cell (``compare_table.Comparison.to_dict``), or None.
     comparison: dict[str, Any] | None = None
+    # Not found: the likeliest sentence the reader read, short of what an answer needs (at most one).
+    nearest: list[EvidenceSpan] = field(default_factory=list)
 
     @property
     def answered(self) -> bool:
@@ -128,7 +136,12 @@ class Evidence:
         worked = Computation.from_dict(self.figures)  # the computation asked for comes first
         if table is not None and self.answered:
             return "\n\n".join(t for t in (worked.text() if worked else "", table.text(self.spans)) if t)
-        quoted = "\n".join(f"{s.shown} [{s.number}]" for s in self.spans) if self.answered else NOT_FOUND_TEXT
+        if self.answered:
+            quoted = "\n".join(f"{s.shown} [{s.number}]" for s in self.spans)
+        elif self.nearest:
+            quoted = NEAREST_TEXT.format(quote=self.nearest[0].shown, number=self.nearest[0].number)
+        else:
+            quoted = NOT_FOUND_TEXT
         return "\n\n".join(t for t in (worked.text() if worked else "", quoted) if t)
 
     def to_dict(self) -> dict[str, Any]:
@@ -143,6 +156,7 @@ class Evidence:
             "embed_seconds": round(self.embed_seconds, 4),
             "signals": {k: round(v, 4) for k, v in self.signals.items()},
             "comparison": self.comparison,
+            "nearest": [s.to_dict() for s in self.nearest],
         }
 
     @classmethod
@@ -160,6 +174,7 @@ class Evidence:
             embed_seconds=float(data.get("embed_seconds") or 0.0),
             signals={str(k): float(v) for k, v in (data.get("signals") or {}).items()},
             comparison=data.get("comparison") or None,
+            nearest=[EvidenceSpan.from_dict(s) for s in data.get("nearest") or []],
         )
 
 

@@ -39,7 +39,7 @@ from localrag.core.answer.citations import page_phrase
 from localrag.core.answer.events import MODEL_ALONE, MODEL_ALONE_LABEL
 from localrag.core.answer.figures import Computation, Operand
 from localrag.core.answer.history import Message
-from localrag.core.answer.quotes import Evidence, EvidenceSpan, display
+from localrag.core.answer.quotes import NEAREST, Evidence, EvidenceSpan, display
 from localrag.core.answer.support import CheckedSentence
 from localrag.core.text.cells import Cells
 from localrag.gui.views.source_ref import SourceRef
@@ -173,7 +173,8 @@ def _ref_for(
 
 def span_ref(turn: Turn, index: int) -> SourceRef | None:
     """Quoted sentence ``index`` of ``turn`` as a ``SourceRef``: its source, with exactly its characters."""
-    spans = turn.evidence.spans if turn.evidence is not None else []
+    # A not-found answer's one link of this kind is to its nearest sentence.
+    spans = (turn.evidence.spans or turn.evidence.nearest) if turn.evidence is not None else []
     if not 0 <= index < len(spans):
         return None
     s = spans[index]
@@ -366,8 +367,13 @@ def evidence_html(turn: Turn, index: int, c: dict[str, str]) -> str:
     table = comparison_html(ev, said, _label(COMPARED, c), c)
     if table:
         return table
+    return _label(FROM_DOCUMENTS, c) + quotes_html(turn, index, ev.spans, c)
+
+
+def quotes_html(turn: Turn, index: int, spans: list[EvidenceSpan], c: dict[str, str]) -> str:
+    """Quoted sentences as a quotation, each with its ``[n]`` (``ev:`` links, in order) and where it is."""
     rows = []
-    for i, span in enumerate(ev.spans):
+    for i, span in enumerate(spans):
         ref = turn.sources[span.number - 1] if turn.valid(span.number) else None
         where = [escape(_title(ref, span))]
         if _has_pages(ref, span.page_number):
@@ -380,8 +386,7 @@ def evidence_html(turn: Turn, index: int, c: dict[str, str]) -> str:
             f"<span style='color:{c['muted']}'> · {' · '.join(where)}</span></td></tr>"
         )
     return (
-        _label(FROM_DOCUMENTS, c)
-        + "<table width='100%' cellspacing='0' cellpadding='0' style='margin-bottom:4px'>"
+        "<table width='100%' cellspacing='0' cellpadding='0' style='margin-bottom:4px'>"
         + "".join(rows)
         + "</table>"
     )
@@ -414,11 +419,16 @@ def closest_numbers(turn: Turn) -> list[int]:
 def not_found_html(turn: Turn, index: int, c: dict[str, str]) -> str:
     """ "Your documents do not seem to answer this", and the closest passages (links to their sources)."""
     numbers = closest_numbers(turn)
+    nearest = [s for s in (turn.evidence.nearest if turn.evidence else [])[:1] if turn.valid(s.number)]
     out = [
         f"<p style='margin-top:6px; color:{c['muted']}'><i>{escape(NOT_ANSWERED)}</i>"
-        + (f" {escape(CLOSEST)}" if numbers else "")
+        + (f" {escape(NEAREST)}" if nearest else f" {escape(CLOSEST)}" if numbers else "")
         + "</p>"
     ]
+    if nearest:
+        out.append(quotes_html(turn, index, nearest, c))
+        if numbers:
+            out.append(f"<p style='color:{c['muted']}'>{escape(CLOSEST)}</p>")
     if numbers:
         out.append("<table cellspacing='0' cellpadding='0'>")
         for n in numbers:
