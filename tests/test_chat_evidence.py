@@ -551,3 +551,23 @@ def test_a_tables_rows_read_as_one_run_of_text_are_cut_at_their_lines():
     assert all(len(p) <= MAX_SPAN_CHARS for p in pieces)
     for s in split_long(spans.split_spans(text)):
         assert text[s.start : s.end] == s.text
+
+
+COMMITTEE_MINUTES = (
+    "Minutes of the committee meeting, 4 May 2024\n"
+    "Present: the chair, the treasurer and four members.\n"
+    "1. Accounts\n"
+    "The treasurer reported a balance of £2,310 at the end of April.\n"
+    "2. Any other business\n"
+    "None was raised.\n"
+    "Date of next meeting\n"
+    "Tuesday 2 July 2024 at 7 p.m., in the village hall.\n"
+)
+
+
+def test_a_label_on_a_line_of_its_own_is_quoted_with_the_line_it_names(embed):
+    """A form's or minutes' label ("Date of next meeting") names what the next line gives: quoted alone it
+    answers nothing, so the line after it comes with it."""
+    page = Passage(COMMITTEE_MINUTES, title="Committee minutes", path="/docs/minutes.docx", page_number=1)
+    ev, quoted = _quoted(embed, "When's the next committee meeting?", page)
+    assert ev.answered and "Tuesday 2 July 2024 at 7 p.m." in quoted

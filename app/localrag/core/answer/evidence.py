@@ -54,6 +54,9 @@ MAX_SPANS = 2
 # A lead-in's list is quoted with it up to this many items.
 MAX_ITEMS = 8
 _ITEM = re.compile(r"^\s*(?:[-•*·▪◦–]|\(?\d{1,2}[.)]|\(?[a-z][.)])\s+\S")
+# A label on a line of its own ("Date of next meeting", "Contact person"): a few words, no figure, no
+# sentence's end. Quoted alone it names what the line after it gives.
+_LABEL = re.compile(r"[A-Za-z][A-Za-z'’&/-]*(?: [A-Za-z][A-Za-z'’&/-]*){0,5}")
 PART_SHARE = 0.5
 
 
@@ -436,14 +439,19 @@ def asked_for(question: str) -> frozenset[str]:
 
 def _continuation(best: Candidate, candidates: list[Candidate], chosen: list[Candidate]) -> list[Candidate]:
     """What a lead-in announces belongs to it: the line after a span that ends with a colon ("Use the
-    following command:") or stops before its sentence ends ("… return the tree to its last state with"), and
+    following command:"), stops before its sentence ends ("… return the tree to its last state with") or is
+    a label on a line of its own ("Date of next meeting"), and
     when that line is a list's item, the items after it (``MAX_ITEMS`` at most) —
     and the rest of a list a span starts after its lead-in. Taken from every sentence of the passage, read by
     the embedding model or not."""
     by_place = {(c.number, c.index): c for c in candidates if not c.members}
     last = by_place.get((best.number, best.last))
     lines = best.span.text.rstrip().splitlines()
-    opened = best.span.text.rstrip().endswith(":") or sp.unfinished(best.span.text)
+    opened = (
+        best.span.text.rstrip().endswith(":")
+        or sp.unfinished(best.span.text)
+        or bool(_LABEL.fullmatch(best.span.text.strip()))
+    )
     listing = any(ln.rstrip().endswith(":") for ln in lines[:-1]) and last is not None and _is_item(last)
     if not opened and not listing:
         return []
