@@ -453,3 +453,33 @@ def test_dev_pane_shows_the_evidence_candidates_and_each_checked_sentence(qtbot,
     pane.checked_table.selectRow(0)
     detail = pane.checked_page.detail.toPlainText()
     assert event.generated[0].text in detail and event.generated[0].source_text in detail
+
+
+def test_a_quote_is_labelled_with_the_section_it_is_in():
+    """Beside each quoted sentence: its document, the innermost heading it is under, and its page."""
+    from localrag.core.answer.evidence import ANSWERED, Evidence, EvidenceSpan
+    from localrag.gui.views.sources import SourceRef
+    from localrag.gui.views.transcript import Turn, turn_html
+
+    source = SourceRef(
+        doc_id=3,
+        title="Installing Local RAG",
+        path="/d/install.md",
+        doc_type="markdown",
+        page_number=1,
+        heading_path="Installing Local RAG",
+        char_start=0,
+        char_end=200,
+        text="the passage",
+        chunk_ids=[7],
+    )
+    span = EvidenceSpan(
+        "Run pip install localrag.", 1, 3, "Installing Local RAG", "/d/install.md", 1, 20, 45, 0.7
+    )
+    span.section = "Installing Local RAG › Linux"
+    turn = Turn("q", sources=[source], evidence=Evidence(ANSWERED, spans=[span]), lead="sources")
+    colors = dict.fromkeys(("muted", "warning", "error", "you_bg", "quote_bg", "quote_bar"), "#777")
+    drawn = turn_html(0, turn, colors)
+    assert "Installing Local RAG · Linux" in drawn
+    span.section = "Installing Local RAG"  # a quote under the title alone names it once
+    assert "Installing Local RAG · Installing Local RAG" not in turn_html(0, turn, colors)

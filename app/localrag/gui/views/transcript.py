@@ -260,7 +260,10 @@ def _title(ref: SourceRef | None, span: EvidenceSpan | None = None) -> str:
     name = (ref.title or PurePath(ref.path).name) if ref is not None else ""
     if not name and span is not None:
         name = span.title or PurePath(span.path).name
-    name = name or "Untitled"
+    return _short(name or "Untitled")
+
+
+def _short(name: str) -> str:
     return name if len(name) <= TITLE_CHARS else name[: TITLE_CHARS - 1].rstrip() + "…"
 
 
@@ -376,6 +379,9 @@ def quotes_html(turn: Turn, index: int, spans: list[EvidenceSpan], c: dict[str, 
     for i, span in enumerate(spans):
         ref = turn.sources[span.number - 1] if turn.valid(span.number) else None
         where = [escape(_title(ref, span))]
+        section = _short(span.section.rsplit("›", 1)[-1].strip())  # the heading the quote is under
+        if section and section != where[0]:
+            where.append(escape(section))
         if _has_pages(ref, span.page_number):
             where.append(_page_html(page_phrase(span.page_number, span.page_label)))
         rows.append(
