@@ -105,6 +105,31 @@ def test_bench_retrieval_searches_pieces_routes_named_questions_and_serves_queri
     assert report["while_ingesting"]["query_lane"] is True
 
 
+def test_a_kept_store_whose_load_was_interrupted_is_loaded_again_then_reused(beir_folder, embedder, tmp_path):
+    """A load stopped part way (rows written, the store not yet marked as loaded) is emptied and loaded again
+    instead of failing on the rows it left; the next run reuses the store."""
+    from localrag.core.store import db
+    from localrag.eval import beir
+    from localrag.eval.bench_retrieval import bench
+
+    store = tmp_path / "store"
+    with beir.kept_store(store) as conninfo, db.connect(conninfo) as conn:
+        conn.execute(
+            "INSERT INTO documents (path, title, doc_type, sha256, status) "
+            "VALUES ('/bench/doc1.pdf', 'Doc 1', 'pdf', 'x', 'ready')"
+        )
+        conn.commit()
+    cache = tmp_path / "cache"
+    first = bench(
+        60, queries=2, corpus=beir_folder, with_ingest=False, cache_dir=cache, embedder=embedder, store=store
+    )
+    assert first["chunks"] == 60 and first["documents"] == 60 // 25 + 1 and "load_s" in first
+    again = bench(
+        60, queries=2, corpus=beir_folder, with_ingest=False, cache_dir=cache, embedder=embedder, store=store
+    )
+    assert "load_s" not in again and again["pieces"] == first["pieces"]
+
+
 def test_a_corpus_changed_in_one_text_embeds_only_that_text_again(embedder, tmp_path):
     from localrag.eval import beir
 

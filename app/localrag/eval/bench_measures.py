@@ -215,6 +215,21 @@ def loaded(conn: Any, spec: dict[str, Any]) -> bool:
     )
 
 
+def clear_interrupted_load(conn: Any) -> bool:
+    """Empty a kept store whose load was stopped before it finished (rows, and no ``bench_spec`` yet), so
+    that loading again starts from nothing; returns whether there was anything to clear."""
+    if not db.one(conn.execute("SELECT EXISTS (SELECT 1 FROM documents)")):
+        conn.commit()
+        return False
+    conn.execute(
+        "TRUNCATE documents, document_chunks, chunk_embeddings, chunk_piece_embeddings, bm25_postings, "
+        "bm25_terms RESTART IDENTITY CASCADE"
+    )
+    conn.execute("UPDATE bm25_stats SET n_chunks = 0, total_len = 0")
+    conn.commit()
+    return True
+
+
 def during_ingest(
     conninfo: str,
     conn: Any,

@@ -205,6 +205,8 @@ def bench(
         if kept and measures.loaded(conn, spec):
             say(f"reusing the store in {db.mask_password(database_url) if database_url else store}")
         else:
+            if kept and measures.clear_interrupted_load(conn):
+                say("the kept store held an interrupted load: emptied, loading again")
             t = time.monotonic()
             say(f"loading {len(chunks)} chunks")
             bench_corpus.load_chunks(conn, docs, chunks, vecs, embedder, progress)
