@@ -185,25 +185,34 @@ def test_clicking_a_quoted_sentence_opens_the_viewer_on_exactly_it(qtbot, panel)
     viewer.close()
 
 
-def test_a_span_without_offsets_opens_the_whole_source():
-    from localrag.core.answer.evidence import ANSWERED, Evidence, EvidenceSpan
+def _quoted_turn(span, **source):
+    """A turn answered by ``span`` alone, quoted from one source (``source`` overrides its fields)."""
+    from localrag.core.answer.evidence import ANSWERED, Evidence
     from localrag.gui.views.sources import SourceRef
-    from localrag.gui.views.transcript import Turn, span_ref
+    from localrag.gui.views.transcript import Turn
 
-    source = SourceRef(
-        doc_id=3,
-        title="R FAQ",
-        path="/d/R-FAQ.pdf",
-        doc_type="pdf",
-        page_number=41,
-        heading_path="",
-        char_start=100,
-        char_end=400,
-        text="the passage",
-        chunk_ids=[7, 8],
-    )
+    fields = {
+        "doc_id": 3,
+        "title": "R FAQ",
+        "path": "/d/R-FAQ.pdf",
+        "doc_type": "pdf",
+        "page_number": 41,
+        "heading_path": "",
+        "char_start": 100,
+        "char_end": 400,
+        "text": "the passage",
+        "chunk_ids": [7, 8],
+    }
+    ref = SourceRef(**{**fields, **source})
+    return Turn("q", sources=[ref], evidence=Evidence(ANSWERED, spans=[span]), lead="sources"), ref
+
+
+def test_a_span_without_offsets_opens_the_whole_source():
+    from localrag.core.answer.evidence import EvidenceSpan
+    from localrag.gui.views.transcript import span_ref
+
     span = EvidenceSpan("A sentence.", 1, 3, "R FAQ", "/d/R-FAQ.pdf", 41, -1, -1, 0.5)
-    turn = Turn("q", sources=[source], evidence=Evidence(ANSWERED, spans=[span]), lead="sources")
+    turn, source = _quoted_turn(span)
     ref = span_ref(turn, 0)
     assert ref == source and ref is not source
     span.char_start, span.char_end = 120, 131
@@ -457,27 +466,16 @@ def test_dev_pane_shows_the_evidence_candidates_and_each_checked_sentence(qtbot,
 
 def test_a_quote_is_labelled_with_the_section_it_is_in():
     """Beside each quoted sentence: its document, the innermost heading it is under, and its page."""
-    from localrag.core.answer.evidence import ANSWERED, Evidence, EvidenceSpan
-    from localrag.gui.views.sources import SourceRef
-    from localrag.gui.views.transcript import Turn, turn_html
+    from localrag.core.answer.evidence import EvidenceSpan
+    from localrag.gui.views.transcript import turn_html
 
-    source = SourceRef(
-        doc_id=3,
-        title="Installing Local RAG",
-        path="/d/install.md",
-        doc_type="markdown",
-        page_number=1,
-        heading_path="Installing Local RAG",
-        char_start=0,
-        char_end=200,
-        text="the passage",
-        chunk_ids=[7],
-    )
     span = EvidenceSpan(
         "Run pip install localrag.", 1, 3, "Installing Local RAG", "/d/install.md", 1, 20, 45, 0.7
     )
     span.section = "Installing Local RAG › Linux"
-    turn = Turn("q", sources=[source], evidence=Evidence(ANSWERED, spans=[span]), lead="sources")
+    turn, _ = _quoted_turn(
+        span, title="Installing Local RAG", path="/d/install.md", doc_type="markdown", page_number=1
+    )
     colors = dict.fromkeys(("muted", "warning", "error", "you_bg", "quote_bg", "quote_bar"), "#777")
     drawn = turn_html(0, turn, colors)
     assert "Installing Local RAG · Linux" in drawn
