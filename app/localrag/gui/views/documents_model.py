@@ -351,7 +351,7 @@ class DocumentsModel(QtCore.QAbstractTableModel):
 
     def _reindex(self) -> None:
         # Made when a row is next looked up by its key (an event, the selection kept), not with every listing
-        # or sort: for 20,000 rows it is a tenth of what showing them costs the window.
+        # or sort of 20,000 rows.
         self._positions = None
 
     def doc_types(self) -> list[str]:
