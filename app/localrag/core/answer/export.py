@@ -23,7 +23,7 @@ from localrag.core.answer.compare_table import NOTHING, Comparison
 from localrag.core.answer.events import MODEL, MODEL_ALONE, MODEL_ALONE_LABEL, SOURCES
 from localrag.core.answer.history import Chat, Message, get_chat, load_messages
 from localrag.core.answer.notices import NOT_ANSWERED_TEXT
-from localrag.core.answer.quotes import NEAREST, Evidence
+from localrag.core.answer.quotes import NEAREST, Evidence, EvidenceSpan
 from localrag.core.answer.support import NOT_FOUND_MARK, CheckedSentence
 from localrag.core.errors import KnownError
 from localrag.core.retrieve.results import page_phrase
@@ -101,6 +101,13 @@ def exchanges(messages: Sequence[Message]) -> list[Exchange]:
     return out
 
 
+def _quote_line(span: EvidenceSpan, sources: list[Source]) -> Line:
+    """A quoted sentence with its source's number, where it is and a link to its page."""
+    kind = _doc_type(sources, span.number)
+    where = _where(span.title, span.path, kind, span.page_number, span.page_label)
+    return Line(span.shown, span.number, where, link_for(span.path, span.page_number, kind))
+
+
 def _fill(ex: Exchange, m: Message) -> None:
     sources = m.sources
     parts = m.parts or {}
@@ -114,9 +121,7 @@ def _fill(ex: Exchange, m: Message) -> None:
     quoted: list[Line] = []
     if evidence is not None and evidence.answered:
         for span in evidence.spans:
-            kind = _doc_type(sources, span.number)
-            where = _where(span.title, span.path, kind, span.page_number, span.page_label)
-            quoted.append(Line(span.shown, span.number, where, link_for(span.path, span.page_number, kind)))
+            quoted.append(_quote_line(span, sources))
             used.add(span.number)
     checked = [_checked(g, sources) for g in _kept(lead, evidence, generated, m.strict)]
     used |= {line.number for line in checked if line.number is not None and line.checked}
@@ -126,10 +131,7 @@ def _fill(ex: Exchange, m: Message) -> None:
         ex.text = NOT_ANSWERED_TEXT
         for span in evidence.nearest[:1]:
             if 1 <= span.number <= len(sources):
-                kind = _doc_type(sources, span.number)
-                where = _where(span.title, span.path, kind, span.page_number, span.page_label)
-                line = Line(span.shown, span.number, where, link_for(span.path, span.page_number, kind))
-                ex.blocks.append((NEAREST, [line]))
+                ex.blocks.append((NEAREST, [_quote_line(span, sources)]))
         closest = [n for n in evidence.closest if 1 <= n <= len(sources)] or list(
             range(1, min(len(sources), 3) + 1)
         )

@@ -13,13 +13,12 @@ from localrag.core.text.cells import Cells
 from localrag.core.text.reading import CODE_SIGNS
 
 ANSWERED, NOT_FOUND = "answered", "not_found"
-NOT_FOUND_TEXT = "Your documents do not seem to answer this. The closest passages are listed below."
+_NOT_ANSWERED = "Your documents do not seem to answer this."
+_LISTED = "The closest passages are listed below."
+NOT_FOUND_TEXT = f"{_NOT_ANSWERED} {_LISTED}"
 # A not-found answer that names the sentence the reader found likeliest, below its bar for an answer.
 NEAREST = "The nearest sentence, which may not answer it:"
-NEAREST_TEXT = (
-    "Your documents do not seem to answer this. " + NEAREST + " {quote} [{number}]\n"
-    "The closest passages are listed below."
-)
+NEAREST_TEXT = f"{_NOT_ANSWERED} {NEAREST} {{quote}} [{{number}}]\n{_LISTED}"
 
 
 @dataclass
