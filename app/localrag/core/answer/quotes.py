@@ -8,17 +8,17 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from localrag.core.answer.figures import Computation, Operand
+from localrag.core.answer.notices import NOT_ANSWERED_TEXT
 from localrag.core.text import spans as sp
 from localrag.core.text.cells import Cells
 from localrag.core.text.reading import CODE_SIGNS
 
 ANSWERED, NOT_FOUND = "answered", "not_found"
-_NOT_ANSWERED = "Your documents do not seem to answer this."
 _LISTED = "The closest passages are listed below."
-NOT_FOUND_TEXT = f"{_NOT_ANSWERED} {_LISTED}"
+NOT_FOUND_TEXT = f"{NOT_ANSWERED_TEXT} {_LISTED}"
 # A not-found answer that names the sentence the reader found likeliest, below its bar for an answer.
 NEAREST = "The nearest sentence, which may not answer it:"
-NEAREST_TEXT = f"{_NOT_ANSWERED} {NEAREST} {{quote}} [{{number}}]\n{_LISTED}"
+NEAREST_TEXT = f"{NOT_ANSWERED_TEXT} {NEAREST} {{quote}} [{{number}}]\n{_LISTED}"
 
 
 @dataclass

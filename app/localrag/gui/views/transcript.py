@@ -39,6 +39,7 @@ from localrag.core.answer.citations import page_phrase
 from localrag.core.answer.events import MODEL_ALONE, MODEL_ALONE_LABEL
 from localrag.core.answer.figures import Computation, Operand
 from localrag.core.answer.history import Message
+from localrag.core.answer.notices import NOT_ANSWERED_TEXT
 from localrag.core.answer.quotes import NEAREST, Evidence, EvidenceSpan, display
 from localrag.core.answer.support import CheckedSentence
 from localrag.core.text.cells import Cells
@@ -53,7 +54,7 @@ COMPUTED = "Computed from your documents:"
 ASKED_TO_COMPUTE = "To compute from your documents:"
 REWORDED = "In other words (the model, checked against your documents):"
 REWORDING = "Rewording…"
-NOT_ANSWERED = "Your documents do not seem to answer this."
+NOT_ANSWERED = NOT_ANSWERED_TEXT
 CLOSEST = "The closest passages:"
 NOT_FOUND = "not found in your documents"
 NOTHING_CHECKED = "Nothing the model wrote could be found in your documents."
