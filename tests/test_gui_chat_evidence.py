@@ -439,13 +439,14 @@ def test_dev_pane_shows_the_evidence_candidates_and_each_checked_sentence(qtbot,
     event = done.args[0]
     evidence = event.evidence
     assert evidence.candidates and pane.evidence_table.rowCount() == len(evidence.candidates)
+    assert "cross" in evidence.candidates[0].features  # the cross-encoder read the best spans
     table = pane.evidence_table
     for row, candidate in enumerate(evidence.candidates):
         cells = [table.item(row, col).text() for col in range(1, table.columnCount())]
         quoted = any((candidate.text, candidate.char_start) == (s.text, s.char_start) for s in evidence.spans)
         assert cells == evidence_row(candidate, quoted)
         assert cells[3] == f"{candidate.score:.4f}"
-        for name, cell in zip(FEATURES, cells[4:10], strict=True):
+        for name, cell in zip(FEATURES, cells[4 : 4 + len(FEATURES)], strict=True):
             assert cell == (f"{candidate.features[name]:.4f}" if name in candidate.features else "–")
     assert pane.evidence_table.item(0, 1).text() == "yes"  # the best candidate is the one quoted
     info = pane.evidence_page.info.text()

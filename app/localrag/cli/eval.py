@@ -93,6 +93,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--out", type=Path, help="reader: where the fitted weights go")
     p.add_argument(
+        "--fit-cross",
+        action="store_true",
+        help="reader --fit DUMP... --out FILE: train the cross-encoder on the candidates instead (needs "
+        "PyTorch and onnx) and write it as ONNX",
+    )
+    p.add_argument(
         "--without",
         action="append",
         metavar="FEATURE",
@@ -285,6 +291,20 @@ def run_reader(args: argparse.Namespace, folders: list[Path]) -> int:
         print("local-rag: eval reader needs --dump FILE or --fit FILE", file=sys.stderr)
         return 2
     rows = reader_fit.without(reader_fit.load_dump(args.fit), args.without or [])
+    if args.fit_cross:
+        from localrag.eval import cross_fit
+
+        if not args.out:
+            print("local-rag: eval reader --fit-cross needs --out FILE", file=sys.stderr)
+            return 2
+        try:
+            n = cross_fit.fit_cross(rows, args.out, say=lambda s: print(s, file=sys.stderr))
+        except ImportError as exc:
+            needs = f"needs PyTorch and onnx ({exc}): pip install torch onnx"
+            print(f"local-rag: --fit-cross {needs}", file=sys.stderr)
+            return 2
+        print(json.dumps({"groups": n, "written": str(args.out)}))
+        return 0
     if args.likelihood:
         if not args.likelihood.exists():
             from localrag.core.embed.model_files import default_gguf

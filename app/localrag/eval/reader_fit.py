@@ -155,7 +155,8 @@ def feature_names(rows: list[dict[str, Any]]) -> list[str]:
     for r in rows:
         for c in r["candidates"]:
             names |= set(c["features"])
-    return sorted(names - {"lexical_covered", "covered", DOMAIN})
+    # ``cross`` is the cross-encoder's score of the reader's best few (``core/answer/cross``), not a feature.
+    return sorted(names - {"lexical_covered", "covered", "cross", DOMAIN})
 
 
 def fit(rows: list[dict[str, Any]], *, c: float = 1.0) -> ReaderModel:

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from localrag.core import hooks
-from localrag.core.answer import reader
+from localrag.core.answer import cross, reader
 from localrag.core.answer.candidates import (
     Candidate,
     bm25_of,
@@ -136,6 +136,9 @@ def find_evidence(
         r.features = reader.features(asks, facts, best)
         r.score = model.probability(r.features)
     signals = _signals(runs, candidates, weights)
+    # The reader's best spans read again with the question by the cross-encoder, after the signals of whether
+    # the documents answer at all: it reorders them and declines nothing.
+    cross.rerank(question, sorted((c for c in runs if not c.heading), key=lambda c: c.score, reverse=True))
     chosen = _choose(runs, model, signals, candidates, similarities=embed is not None)
     for part, sims_of_part in zip(parts if len(parts) > 1 else [], part_sims, strict=False):
         chosen = _choose_for_part(part, runs, sims_of_part, asks, model, chosen)

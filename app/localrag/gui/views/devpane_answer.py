@@ -12,17 +12,18 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
-from localrag.core.answer import figures, reader, support
+from localrag.core.answer import cross, figures, reader, support
 from localrag.core.text.spans import flat
 from localrag.gui.qt import QtCore, QtGui, QtWidgets
 
-FEATURES = ("semantic", "lexical", "bm25", "passage", "heading", "after_lead_in")
+FEATURES = ("cross", "semantic", "lexical", "bm25", "passage", "heading", "after_lead_in")
 EVIDENCE_COLUMNS = (
     "#",
     "Quoted",
     "[n]",
     "Page",
     "Probability",
+    "Cross-encoder",
     "Semantic",
     "Lexical",
     "BM25",
@@ -47,7 +48,8 @@ CHECKED_COLUMNS = (
 )
 EVIDENCE_HELP = (
     "Quoted: the answer quotes this span. Probability: the reader's, from its learned weights over every "
-    f"feature (select a row to see what each added); a span is quoted from {reader.model().threshold:.2f}"
+    f"feature (select a row to see what each added), then reordered by the cross-encoder's reading of the "
+    f"question with the best {cross.RERANK}; a span is quoted from {reader.model().threshold:.2f}"
 )
 CHECKED_HELP = (
     f"Supported: coverage ≥ {support.MIN_COVERAGE}, support ≥ {support.MIN_SUPPORT}, and every "
@@ -274,6 +276,11 @@ class EvidencePage(_Page):
         added = reader.model().contributions(features)
         parts = " · ".join(f"{k} {fmt(features.get(k, 0.0), 3)} ({w:+.2f})" for k, w in added)
         scores = f"probability {fmt(field_of(span, 'score'))} — each feature, and what it added: {parts}"
+        if "cross" in features:
+            scores += (
+                f"\ncross-encoder {fmt(features['cross'], 3)}: the question and this span read together; "
+                f"it reorders the reader's best {cross.RERANK} (the probability includes it)"
+            )
         return f"{where}\n{scores}\n\n{field_of(span, 'text') or ''}"
 
 

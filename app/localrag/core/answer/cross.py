@@ -1,0 +1,126 @@
+"""The cross-encoder: the question and a candidate span read together, scored for how well the span answers.
+
+The reader (``reader``) scores each candidate from features of the span and of the question taken apart; the
+embedding model compares their vectors, each made alone. This model reads the question and the span as one
+input (MiniLM, fine-tuned to pick the answering span among a question's candidates on the tuning halves'
+questions; docs/benchmarks.md, "The cross-encoder"), so it sees which words of the span answer which of the
+question. It reorders the reader's best ``RERANK`` spans: each one's log-odds gains ``WEIGHT`` times its
+score's z-score among them. Whether the documents answer at all is decided before, from the reader's own
+probabilities, so the same questions are declined with it or without it.
+
+The model ships as ``resources/reader/cross_encoder.onnx`` (its weights stored as int8 with a scale per
+column, computed in float) and reads the embedding model's tokenizer. Without the file, or when it fails, the
+reader's order stands and the answer says nothing of it: it is the order of the same spans that changes.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+from collections.abc import Sequence
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from localrag.core import paths
+
+log = logging.getLogger(__name__)
+
+# How many of the reader's best spans the model reads (its cost grows with them: 70 ms for eight sentences on
+# two AVX2 cores), and how much its z-score among them adds to each one's log-odds.
+RERANK = 8
+WEIGHT = 0.5
+# The question and the span together, in word pieces (the span is cut, never the question).
+MAX_TOKENS = 96
+
+
+class CrossEncoder:
+    """An ONNX cross-encoder (inputs ``input_ids``, ``attention_mask``, ``token_type_ids``; output one score
+    per pair) and its tokenizer."""
+
+    def __init__(self, graph: Path, tokenizer: Path) -> None:
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        self.tokenizer = Tokenizer.from_file(str(tokenizer))
+        self.tokenizer.no_padding()
+        self.tokenizer.enable_truncation(MAX_TOKENS, strategy="only_second")
+        options = ort.SessionOptions()
+        options.log_severity_level = 3
+        # The int8 weights are made float once, when the session opens (onnxruntime would otherwise keep the
+        # DequantizeLinear nodes and run them with every question: 120 ms instead of 70 for eight spans).
+        options.add_session_config_entry("session.disable_quant_qdq", "1")
+        options.enable_cpu_mem_arena = False
+        self.session = ort.InferenceSession(str(graph), options, providers=["CPUExecutionProvider"])
+
+    def scores(self, question: str, texts: Sequence[str]) -> np.ndarray:
+        """One score per text: the higher, the likelier it answers ``question``."""
+        if not texts:
+            return np.zeros(0, dtype=np.float32)
+        encodings = self.tokenizer.encode_batch([(question, t) for t in texts])
+        width = max(len(e.ids) for e in encodings)
+        ids = np.zeros((len(encodings), width), dtype=np.int64)
+        mask = np.zeros_like(ids)
+        types = np.zeros_like(ids)
+        for i, e in enumerate(encodings):
+            n = len(e.ids)
+            ids[i, :n], mask[i, :n], types[i, :n] = e.ids, 1, e.type_ids
+        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
+        return np.asarray(self.session.run(None, feeds)[0], dtype=np.float32).reshape(-1)
+
+
+def model_file() -> Path:
+    return paths.resources_dir() / "reader" / "cross_encoder.onnx"
+
+
+_lock = threading.Lock()
+
+
+@cache
+def _shared() -> CrossEncoder | None:
+    from localrag.core.embed.model_files import default_embedding_files
+
+    graph = model_file()
+    if not graph.exists():
+        log.warning("no cross-encoder at %s: the reader's order stands", graph)
+        return None
+    try:
+        return CrossEncoder(graph, default_embedding_files().tokenizer)
+    except Exception as exc:  # a damaged file or a missing tokenizer: answers go on without it
+        log.warning("the cross-encoder did not load (%s): the reader's order stands", exc)
+        return None
+
+
+def shared() -> CrossEncoder | None:
+    """The process's cross-encoder, loaded at first use (``None`` when it cannot be)."""
+    with _lock:
+        return _shared()
+
+
+def rerank(question: str, ranked: Sequence[Any], model: CrossEncoder | None = None) -> bool:
+    """Reorder the first ``RERANK`` of ``ranked`` (candidates, best first, each with ``score``, a probability,
+    and ``span.text``): each gets ``features["cross"]`` (the model's score) and a score whose log-odds gain
+    ``WEIGHT`` times that score's z-score among them. Returns whether the model read them."""
+    top = list(ranked[:RERANK])
+    model = model if model is not None else shared()
+    if model is None or len(top) < 2:
+        return False
+    try:
+        raw = model.scores(question, [c.span.text for c in top])
+    except Exception as exc:  # never lose an answer to the reordering of its spans
+        log.warning("the cross-encoder failed (%s): the reader's order stands", exc)
+        return False
+    spread = float(raw.std()) or 1.0
+    for c, s in zip(top, raw, strict=True):
+        c.features["cross"] = float(s)
+        c.score = _with_log_odds(c.score, WEIGHT * (float(s) - float(raw.mean())) / spread)
+    return True
+
+
+def _with_log_odds(p: float, delta: float) -> float:
+    p = min(max(p, 1e-6), 1.0 - 1e-6)
+    z = math.log(p / (1.0 - p)) + delta
+    return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))

@@ -1,0 +1,68 @@
+"""The cross-encoder that reads the question with the reader's best spans (``core/answer/cross``), with the
+model file the app ships."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from localrag.core.answer import cross
+
+WARRANTY = "How long is the guarantee on the machine?"
+ANSWER = "Every machine is guaranteed for two years from the day it was bought, parts and labour included."
+OTHERS = [
+    "The guarantee card is in the box with the machine.",
+    "Our shop is open from nine in the morning until six in the evening.",
+    "Machines bought before 2019 were sold with a different power cable.",
+]
+
+
+def _span(text: str, score: float) -> SimpleNamespace:
+    return SimpleNamespace(span=SimpleNamespace(text=text), score=score, features={})
+
+
+def test_the_shipped_model_scores_the_answering_sentence_above_those_that_only_share_its_words() -> None:
+    model = cross.shared()
+    assert model is not None, "resources/reader/cross_encoder.onnx should ship with the app"
+    scores = model.scores(WARRANTY, [ANSWER, *OTHERS])
+    assert scores.shape == (4,)
+    assert int(scores.argmax()) == 0, scores
+
+
+def test_a_close_call_goes_to_the_span_it_reads_as_the_answer_and_only_the_best_few_are_read() -> None:
+    ranked = [_span(OTHERS[0], 0.38), _span(ANSWER, 0.36), _span(OTHERS[1], 0.20), _span(OTHERS[2], 0.10)]
+    assert cross.rerank(WARRANTY, ranked)
+    assert max(ranked, key=lambda c: c.score).span.text == ANSWER
+    assert all("cross" in c.features for c in ranked)
+    # Only the reader's best few are read: a span after them keeps its probability and has no score.
+    more = [_span(f"Sentence {i} about something else.", 0.05) for i in range(cross.RERANK)]
+    assert cross.rerank(WARRANTY, ranked + more)
+    unread = more[cross.RERANK - len(ranked) :]
+    assert unread and all(c.score == 0.05 and "cross" not in c.features for c in unread)
+
+
+class _Failing:
+    """A stand-in that fails (fault injection): the model's run raising inside an answer."""
+
+    def scores(self, question: str, texts: list[str]) -> None:
+        raise RuntimeError("onnxruntime failed")
+
+
+def test_a_failing_model_leaves_the_readers_order_and_probabilities() -> None:
+    ranked = [_span(OTHERS[0], 0.40), _span(ANSWER, 0.36)]
+    assert not cross.rerank(WARRANTY, ranked, model=_Failing())  # type: ignore[arg-type]
+    assert [c.score for c in ranked] == [0.40, 0.36]
+    assert all(not c.features for c in ranked)
+
+
+def test_without_its_file_the_reader_answers_alone(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cross, "model_file", lambda: tmp_path / "missing.onnx")
+    cross._shared.cache_clear()
+    try:
+        assert cross.shared() is None
+        ranked = [_span(OTHERS[0], 0.40), _span(ANSWER, 0.36)]
+        assert not cross.rerank(WARRANTY, ranked)
+        assert [c.score for c in ranked] == [0.40, 0.36]
+    finally:
+        cross._shared.cache_clear()
