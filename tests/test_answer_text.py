@@ -58,7 +58,9 @@ def before_done(pieces: list[str]) -> str:
     ("settings", "question", "options"),
     [
         ({}, "How do I install Local RAG on Windows?", {}),
-        ({"reword": True}, "How do I install Local RAG on Windows?", {}),
+        # A one-sentence quote the bundled model rewords within the sources (the install answer is now both of
+        # its sentences, whose rewording by the 135M model fails its check and is rightly dropped).
+        ({"reword": True}, "How do I back up my library?", {}),
         ({"answer_lead": MODEL}, "How do I back up my library?", {}),
         ({}, "Say hello.", {"grounded": False}),
         ({}, "What is the airspeed of a swallow?", {"strict": True}),
