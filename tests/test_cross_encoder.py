@@ -30,6 +30,14 @@ def test_the_shipped_model_scores_the_answering_sentence_above_those_that_only_s
     assert int(scores.argmax()) == 0, scores
 
 
+def test_a_question_longer_than_the_models_input_is_read_too() -> None:
+    model = cross.shared()
+    assert model is not None
+    long_question = "My machine, bought in spring, " * 60 + WARRANTY
+    scores = model.scores(long_question, [ANSWER, *OTHERS])
+    assert scores.shape == (4,) and all(s == s for s in scores)  # four numbers, none NaN
+
+
 def test_a_close_call_goes_to_the_span_it_reads_as_the_answer_and_only_the_best_few_are_read() -> None:
     ranked = [_span(OTHERS[0], 0.38), _span(ANSWER, 0.36), _span(OTHERS[1], 0.20), _span(OTHERS[2], 0.10)]
     assert cross.rerank(WARRANTY, ranked)

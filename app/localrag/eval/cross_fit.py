@@ -42,7 +42,7 @@ def fit_cross(rows: list[dict[str, Any]], out: Path, say: Callable[[str], None] 
     files = default_embedding_files()
     tokenizer = Tokenizer.from_file(str(files.tokenizer))
     tokenizer.no_padding()
-    tokenizer.enable_truncation(MAX_TOKENS, strategy="only_second")
+    tokenizer.enable_truncation(MAX_TOKENS, strategy="longest_first")
     torch.manual_seed(SEED)
     rng = random.Random(SEED)
     model = _cross_encoder(torch, _minilm_weights(files.onnx))

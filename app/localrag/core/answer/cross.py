@@ -33,7 +33,7 @@ log = logging.getLogger(__name__)
 # two AVX2 cores), and how much its z-score among them adds to each one's log-odds.
 RERANK = 8
 WEIGHT = 0.5
-# The question and the span together, in word pieces (the span is cut, never the question).
+# The question and the span together, in word pieces (the span is cut, and a very long question too).
 MAX_TOKENS = 96
 
 
@@ -47,7 +47,9 @@ class CrossEncoder:
 
         self.tokenizer = Tokenizer.from_file(str(tokenizer))
         self.tokenizer.no_padding()
-        self.tokenizer.enable_truncation(MAX_TOKENS, strategy="only_second")
+        # The longer of the two is cut first: the span, unless the question alone is longer than the input
+        # (then both are; cutting only the span, as the training did, fails on such a question).
+        self.tokenizer.enable_truncation(MAX_TOKENS, strategy="longest_first")
         options = ort.SessionOptions()
         options.log_severity_level = 3
         # The int8 weights are made float once, when the session opens (onnxruntime would otherwise keep the
