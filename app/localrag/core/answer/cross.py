@@ -29,8 +29,9 @@ from localrag.core import paths
 
 log = logging.getLogger(__name__)
 
-# How many of the reader's best spans the model reads (its cost grows with them: 70 ms for eight sentences on
-# two AVX2 cores), and how much its z-score among them adds to each one's log-odds.
+# How many of the reader's best spans the model reads (its cost grows with them: on two AVX2 cores 70 ms for
+# eight short sentences, about 120 ms for the spans of real questions), and how much its z-score among them
+# adds to each one's log-odds.
 RERANK = 8
 WEIGHT = 0.5
 # The question and the span together, in word pieces (the span is cut, and a very long question too).
@@ -48,7 +49,7 @@ class CrossEncoder:
         self.tokenizer = Tokenizer.from_file(str(tokenizer))
         self.tokenizer.no_padding()
         # The longer of the two is cut first: the span, unless the question alone is longer than the input
-        # (then both are; cutting only the span, as the training did, fails on such a question).
+        # (then both are; cutting only the span fails on such a question).
         self.tokenizer.enable_truncation(MAX_TOKENS, strategy="longest_first")
         options = ort.SessionOptions()
         options.log_severity_level = 3
