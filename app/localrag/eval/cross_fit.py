@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from localrag.core.answer.cross import MAX_TOKENS
+from localrag.core.answer.cross import pair_arrays, pair_tokenizer
 
 HIDDEN, HEADS, FEED_FORWARD, LAYERS, VOCABULARY, POSITIONS = 384, 12, 1536, 6, 30522, 512
 POSITIVES, NEGATIVES, EPOCHS = 3, 7, 1
@@ -35,14 +35,11 @@ def fit_cross(rows: list[dict[str, Any]], out: Path, say: Callable[[str], None] 
     """Train on ``rows`` (``reader_fit.load_dump``) and write the model to ``out``. Returns the groups trained
     on (one per answering span)."""
     import torch
-    from tokenizers import Tokenizer
 
     from localrag.core.embed.model_files import default_embedding_files
 
     files = default_embedding_files()
-    tokenizer = Tokenizer.from_file(str(files.tokenizer))
-    tokenizer.no_padding()
-    tokenizer.enable_truncation(MAX_TOKENS, strategy="longest_first")
+    tokenizer = pair_tokenizer(files.tokenizer)
     torch.manual_seed(SEED)
     rng = random.Random(SEED)
     model = _cross_encoder(torch, _minilm_weights(files.onnx))
@@ -85,13 +82,7 @@ def groups(rows: list[dict[str, Any]], rng: random.Random) -> list[tuple[str, st
 
 
 def _encode(torch: Any, tokenizer: Any, question: str, texts: list[str]) -> tuple[Any, Any, Any]:
-    encodings = tokenizer.encode_batch([(question, t) for t in texts])
-    width = max(len(e.ids) for e in encodings)
-    ids = np.zeros((len(encodings), width), dtype=np.int64)
-    mask, types = np.zeros_like(ids), np.zeros_like(ids)
-    for i, e in enumerate(encodings):
-        n = len(e.ids)
-        ids[i, :n], mask[i, :n], types[i, :n] = e.ids, 1, e.type_ids
+    ids, mask, types = pair_arrays(tokenizer, question, texts)
     return torch.tensor(ids), torch.tensor(mask), torch.tensor(types)
 
 

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from localrag.core import paths
+from localrag.core.answer.reader import logistic
 
 log = logging.getLogger(__name__)
 
@@ -44,13 +45,8 @@ class CrossEncoder:
 
     def __init__(self, graph: Path, tokenizer: Path) -> None:
         import onnxruntime as ort
-        from tokenizers import Tokenizer
 
-        self.tokenizer = Tokenizer.from_file(str(tokenizer))
-        self.tokenizer.no_padding()
-        # The longer of the two is cut first: the span, unless the question alone is longer than the input
-        # (then both are; cutting only the span fails on such a question).
-        self.tokenizer.enable_truncation(MAX_TOKENS, strategy="longest_first")
+        self.tokenizer = pair_tokenizer(tokenizer)
         options = ort.SessionOptions()
         options.log_severity_level = 3
         # The int8 weights are made float once, when the session opens (onnxruntime would otherwise keep the
@@ -63,16 +59,35 @@ class CrossEncoder:
         """One score per text: the higher, the likelier it answers ``question``."""
         if not texts:
             return np.zeros(0, dtype=np.float32)
-        encodings = self.tokenizer.encode_batch([(question, t) for t in texts])
-        width = max(len(e.ids) for e in encodings)
-        ids = np.zeros((len(encodings), width), dtype=np.int64)
-        mask = np.zeros_like(ids)
-        types = np.zeros_like(ids)
-        for i, e in enumerate(encodings):
-            n = len(e.ids)
-            ids[i, :n], mask[i, :n], types[i, :n] = e.ids, 1, e.type_ids
+        ids, mask, types = pair_arrays(self.tokenizer, question, texts)
         feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
         return np.asarray(self.session.run(None, feeds)[0], dtype=np.float32).reshape(-1)
+
+
+def pair_tokenizer(path: Path) -> Any:
+    """The embedding model's tokenizer as the cross-encoder reads with it, in training and in the app: no
+    padding (its file pads every input to 128), and the pair cut at ``MAX_TOKENS``, the longer of the two
+    first (the span, unless the question alone is longer than the input: then both are; cutting only the span
+    fails on such a question)."""
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(path))
+    tokenizer.no_padding()
+    tokenizer.enable_truncation(MAX_TOKENS, strategy="longest_first")
+    return tokenizer
+
+
+def pair_arrays(tokenizer: Any, question: str, texts: Sequence[str]) -> tuple[np.ndarray, ...]:
+    """The model's inputs for ``question`` with each of ``texts``: word-piece ids, attention mask and segment
+    ids, padded with zeros to the longest pair."""
+    encodings = tokenizer.encode_batch([(question, t) for t in texts])
+    width = max(len(e.ids) for e in encodings)
+    ids = np.zeros((len(encodings), width), dtype=np.int64)
+    mask, types = np.zeros_like(ids), np.zeros_like(ids)
+    for i, e in enumerate(encodings):
+        n = len(e.ids)
+        ids[i, :n], mask[i, :n], types[i, :n] = e.ids, 1, e.type_ids
+    return ids, mask, types
 
 
 def model_file() -> Path:
@@ -119,11 +134,6 @@ def rerank(question: str, ranked: Sequence[Any], model: CrossEncoder | None = No
     spread = float(raw.std()) or 1.0
     for c, s in zip(top, raw, strict=True):
         c.features["cross"] = float(s)
-        c.score = _with_log_odds(c.score, WEIGHT * (float(s) - float(raw.mean())) / spread)
+        p = min(max(c.score, 1e-6), 1.0 - 1e-6)
+        c.score = logistic(math.log(p / (1.0 - p)) + WEIGHT * (float(s) - float(raw.mean())) / spread)
     return True
-
-
-def _with_log_odds(p: float, delta: float) -> float:
-    p = min(max(p, 1e-6), 1.0 - 1e-6)
-    z = math.log(p / (1.0 - p)) + delta
-    return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))

@@ -202,6 +202,11 @@ def _fragment(flat: str) -> bool:
     return (first.islower() and not sp.has_identifier(flat.split(" ", 1)[0])) or ends not in ".!?:)\"'”’"
 
 
+def logistic(z: float) -> float:
+    """The probability of log-odds ``z`` (clamped, so that no weight can overflow it)."""
+    return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
+
+
 # What says whether the documents answer at all, read from the question's candidates as a whole.
 ANSWERS_SIGNALS = ("top", "margin", "semantic_max", "lexical_max", "coverage", "coverage_first", "similarity")
 
@@ -221,7 +226,7 @@ class AnswersModel:
     def probability(self, signals: dict[str, float]) -> float:
         pairs = zip(self.names, self.weights, strict=True)
         z = self.intercept + sum(w * signals.get(n, 0.0) for n, w in pairs)
-        return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
+        return logistic(z)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -261,7 +266,7 @@ class ReaderModel:
         z = self.intercept
         for name, w, mean, scale in zip(self.names, self.weights, self.means, self.scales, strict=True):
             z += w * (feats.get(name, 0.0) - mean) / scale
-        return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
+        return logistic(z)
 
     def contributions(self, feats: dict[str, float]) -> list[tuple[str, float]]:
         """What each feature added to the log-odds, largest first."""
