@@ -160,6 +160,12 @@ def _ask(library, question: str, doc_ids: list[int] | None = None):
         ("Which documents talk about “mirrors”?", "which_documents", "mirrors"),
         ("Where do my documents mention lattice?", "which_documents", "lattice"),
         ("Do any of my files discuss zeppelins?", "which_documents", "zeppelins"),
+        # Two or three clauses: one says what is asked, another (or the same) which document.
+        ("What's in the widget handbook? Give me the sections", "outline", "the widget handbook"),
+        ("What is the R FAQ about and what are its main chapters?", "outline", "the R FAQ"),
+        ("what's in this Octave manual, what chapters does it have?", "outline", "this Octave manual"),
+        ("What's in the R FAQ? What does it cover?", "summary", "the R FAQ"),
+        ("What does the policy manual cover? list the sections", "outline", "the policy manual"),
     ],
 )
 def test_detect_recognises_whole_document_questions(question, kind, subject):
@@ -183,6 +189,11 @@ def test_detect_recognises_whole_document_questions(question, kind, subject):
         "Which documents do I need for a visa?",
         "Can R read Excel files?",
         "What is in the default config file?",
+        # A clause that is an ordinary question makes the whole one ordinary.
+        "What's in the handbook? How much is a consultation?",
+        "What is the default port, and what does it mean?",
+        "How do I install it and what are its requirements?",
+        "What does the lm function return? And what are its parts?",
     ],
 )
 def test_detect_leaves_ordinary_questions_alone(question):
@@ -295,6 +306,16 @@ def test_outline_names_the_top_level_sections_and_cites_them(corpus):
     assert [s.page_number for s in found.sources] == [1, 2, 4]  # each cites where its section starts
     assert [s.text for s in found.spans] == ["Introduction", "Installing", "Troubleshooting"]
     _check_citations(found)
+
+
+def test_a_question_in_two_clauses_naming_the_document_by_its_kind_gets_its_outline(corpus):
+    """ "What's in the fixture page? give me the sections": the clauses make one outline question, and the
+    words that say what kind of document it is ("page", "vignette", "readme"…) do not have to be in its
+    title."""
+    found = _ask(corpus, "what's in the fixture page? give me the sections")
+    assert found is not None and found.kind == "outline"
+    assert found.documents == [_doc_id(corpus, "fixture-manual.pdf")]
+    assert found.text.splitlines()[0] == "Fixture Manual has 3 top-level sections:"
 
 
 def test_summary_lists_each_section_with_its_central_sentence(corpus):

@@ -139,7 +139,10 @@ _DETERMINERS = frozenset(
 )
 _GENERIC = frozenset(  # words that say what kind of document, not which one
     sp.stem(w)
-    for w in "document doc file pdf paper book text article manual guide handbook documentation".split()
+    for w in (
+        "document doc file pdf paper book text article manual guide handbook documentation vignette page "
+        "webpage readme howto booklet leaflet"
+    ).split()
 )
 
 

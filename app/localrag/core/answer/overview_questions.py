@@ -2,7 +2,9 @@
 
 "Summarize the R FAQ", "what are the chapters of X", "compare X and Y" and "which of my documents mention
 Z" are recognised here, conservatively; ``overview.answer`` then decides from the documents whether the
-subject names any (``core/answer/overview.py``).
+subject names any (``core/answer/overview.py``). A question of two or three clauses ("what's in the X
+handbook? give me the sections", "what is X about and what are its chapters") is one when every clause is
+such a question or only names the document; one clause says what it is about, another which document.
 """
 
 from __future__ import annotations
@@ -89,7 +91,7 @@ _WORDINGS = {
         r"(?P<x>[^,]+? (?:vs\.?|versus) [^,]+)",
     ],
     OUTLINE: [
-        rf"(?:what|which) (?:are|is|were) (?:the )?{_MAIN}{_TOC}{_OF_X}",
+        rf"(?:what|which) (?:are|is|were) (?:the |its |their )?{_MAIN}{_TOC}{_OF_X}",
         rf"(?:list|show|give|tell|display|name)(?: me)? (?:all )?(?:of )?(?:the )?{_MAIN}{_TOC}{_OF_X}",
         rf"(?:the )?{_MAIN}{_TOC}{_OF_X}",
         rf"what {_PARTS} (?:does|do|did) (?P<x>.+?) (?:have|contain|include|consist of)",
@@ -126,6 +128,17 @@ _PATTERNS = [
     for kind, wordings in _WORDINGS.items()
     for wording in wordings
 ]
+# A clause that only names a document ("what's in the X handbook"): whole-document only beside one that asks
+# for its outline or summary ("… ? what does it cover"), as "what is in the config file?" alone is not.
+_NAMING = [re.compile(rf"^{w}$", re.IGNORECASE) for w in (r"what(?:'s| is) in (?P<x>.+)", r"about (?P<x>.+)")]
+# Where a question of several clauses is cut: at "?" or ";", and before a comma or "and" that starts another
+# question ("…, what chapters does it have", "… and what are its sections").
+_CLAUSES = re.compile(
+    r"\s*[?;]\s*|\s*(?:,\s*(?:and\s+)?|\s+and\s+)(?=(?:what|which|how|give|list|show|tell|name)\b)",
+    re.IGNORECASE,
+)
+# A subject that points back to the document another clause names.
+_PRONOUN = re.compile(r"(?:it|its|this|that|they|them|this one|that one)", re.IGNORECASE)
 _SEPARATORS = re.compile(r"(\s*,\s*(?:and\s+)?|\s+(?:and|with|to|against|versus|vs\.?|&)\s+)", re.IGNORECASE)
 
 
@@ -134,11 +147,41 @@ def detect(question: str) -> Intent | None:
     q = _normalise(question)
     if not q or len(q) > 300:
         return None
+    whole = _match(q)
+    if whole is not None:
+        return whole
+    clauses = [_normalise(c) for c in _CLAUSES.split(q) if c.strip()]
+    return _clauses(clauses) if 1 < len(clauses) <= 3 else None
+
+
+def _match(q: str) -> Intent | None:
     for kind, pattern in _PATTERNS:
         m = pattern.match(q)
         if m:
             return _intent(kind, m.groupdict().get("x") or "", m.groupdict().get("y") or "")
     return None
+
+
+def _clauses(clauses: list[str]) -> Intent | None:
+    """One outline or summary question from its clauses: each asks for the outline or summary of a document
+    or names one; the outline wins over the summary, the first document named over a pronoun."""
+    kinds, subjects = [], []
+    for clause in clauses:
+        intent = _match(clause)
+        if intent is not None and intent.kind in (OUTLINE, SUMMARY):
+            kinds.append(intent.kind)
+            subjects.append(intent.subject)
+            continue
+        named = next((m for m in (p.match(clause) for p in _NAMING) if m), None)
+        if named is None:
+            return None  # a clause of another kind: an ordinary question
+        subjects.append(_clean_subject(named.group("x")))
+    if not kinds:
+        return None
+    subject = next((s for s in subjects if s and not _PRONOUN.fullmatch(s)), "")
+    if re.match(r"(?:a|an) ", subject):
+        return None
+    return Intent(OUTLINE if OUTLINE in kinds else SUMMARY, subject)
 
 
 def _normalise(question: str) -> str:
