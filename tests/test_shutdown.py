@@ -52,6 +52,7 @@ def close_during(phase: str, tmp_path: Path, conninfo: str, folder: Path | None 
     reader.start()
     try:
         deadline = time.monotonic() + float(os.environ.get("LOCALRAG_TEST_PHASE_S", 240))
+        other: list[str] = []  # what else the window wrote on its standard output
         while True:
             try:
                 line = lines.get(timeout=max(0.1, deadline - time.monotonic()))
@@ -61,11 +62,14 @@ def close_during(phase: str, tmp_path: Path, conninfo: str, folder: Path | None 
                 log = tmp_path / "home" / "logs" / "localrag.log"
                 stderr.seek(0)
                 raise AssertionError(
-                    f"the window never reached {phase}:\n{stderr.read()[-12000:]}\n"
+                    f"the window never reached {phase} (its other output: {other[-20:]!r}):\n"
+                    f"{stderr.read()[-12000:]}\n"
                     f"{log.read_text()[-4000:] if log.exists() else ''}"
                 ) from None
-            if line.strip() == phase:
+            # The marker is a line's last word: a library's output without a line end may come before it.
+            if line.split()[-1:] == [phase]:
                 break
+            other.append(line)
         started = time.monotonic()
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=120)

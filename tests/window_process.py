@@ -69,7 +69,7 @@ def main(phase: str, folder: str = "") -> int:
     def say() -> None:
         if not said:
             said.append(phase)
-            print(phase, flush=True)
+            print(f"\n{phase}", flush=True)  # a line of its own, whatever was written before it
 
     def model_loading() -> bool:
         engine = window.chat_panel.worker.engine
