@@ -223,6 +223,10 @@ def test_follow_up_retrieves_from_the_earlier_topic(engine, monkeypatch):
 def test_follow_up_detection():
     assert is_follow_up("and on Windows?") and is_follow_up("What about it?") and is_follow_up("Why?")
     assert not is_follow_up("How much sunlight do tomatoes need each day in summer?")
+    # "that" and "this" point back unless the question says what they stand for before a comma or "and"
+    assert is_follow_up("How do I undo that?") and is_follow_up("Is this faster?")
+    assert not is_follow_up("tabulate turns my version strings like 18.0 into numbers, how do I stop that?")
+    assert not is_follow_up("My backups fill the disk and I want to limit this")
     assert follow_up_query("and on Windows?", ["How do I install it on Linux?"]).startswith(
         "How do I install"
     )

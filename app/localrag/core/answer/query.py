@@ -66,6 +66,8 @@ _EXPLETIVE_IT = re.compile(
     r"advisable|wise|worth|important|hard|easy|easier|harder|common|normal|true|required|allowed|"
     r"permitted|faster|slower|a good idea|a bad idea)\s+(?:to|that|if|whether|for)\b"
 )
+# Pronouns that may point at a noun earlier in the same question ("… a list and sort it").
+_MAY_POINT_WITHIN = frozenset("it its they them their that this".split())
 # A pronoun after one of these may point at a noun earlier in the same question ("… a list and sort it").
 _JOINS = frozenset("and then or but before after so without once when while , ;".split())
 _NOUN_PHRASE = re.compile(r"\b(?:a|an|the|my|your|our|each|every)\s+[a-z]", re.IGNORECASE)
@@ -92,8 +94,10 @@ def _refers_back(question: str) -> bool:
             pronoun = w in _POINTERS
         if not pronoun:
             continue
-        if w in ("it", "its", "they", "them", "their") and _antecedent_before(original, words, i):
-            continue  # "How do I create a list and sort it?" is about the list it names
+        if w in _MAY_POINT_WITHIN and _antecedent_before(original, words, i):
+            # "How do I create a list and sort it?" is about the list it names; "tabulate turns my version
+            # strings into numbers, how do I stop that?" about what it says before the comma
+            continue
         return True
     return False
 
