@@ -68,7 +68,7 @@ _EXPLETIVE_IT = re.compile(
 )
 # Pronouns that may point at a noun earlier in the same question ("… a list and sort it").
 _MAY_POINT_WITHIN = frozenset("it its they them their that this".split())
-# A pronoun after one of these may point at a noun earlier in the same question ("… a list and sort it").
+# The words before which such a noun must stand: the pronoun comes after one of them.
 _JOINS = frozenset("and then or but before after so without once when while , ;".split())
 _NOUN_PHRASE = re.compile(r"\b(?:a|an|the|my|your|our|each|every)\s+[a-z]", re.IGNORECASE)
 
