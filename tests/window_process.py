@@ -40,6 +40,10 @@ def main(phase: str, folder: str = "") -> int:
     # If the window never reaches PHASE, the test sends SIGUSR1 before giving up: every thread's stack goes to
     # stderr, and the log says how far the window got.
     faulthandler.register(signal.SIGUSR1, all_threads=True)
+    # What the test reads goes through a copy of standard output made now: while llama.cpp loads a model it
+    # points the process's standard output (sys.stdout and descriptor 1) at /dev/null, and a phase reached in
+    # those moments would never be told.
+    told = os.fdopen(os.dup(sys.stdout.fileno()), "w", buffering=1)
     from localrag.core.config import Settings
     from localrag.core.library import Library
     from localrag.core.logs import set_up_logging
@@ -69,7 +73,7 @@ def main(phase: str, folder: str = "") -> int:
     def say() -> None:
         if not said:
             said.append(phase)
-            print(f"\n{phase}", flush=True)  # a line of its own, whatever was written before it
+            print(f"\n{phase}", file=told, flush=True)  # a line of its own, whatever came before it
 
     def model_loading() -> bool:
         engine = window.chat_panel.worker.engine
@@ -121,7 +125,7 @@ def main(phase: str, folder: str = "") -> int:
         "children": children(),
         "warnings": warnings,
     }
-    print(json.dumps(report), flush=True)
+    print(json.dumps(report), file=told, flush=True)
     return 0
 
 
