@@ -179,9 +179,7 @@ def _clauses(clauses: list[str]) -> Intent | None:
     if not kinds:
         return None
     subject = next((s for s in subjects if s and not _PRONOUN.fullmatch(s)), "")
-    if re.match(r"(?:a|an) ", subject):
-        return None
-    return Intent(OUTLINE if OUTLINE in kinds else SUMMARY, subject)
+    return _intent(OUTLINE if OUTLINE in kinds else SUMMARY, subject, "")
 
 
 def _normalise(question: str) -> str:

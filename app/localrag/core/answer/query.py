@@ -95,7 +95,7 @@ def _refers_back(question: str) -> bool:
         if not pronoun:
             continue
         if w in _MAY_POINT_WITHIN and _antecedent_before(original, words, i):
-            # "How do I create a list and sort it?" is about the list it names; "tabulate turns my version
+            # "How do I create a list and sort it?" is about the list it names; "the import turns my version
             # strings into numbers, how do I stop that?" about what it says before the comma
             continue
         return True
