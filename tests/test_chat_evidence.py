@@ -143,6 +143,20 @@ def test_a_definition_list_entry_answers_with_its_term(embed):
     assert best.text.startswith("nocheck") and "test suite" in best.text
 
 
+def test_a_run_of_sentences_stops_where_the_next_definition_list_entry_begins(embed):
+    ev = find_evidence(
+        "Which DEB_BUILD_OPTIONS flag tells a package build to skip running its test suite?",
+        [Passage(DEB_OPTIONS, title="Debian Policy", path="/docs/policy.pdf", page_number=36)],
+        embed,
+        keep=100,
+    )
+    # a quote may hold an entry whole, or sentences before it, never both: the sentence before an entry is
+    # about something else than the term that opens it
+    for term in ("nocheck", "nodoc"):
+        holding = [s.text for s in ev.candidates if term in s.text]
+        assert holding and all(t.startswith(term) for t in holding)
+
+
 def test_the_sentence_that_answers_is_quoted_with_its_page_and_exact_offsets(embed):
     passages = [
         Passage(GARDEN, doc_id=2, title="Garden", path="/docs/garden.txt", page_number=1),

@@ -234,7 +234,9 @@ def _similarities(
 
 
 def _runs(scored: list[Candidate], sims: dict[int, float]) -> list[Candidate]:
-    """The read sentences, and runs of two or three consecutive ones of a passage (both or all read)."""
+    """The read sentences, and runs of two or three consecutive ones of a passage (both or all read). A run
+    stops where a heading, a row of figures, a footnote or a definition list's next entry (its term on a line
+    of its own, ``candidates.with_terms``) begins: what follows is about something else."""
     for c in scored:
         c.features["semantic"] = sims.get(id(c), 0.0)
     by_place = {(c.number, c.index): c for c in scored}
@@ -246,7 +248,13 @@ def _runs(scored: list[Candidate], sims: dict[int, float]) -> list[Candidate]:
         text = str(getattr(c.source, "text", "") or "")
         for step in range(1, MAX_RUN):
             nxt = by_place.get((c.number, c.index + step))
-            if nxt is None or nxt.heading or has_figures(nxt) or _footnote(nxt):
+            if (
+                nxt is None
+                or nxt.heading
+                or has_figures(nxt)
+                or _footnote(nxt)
+                or _defined_term(nxt.span.text)
+            ):
                 break
             members.append(nxt)
             span = sp.Span(c.span.start, nxt.span.end, text[c.span.start : nxt.span.end])
