@@ -30,6 +30,24 @@ def test_the_shipped_model_scores_the_answering_sentence_above_those_that_only_s
     assert int(scores.argmax()) == 0, scores
 
 
+def test_each_span_keeps_its_own_score_however_the_spans_are_run_together() -> None:
+    model = cross.shared()
+    assert model is not None
+    texts = [
+        ANSWER,
+        *OTHERS,
+        "Yes.",
+        ANSWER + " " + OTHERS[0] + " " + OTHERS[1],
+        OTHERS[2],
+        "No refunds.",
+        "x",
+    ]
+    assert len(texts) > cross.RUN  # more than one run of the model, of pairs of different lengths
+    together = model.scores(WARRANTY, texts)
+    alone = [float(model.scores(WARRANTY, [t])[0]) for t in texts]
+    assert together == pytest.approx(alone, abs=1e-4)
+
+
 def test_a_question_longer_than_the_models_input_is_read_too() -> None:
     model = cross.shared()
     assert model is not None

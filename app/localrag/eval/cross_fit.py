@@ -82,7 +82,7 @@ def groups(rows: list[dict[str, Any]], rng: random.Random) -> list[tuple[str, st
 
 
 def _encode(torch: Any, tokenizer: Any, question: str, texts: list[str]) -> tuple[Any, Any, Any]:
-    ids, mask, types = pair_arrays(tokenizer, question, texts)
+    ids, mask, types = pair_arrays(tokenizer.encode_batch([(question, t) for t in texts]))
     return torch.tensor(ids), torch.tensor(mask), torch.tensor(types)
 
 
