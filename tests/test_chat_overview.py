@@ -445,3 +445,22 @@ def test_ingest_survives_a_failure_to_compute_sections(corpus, tmp_path):
     finally:
         with corpus.connect() as conn:
             remove_document(conn, doc_id)
+
+
+def test_an_outline_of_two_parts_shows_the_sections_within_them():
+    paths = [
+        "Articles",
+        "Articles > Getting started",
+        "Articles > Backups",
+        "Knowledge Base",
+        "Knowledge Base > Error 42",
+        "Knowledge Base > Error 42 > Details",
+    ]
+    keys = section_keys(paths, [None] * len(paths))
+    assert keys == ["", "Getting started", "Backups", "", "Error 42", "Error 42"]
+    # two parts with one section each, or three parts, are the sections themselves
+    assert section_keys(["A", "A > x", "B > y"], [None] * 3) == ["A", "A", "B"]
+    assert section_keys(["A > x", "B > y", "C > z"], [None] * 3) == ["A", "B", "C"]
+    # a shared title over two parts over their chapters: the chapters
+    deep = ["T > I > one", "T > I > two", "T > II > three"]
+    assert section_keys(deep, [None] * 3) == ["one", "two", "three"]

@@ -55,8 +55,7 @@ def section_keys(heading_paths: Sequence[str], texts: Sequence[str | None]) -> l
     """The top-level section title of each chunk ("" above the first one), given the chunks' heading paths
     and, for those with at most one component, the start of their text."""
     parts = [p.split(" > ") if p else [] for p in heading_paths]
-    firsts = {p[0] for p in parts if p}
-    level = 1 if len(firsts) == 1 and any(len(p) > 1 for p in parts) else 0
+    level = outline_level(parts)
     keys = [p[level] if len(p) > level else "" for p in parts]
     following = [""] * len(keys)  # the next titled chunk's title
     for i in range(len(keys) - 2, -1, -1):
@@ -67,6 +66,27 @@ def section_keys(heading_paths: Sequence[str], texts: Sequence[str | None]) -> l
     if not any(keys):  # no outline and no headings found: chapters named in the text ("Chapter 3. Title")
         keys = chapter_keys(texts)
     return keys
+
+
+# An outline level with this few entries names parts, not what the document covers ("Articles", "Knowledge
+# Base"): the level below is shown when it has at least ``ENOUGH_SECTIONS`` entries (or, under one shared
+# title, any).
+ENOUGH_SECTIONS = 3
+DEEPEST_LEVEL = 2
+
+
+def outline_level(parts: Sequence[Sequence[str]]) -> int:
+    """The heading level (0 the first) whose entries are a document's sections, given its chunks' heading
+    paths as lists: the first, unless it holds only a shared title or two parts and the level below holds
+    more."""
+    level = 0
+    while level < DEEPEST_LEVEL:
+        here = {p[level] for p in parts if len(p) > level}
+        below = {tuple(p[: level + 2]) for p in parts if len(p) > level + 1}
+        if not below or len(here) >= ENOUGH_SECTIONS or (len(here) == 2 and len(below) < ENOUGH_SECTIONS):
+            break
+        level += 1
+    return level
 
 
 # "Chapter 3. The Root Filesystem", "CHAPTER IV: Results", "Appendix A. Glossary" on a line of its own (not a
