@@ -6,7 +6,8 @@ answered from what the store already holds:
 
 - **Sections.** A document's top-level sections are the runs of consecutive chunks that share the first
   component of their ``heading_path`` ("7 R Miscellanea > 7.31 Why…" → "7 R Miscellanea"); when every
-  heading shares one first component (a book's title), the second level is used instead. A chunk that starts
+  heading shares one first component (a book's title), or the first level holds two parts and the level below
+  at least three entries, the level below is used instead (``sections.outline_level``). A chunk that starts
   above that level but opens with the next section's heading (a bare title run on into it) belongs to that
   section. ``compute_sections`` stores each section's title, the page it starts on, its first chunk and its
   *central* chunk: the one whose vector is nearest (cosine, pgvector's ``<=>``) to the mean (``avg``) of the
