@@ -143,18 +143,24 @@ def test_a_definition_list_entry_answers_with_its_term(embed):
     assert best.text.startswith("nocheck") and "test suite" in best.text
 
 
-def test_a_run_of_sentences_stops_where_the_next_definition_list_entry_begins(embed):
+@pytest.mark.parametrize("apart", ["\n", "\n\n"], ids=["lines", "paragraphs"])
+def test_a_run_of_sentences_stops_where_the_next_definition_list_entry_begins(embed, apart):
+    # As a text file's lines, and as a PDF page's text keeps them: each line a paragraph of its own.
+    text = DEB_OPTIONS.replace("\n", apart)
     ev = find_evidence(
         "Which DEB_BUILD_OPTIONS flag tells a package build to skip running its test suite?",
-        [Passage(DEB_OPTIONS, title="Debian Policy", path="/docs/policy.pdf", page_number=36)],
+        [Passage(text, title="Debian Policy", path="/docs/policy.pdf", page_number=36)],
         embed,
         keep=100,
     )
     # a quote may hold an entry whole, or sentences before it, never both: the sentence before an entry is
-    # about something else than the term that opens it
+    # about something else than the term that opens it, and a description is never quoted without its term
     for term in ("nocheck", "nodoc"):
         holding = [s.text for s in ev.candidates if term in s.text]
-        assert holding and all(t.startswith(term) for t in holding)
+        assert holding and all(t.startswith(term) for t in holding), holding
+    assert not any(s.text.startswith("This tag says") for s in ev.candidates)
+    best = max(ev.spans, key=lambda s: s.score)
+    assert best.text.startswith("nocheck") and "test suite" in best.text
 
 
 def test_the_sentence_that_answers_is_quoted_with_its_page_and_exact_offsets(embed):

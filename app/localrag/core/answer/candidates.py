@@ -199,7 +199,8 @@ def passage_candidates(sources: Sequence[Any]) -> list[Candidate]:
 
 def with_terms(spans: list[sp.Span], text: str) -> list[sp.Span]:
     """A definition list's entries whole: a term on its own line ("nocheck", "-p", "‘uninstall’") joined to
-    the sentence that describes it, which alone would not say what it describes."""
+    the sentence that describes it, which alone would not say what it describes — on the next line, or after
+    one blank line (a PDF page's text keeps each of its paragraphs apart so)."""
     out: list[sp.Span] = []
     for s in spans:
         prev = out[-1] if out else None
@@ -207,7 +208,7 @@ def with_terms(spans: list[sp.Span], text: str) -> list[sp.Span]:
             prev is not None
             and is_term(prev.text)
             and s.text[:1].isupper()
-            and text[prev.end : s.start].count("\n") <= 1
+            and text[prev.end : s.start].count("\n") <= 2
         ):
             out[-1] = sp.Span(prev.start, s.end, text[prev.start : s.end])
         else:

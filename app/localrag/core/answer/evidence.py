@@ -305,6 +305,7 @@ def _facts(
         after_heading_match=after,
         after_lead_in=prev is not None and prev.span.text.rstrip().endswith(":"),
         new_identifier=_new(sp.identifiers(text), asked) or _defined_term(text),
+        entry=_defined_term(text),
         new_number=_new(sp.numbers(text), asked),
         figures_row=has_figures(c),
         row_named=bool(named) and _row_named(text, named),
