@@ -358,7 +358,7 @@ def test_a_bug_in_retrieval_is_an_internal_error_not_the_store_being_down(engine
     ):  # the fault injected: a query with a typo, on the real database
         return conn.execute("SELECT no_such_column FROM documents").fetchall()
 
-    monkeypatch.setattr(retriever, "fetch", broken_fetch)
+    monkeypatch.setattr(retriever, "_fetch", broken_fetch)
     with pytest.raises(psycopg.errors.UndefinedColumn):
         retrieve(engine.library, "How do I install Local RAG on Windows?")
     with caplog.at_level(logging.ERROR):

@@ -205,23 +205,6 @@ def test_a_search_starts_no_thread_its_host_runs_the_second_leg(corpus, library,
     assert [r.chunk_ids for r in hosted.results] == [r.chunk_ids for r in alone.results]
 
 
-def test_a_routed_question_is_filled_from_the_library_the_same_with_or_without_a_host(corpus, library):
-    """A question naming a document that gives fewer than k passages gets the rest from the library; with a
-    host that search runs beside the document's own, and the passages are the same."""
-    from localrag.host import Host
-
-    question = "My recipes file says to bake the bread; how do I set up the program on Linux to read it?"
-    alone = retrieve(library, question, k=3)
-    with Host(library):
-        hosted = retrieve(library, question, k=3)
-    for resp in (alone, hosted):
-        assert resp.routing["doc_ids"] == [corpus["recipes"][0]], resp.routing
-        assert resp.routing["filled_from_library"] >= 1 and len(resp.results) == 3
-        assert resp.results[0].doc_id == corpus["recipes"][0]
-        assert {r.doc_id for r in resp.results[2:]} <= {corpus["install"][0], corpus["copy"][0]}
-    assert [r.chunk_ids for r in hosted.results] == [r.chunk_ids for r in alone.results]
-
-
 def test_adjacent_chunks_merge_into_one_passage(corpus, library):
     resp = retrieve(library, "install Linux installer setup start program", k=4)
     install = [r for r in resp.results if r.doc_id == corpus["install"][0] and r.page_number == 1]

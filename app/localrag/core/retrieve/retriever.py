@@ -19,9 +19,9 @@ from localrag.core.embed.sizing import fit_to_input
 from localrag.core.errors import KnownError, StoreBusy, as_known
 from localrag.core.progress import CancelToken
 from localrag.core.retrieve import bm25, fuse, postprocess, rescore, routing, vector
-from localrag.core.retrieve.filters import DateLike, Filters
-from localrag.core.retrieve.results import ERROR, MODEL_MISMATCH, Result, RetrievalResponse
-from localrag.core.retrieve.rows import as_result, fetch
+from localrag.core.retrieve.filters import DateLike, Filters, searchable
+from localrag.core.retrieve.results import ERROR, MODEL_MISMATCH, PAGE_LABEL, Result, RetrievalResponse
+from localrag.core.store.db import SHOWN_TITLE
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -151,16 +151,12 @@ def retrieve(
         resp.routing = decision.to_dict()
         if decision.doc_ids:
             routed = Filters.build(decision.doc_ids)
-            # The rest of the library is searched beside the documents named, for when they give too few.
-            beside = None if conn is not None else _search_beside(library, text, k, mode, filters, tuning)
             _run(library, text, k, mode, routed, tuning, cancel, conn, resp)
 
             if len(resp.results) < k and resp.reason is None:
                 # Too few passages in the documents named: the rest of the library fills the list.
-                rest = beside.result() if beside is not None else None
-                if rest is None:
-                    rest = RetrievalResponse(mode=mode, query=query)
-                    _run(library, text, k, mode, filters, tuning, cancel, conn, rest)
+                rest = RetrievalResponse(mode=mode, query=query)
+                _run(library, text, k, mode, filters, tuning, cancel, conn, rest)
                 taken = set(decision.doc_ids)
                 more = [r for r in rest.results if r.doc_id not in taken][: k - len(resp.results)]
                 resp.results += more
@@ -189,39 +185,6 @@ def retrieve(
     return resp
 
 
-def _search_beside(
-    library: Searchable, text: str, k: int, mode: str, filters: Filters, tuning: Tuning
-) -> Future[RetrievalResponse | None] | None:
-    """The whole library's search for ``text``, started on the host's executor (``None`` without one): a
-    routed question's list is filled from it when its documents give fewer than ``k`` passages (most do), so
-    it runs while they are searched instead of after. The query's vector is made first, here, so that both
-    searches find it cached."""
-    executor: Executor | None = getattr(library, "executor", None)
-    if executor is None:
-        return None
-    if mode != "keyword":
-        library.embed_query(fit_to_input(library.embedder, [text])[0])
-    try:
-        return executor.submit(_search_alone, library, text, k, mode, filters, tuning)
-    except RuntimeError:  # the host is closing: the fill runs after, on the caller's thread
-        return None
-
-
-def _search_alone(
-    library: Searchable, text: str, k: int, mode: str, filters: Filters, tuning: Tuning
-) -> RetrievalResponse | None:
-    """``_run`` on a connection of its own with both legs on this thread, or ``None`` when no connection is
-    free at once (the caller then searches on its own; waiting here while the caller holds one could wait for
-    ever under load, as ``_bm25_leg``)."""
-    resp = RetrievalResponse(mode=mode, query=text)
-    try:
-        with library.pool.connection(wait_s=LEG_WAIT_S) as c:
-            _run(library, text, k, mode, filters, tuning, None, c, resp, legs_beside=False)
-    except StoreBusy:
-        return None
-    return resp
-
-
 def _run(
     library: Searchable,
     text: str,
@@ -232,17 +195,14 @@ def _run(
     cancel: CancelToken | None,
     conn: psycopg.Connection[Any] | None,
     resp: RetrievalResponse,
-    *,
-    legs_beside: bool = True,
 ) -> None:
     timings = resp.timings
     depth = max(tuning.depth, k)
     # A hybrid query runs its BM25 leg on a second connection, on a thread of the host's executor, while this
     # thread embeds the query and runs the vector leg: the legs take max(BM25, embed + vector) instead of
-    # their sum. Without an executor (or one shutting down, or ``legs_beside`` false: a search already on the
-    # executor never waits for another task of it) BM25 runs after the vector leg, on its connection.
+    # their sum. Without an executor (or one shutting down) BM25 runs after the vector leg, on its connection.
     lexical: Future[list[tuple[int, float]] | None] | None = None
-    executor: Executor | None = getattr(library, "executor", None) if legs_beside else None
+    executor: Executor | None = getattr(library, "executor", None)
     if mode == "hybrid" and executor is not None:
         with contextlib.suppress(RuntimeError):  # the host is closing: BM25 runs on this thread
             lexical = executor.submit(_bm25_leg, library, text, depth, filters, tuning, timings)
@@ -331,7 +291,7 @@ def _run(
                 )
                 timings["fuse"] = _ms(t)
                 t = time.perf_counter()
-                rows = fetch(
+                rows = _fetch(
                     c,
                     [f.chunk_id for f in fused],
                     model,
@@ -350,7 +310,7 @@ def _run(
         row = rows.get(f.chunk_id)
         if row is None:  # its document stopped being searchable since the search
             continue
-        r = as_result(row, f)
+        r = _result(row, f)
         r.passed_floor = postprocess.passes_floor(r, tuning.floor)
         candidates.append(r)
     candidates = rescore.rescore(text, candidates, tuning.rescore, tuning.rescore_top)
@@ -406,8 +366,8 @@ def _contents_first(
                 " ORDER BY c.doc_id, c.chunk_index",
                 (doc_ids[:3], TOC_PAGES, _TOC_LINES, TOC_MIN_LINES),
             ).fetchall()
-            rows = fetch(c, [int(r[0]) for r in found], "", 0, None)
-    firsts = [as_result(row, fuse.Candidate(int(cid))) for cid, row in rows.items()]
+            rows = _fetch(c, [int(r[0]) for r in found], "", 0, None)
+    firsts = [_result(row, fuse.Candidate(int(cid))) for cid, row in rows.items()]
     if not firsts:
         return
     taken = {cid for r in firsts for cid in r.chunk_ids}
@@ -456,9 +416,9 @@ def _pages_first(
                         (pin.doc_id, pin.page),
                     ).fetchall()
                 ]
-                rows = fetch(c, [i for i in ids if i not in known], model, dim, qvec, ids)
+                rows = _fetch(c, [i for i in ids if i not in known], model, dim, qvec, ids)
                 on_page = [
-                    known.get(i) or as_result(rows[i], fuse.Candidate(i))
+                    known.get(i) or _result(rows[i], fuse.Candidate(i))
                     for i in ids
                     if i in known or i in rows
                 ]
@@ -527,6 +487,91 @@ def _interleave(
     for pair in itertools.zip_longest(first, second):
         out.extend(hit for hit in pair if hit is not None)
     return out[:n]
+
+
+def _fetch(
+    conn: psycopg.Connection[Any],
+    ids: list[int],
+    model: str,
+    dim: int,
+    qvec: np.ndarray | None,
+    similarity_for: list[int] | None = None,
+) -> dict[int, tuple]:
+    """The chunks ``ids`` of searchable documents; the query's cosine similarity is computed for
+    ``similarity_for`` (the chunks only the BM25 leg found: the vector leg's own come with theirs), so that a
+    large library reads the stored vectors of a few chunks only. The last column says whether a chunk of a
+    document still being indexed has no vector yet (it can be found by keywords only)."""
+    if not ids:
+        return {}
+    params: dict[str, Any] = {"ids": ids}
+    sim = "NULL::float8"
+    if qvec is not None and similarity_for:
+        sim = (
+            f"CASE WHEN c.id = ANY(%(sim_ids)s) THEN (SELECT 1.0 - (e.embedding::vector({int(dim)}) <=>"
+            f" %(q)s::vector({int(dim)})) FROM chunk_embeddings e WHERE e.chunk_id = c.id"
+            " AND e.embedding_model = %(model)s) END"
+        )
+        params.update(q=np.asarray(qvec, dtype=np.float32), model=model, sim_ids=similarity_for)
+    rows = conn.execute(
+        f"SELECT c.id, c.doc_id, d.doc_type, {SHOWN_TITLE}, d.path, c.page_number, c.chunk_index,"
+        f" c.heading_path, c.text, c.char_start, c.char_end, c.text_hash, {sim}, c.context,"
+        f" coalesce(d.meta->>'domain', ''), {PAGE_LABEL},"
+        " d.status <> 'ready' AND NOT EXISTS (SELECT 1 FROM chunk_embeddings e WHERE e.chunk_id = c.id)"
+        " FROM document_chunks c"
+        " JOIN documents d ON d.id = c.doc_id"
+        f" WHERE c.id = ANY(%(ids)s) AND {searchable('d')}",
+        params,
+    ).fetchall()
+    return {int(r[0]): r for r in rows}
+
+
+def _result(row: tuple, f: fuse.Candidate) -> Result:
+    (
+        cid,
+        doc_id,
+        doc_type,
+        title,
+        path,
+        page,
+        index,
+        heading,
+        text,
+        start,
+        end,
+        text_hash,
+        sim,
+        context,
+        domain,
+        page_label,
+        keywords_only,
+    ) = row
+    similarity = float(sim) if sim is not None else (f.vector if f.vector is not None else None)
+    return Result(
+        chunk_ids=[int(cid)],
+        doc_id=int(doc_id),
+        doc_type=doc_type,
+        title=title,
+        path=path,
+        page_number=int(page),
+        heading_path=heading,
+        text=text,
+        similarity=similarity if similarity is not None else 0.0,
+        char_start=int(start),
+        char_end=int(end),
+        scores={
+            "vector": similarity,
+            "bm25": f.bm25,
+            "vector_rank": f.vector_rank,
+            "bm25_rank": f.bm25_rank,
+            "fused": f.fused,
+        },
+        chunk_index=int(index),
+        text_hash=text_hash,
+        context=context or "",
+        domain="" if domain == hooks.NO_DOMAIN else str(domain or ""),
+        page_label=str(page_label or ""),
+        keywords_only=bool(keywords_only),
+    )
 
 
 def _one_line(exc: BaseException) -> str:
