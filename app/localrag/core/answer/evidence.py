@@ -283,6 +283,7 @@ def _facts(
     members = c.members or (c,)
     prev = by_place.get((c.number, c.index - 1))
     text = c.span.text
+    entry = _defined_term(text)
     after = 0.0
     if prev is not None and (prev.heading or prev.span.ends_with_question):
         after = prev.features.get("lexical", 0.0)
@@ -304,8 +305,8 @@ def _facts(
         question_sentence=c.span.ends_with_question,
         after_heading_match=after,
         after_lead_in=prev is not None and prev.span.text.rstrip().endswith(":"),
-        new_identifier=_new(sp.identifiers(text), asked) or _defined_term(text),
-        entry=_defined_term(text),
+        new_identifier=_new(sp.identifiers(text), asked) or entry,
+        entry=entry,
         new_number=_new(sp.numbers(text), asked),
         figures_row=has_figures(c),
         row_named=bool(named) and _row_named(text, named),
