@@ -391,6 +391,29 @@ def test_a_logo_in_larger_type_than_the_title_is_not_taken_for_it(tmp_path: Path
     assert not pdf_versions.reads_differently(_titled(tmp_path / "tomatoes.pdf"), 4)
 
 
+def test_a_logos_word_in_an_authors_address_does_not_make_the_authors_the_title(tmp_path: Path):
+    from localrag.core.ingest.loaders import pdf_versions
+
+    # A manual's cover: its one-word name in the largest type, the authors in larger type than the text, one
+    # of them with the project's address (which holds the name).
+    cover = write_content_pdf(
+        tmp_path / "asn-manual.pdf",
+        [
+            [
+                "BT /F1 30 Tf 72 720 Td (Libtasn1) Tj ET",
+                "BT /F1 13 Tf 72 690 Td (Abstract Syntax Notation One library) Tj ET",
+                "BT /F1 18 Tf 22 TL 72 640 Td (Fabio Fiorina) Tj "
+                "T* (Nikos Mavro \\(help-libtasn1@gnu.org\\)) Tj ET",
+                _body(FILLER, top=560),
+            ]
+        ],
+    )
+    assert load(cover).title == "Libtasn1"
+    # Indexed by version 6, which took the authors' lines: read again; a PDF whose title was right is not.
+    assert pdf_versions.reads_differently(cover, 6)
+    assert not pdf_versions.reads_differently(_titled(tmp_path / "tomatoes.pdf"), 6)
+
+
 def test_after_the_titles_and_dashes_change_only_a_pdf_that_reads_differently_is_indexed_again(
     library, tmp_path: Path
 ):

@@ -28,6 +28,9 @@ LINE_PITCH = 1.8
 MAX_LINES = 4
 MAX_CHARS = 200
 
+# An e-mail or web address: a logo's word inside one ("help-libtasn1@gnu.org", under the authors' names) is no
+# title holding it.
+_ADDRESS = re.compile(r"\S+@\S+|\b(?:https?://|www\.)\S+", re.IGNORECASE)
 _FILE_NAME = re.compile(r"^\S+\.(?:docx?|odt|rtf|pdf|tex|dvi|ps|md|html?|txt|xlsx?|pptx?|indd|pages)$", re.I)
 _WORD = re.compile(r"[^\W\d_]{2,}")
 
@@ -37,9 +40,10 @@ def looks_like_file_name(title: str) -> bool:
     return bool(_FILE_NAME.match(title.strip()))
 
 
-def first_page_title(text: str, lines: Sequence[Line], *, logos: bool = True) -> str:
+def first_page_title(text: str, lines: Sequence[Line], *, logos: bool = True, addresses: bool = False) -> str:
     """The title printed on a first page (``text`` and its ``lines`` with their font sizes), or "" when its
-    type does not stand out. ``logos=False``: as before a logo was told from the title (what a library indexed
+    type does not stand out. ``logos=False``: as before a logo was told from the title; ``addresses=True``:
+    as before a logo's word inside an address was not taken for a title holding it (what a library indexed
     then holds)."""
     sized = [line for line in lines if line.size > 0 and text[line.start : line.end].strip()]
     if not sized:
@@ -58,7 +62,8 @@ def first_page_title(text: str, lines: Sequence[Line], *, logos: bool = True) ->
             (
                 ln
                 for ln in top
-                if LARGER * body <= ln.size < SAME_SIZE * largest and word in _line(text, ln).lower()
+                if LARGER * body <= ln.size < SAME_SIZE * largest
+                and word in (_line(text, ln) if addresses else _ADDRESS.sub(" ", _line(text, ln))).lower()
             ),
             None,
         )

@@ -30,11 +30,12 @@ log = logging.getLogger("localrag.ingest.pdf")
 
 MIME = "application/pdf"
 # What a page's text is (a document indexed with an older one is read again where it would read differently,
-# ``pdf_versions``): 6 = as 5, a wrapped clause of prose ending with ";" read as prose, not code; 5 = as 4, a
+# ``pdf_versions``): 7 = as 6, a logo's word inside an e-mail or web address not taken for a title holding it;
+# 6 = as 5, a wrapped clause of prose ending with ";" read as prose, not code; 5 = as 4, a
 # one-word logo not taken for the title; 4 = as 3, T1's lost dashes put back and the title printed on the
 # first page when the metadata names none; 3 = the reading text with lost ligatures put back; 2 = the reading
 # text, one character per pdfium character; 1 = pdfium's text, line breaks and hyphens taken out.
-EXTRACTION_VERSION = 6
+EXTRACTION_VERSION = 7
 # Pages read either side of a page to find its running heads and footers (book layouts alternate two).
 NEIGHBOURS = 2
 MAX_OUTLINE_ENTRIES = 20_000
@@ -453,16 +454,18 @@ def metadata_title(title: str) -> str:
     return title
 
 
-def printed_title(backend: Any, *, logos: bool = True) -> str:
+def printed_title(backend: Any, *, logos: bool = True, addresses: bool = False) -> str:
     """The title printed on the first page in large type ("" when none stands out, or the page is
-    unreadable; ``logos``: see ``titles.first_page_title``)."""
+    unreadable; ``logos``, ``addresses``: see ``titles.first_page_title``)."""
     if not backend.page_count:
         return ""
     try:
         text, _, _, layout = backend.page(0, False)
     except Exception:
         return ""
-    return titles.first_page_title(text, layout.lines, logos=logos) if layout is not None else ""
+    if layout is None:
+        return ""
+    return titles.first_page_title(text, layout.lines, logos=logos, addresses=addresses)
 
 
 def _pages(

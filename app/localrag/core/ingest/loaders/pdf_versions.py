@@ -15,7 +15,8 @@ def reads_differently(path: Path, version: int) -> bool:
     from 2 to 3 only where a page holds a lost ligature outside a math font (most PDFs have none, and keep
     their text and vectors); from 3 to 4 where the metadata names no title and the first page prints one, or
     a page holds a lost T1 dash; from 4 to 5 where that printed title was a logo; from 5 to 6 where a line
-    ending with a semicolon is a clause of prose that goes on from the line before. A file that cannot be read
+    ending with a semicolon is a clause of prose that goes on from the line before; from 6 to 7 where a logo's
+    word was found inside an address and the lines around it taken for the title. A file that cannot be read
     is read again (its own steps say why it fails)."""
     if version < 2:
         return True
@@ -24,9 +25,11 @@ def reads_differently(path: Path, version: int) -> bool:
     try:
         if version < 4 and (_title_found(path) or _codes_lost(path, dashes_only=version >= 3)):
             return True
-        if version == 4 and _logo_title(path):
+        if version == 4 and _title_read_otherwise(path, logos=False):
             return True
-        return _prose_clauses(path)
+        if version <= 6 and _title_read_otherwise(path, addresses=True):
+            return True
+        return version <= 5 and _prose_clauses(path)
     except Exception:
         return True
 
@@ -40,13 +43,15 @@ def _title_found(path: Path) -> bool:
         backend.close()
 
 
-def _logo_title(path: Path) -> bool:
-    """Whether version 4 took a logo for the printed title (the metadata naming none)."""
+def _title_read_otherwise(path: Path, **before: bool) -> bool:
+    """Whether the printed title read as an older version did (``before``: ``pdf.printed_title``'s options)
+    differs from today's (the metadata naming none): version 4 took a logo for it, versions 5 and 6 took the
+    lines around an address that held the logo's word."""
     backend, _ = pdf._open_backend(path)
     try:
         if pdf.metadata_title(backend.title()):
             return False
-        return pdf.printed_title(backend, logos=False) != pdf.printed_title(backend)
+        return pdf.printed_title(backend, **before) != pdf.printed_title(backend)
     finally:
         backend.close()
 
