@@ -397,18 +397,18 @@ def test_a_logos_word_in_an_authors_address_does_not_make_the_authors_the_title(
     # A manual's cover: its one-word name in the largest type, the authors in larger type than the text, one
     # of them with the project's address (which holds the name).
     cover = write_content_pdf(
-        tmp_path / "asn-manual.pdf",
+        tmp_path / "widget-manual.pdf",
         [
             [
-                "BT /F1 30 Tf 72 720 Td (Libtasn1) Tj ET",
-                "BT /F1 13 Tf 72 690 Td (Abstract Syntax Notation One library) Tj ET",
-                "BT /F1 18 Tf 22 TL 72 640 Td (Fabio Fiorina) Tj "
-                "T* (Nikos Mavro \\(help-libtasn1@gnu.org\\)) Tj ET",
+                "BT /F1 30 Tf 72 720 Td (Widgetlib) Tj ET",
+                "BT /F1 13 Tf 72 690 Td (A library of widgets for the terminal) Tj ET",
+                "BT /F1 18 Tf 22 TL 72 640 Td (Ana Author) Tj "
+                "T* (Ben Writer \\(bugs-widgetlib@example.org\\)) Tj ET",
                 _body(FILLER, top=560),
             ]
         ],
     )
-    assert load(cover).title == "Libtasn1"
+    assert load(cover).title == "Widgetlib"
     # Indexed by version 6, which took the authors' lines: read again; a PDF whose title was right is not.
     assert pdf_versions.reads_differently(cover, 6)
     assert not pdf_versions.reads_differently(_titled(tmp_path / "tomatoes.pdf"), 6)

@@ -28,8 +28,8 @@ LINE_PITCH = 1.8
 MAX_LINES = 4
 MAX_CHARS = 200
 
-# An e-mail or web address: a logo's word inside one ("help-libtasn1@gnu.org", under the authors' names) is no
-# title holding it.
+# An e-mail or web address: a logo's word inside one ("bugs-widgetlib@example.org", under the authors'
+# names) is no title holding it.
 _ADDRESS = re.compile(r"\S+@\S+|\b(?:https?://|www\.)\S+", re.IGNORECASE)
 _FILE_NAME = re.compile(r"^\S+\.(?:docx?|odt|rtf|pdf|tex|dvi|ps|md|html?|txt|xlsx?|pptx?|indd|pages)$", re.I)
 _WORD = re.compile(r"[^\W\d_]{2,}")
