@@ -8,6 +8,7 @@ a list item.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -280,18 +281,26 @@ def folded(text: str) -> str:
 
 def content_terms(text: str) -> list[str]:
     """The stems of ``text``'s words that carry meaning (no stop words), in order, with repeats."""
-    out = []
+    out: list[str] = []
     for w in words(text):
-        low = w.lower().strip("'’.-")
-        if not low or low in STOPWORDS or (len(low) == 1 and not low.isdigit()):
-            continue
-        out.append(stem(low))
-        if re.search(r"[._$-]", low):  # all.equal also matches "equal", R_LIBS_USER "libs"
-            out.extend(stem(p) for p in re.split(r"[._$-]+", low) if len(p) > 1 and p not in STOPWORDS)
-        camel = re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+", w)
-        if len(camel) > 1:  # LocalRAG also matches "local" and "rag", colClasses "classes"
-            out.extend(stem(p.lower()) for p in camel if len(p) > 1 and p.lower() not in STOPWORDS)
+        out.extend(_word_terms(w))
     return out
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _word_terms(w: str) -> tuple[str, ...]:
+    """One word's terms (``content_terms``): its stem, and its parts' when it joins several. Cached: the
+    candidate spans of a question share most of their words (a run holds the sentences it joins)."""
+    low = w.lower().strip("'’.-")
+    if not low or low in STOPWORDS or (len(low) == 1 and not low.isdigit()):
+        return ()
+    out = [stem(low)]
+    if re.search(r"[._$-]", low):  # all.equal also matches "equal", R_LIBS_USER "libs"
+        out.extend(stem(p) for p in re.split(r"[._$-]+", low) if len(p) > 1 and p not in STOPWORDS)
+    camel = re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+", w)
+    if len(camel) > 1:  # LocalRAG also matches "local" and "rag", colClasses "classes"
+        out.extend(stem(p.lower()) for p in camel if len(p) > 1 and p.lower() not in STOPWORDS)
+    return tuple(out)
 
 
 def numbers(text: str) -> list[str]:
