@@ -25,9 +25,9 @@ def reads_differently(path: Path, version: int) -> bool:
     try:
         if version < 4 and (_title_found(path) or _codes_lost(path, dashes_only=version >= 3)):
             return True
-        if version == 4 and _title_read_otherwise(path, logos=False):
-            return True
-        if version <= 6 and _title_read_otherwise(path, addresses=True):
+        # The printed title as that version read it (before 4, ``_title_found`` above has decided).
+        before = {"logos": False} if version == 4 else {"addresses": True}
+        if 4 <= version <= 6 and _title_read_otherwise(path, **before):
             return True
         return version <= 5 and _prose_clauses(path)
     except Exception:
