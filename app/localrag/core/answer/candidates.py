@@ -198,7 +198,7 @@ def passage_candidates(sources: Sequence[Any]) -> list[Candidate]:
 
 
 def with_terms(spans: list[sp.Span], text: str) -> list[sp.Span]:
-    """A definition list's entries whole: a term on its own line ("nocheck", "-p", "‘uninstall’") joined to
+    """A definition list's entries whole: a term on its own line ("-p", "--quiet", "‘uninstall’") joined to
     the sentence that describes it, which alone would not say what it describes — on the next line, or after
     one blank line (a PDF page's text keeps each of its paragraphs apart so)."""
     out: list[sp.Span] = []

@@ -135,7 +135,7 @@ class SpanFacts:
     passage_best: bool = False  # the most similar read sentence of its passage is among its sentences
     novelty: float = 0.0  # the share of its content words the question does not hold (what it adds)
     heading_match: float = 0.0  # the question's words its passage's heading holds, weighted by rarity
-    entry: bool = False  # a definition list's entry: its term ("nocheck", "-p") on a line, then what it means
+    entry: bool = False  # a definition list's entry: its term ("-p", "--quiet") on a line, then what it means
     extra: dict[str, float] = field(default_factory=dict)
 
 

@@ -68,9 +68,8 @@ def section_keys(heading_paths: Sequence[str], texts: Sequence[str | None]) -> l
     return keys
 
 
-# An outline level with this few entries names parts, not what the document covers ("Articles", "Knowledge
-# Base"): the level below is shown when it has at least ``ENOUGH_SECTIONS`` entries (or, under one shared
-# title, any).
+# An outline level with this few entries names parts, not what the document covers ("Part I", "Part II"):
+# the level below is shown when it has at least ``ENOUGH_SECTIONS`` entries (or, under one shared title, any).
 ENOUGH_SECTIONS = 3
 DEEPEST_LEVEL = 2
 
