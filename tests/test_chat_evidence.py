@@ -163,6 +163,27 @@ def test_a_run_of_sentences_stops_where_the_next_definition_list_entry_begins(em
     assert best.text.startswith("nocheck") and "test suite" in best.text
 
 
+CLIENT_PARAMETERS = (
+    "Parameters\n"
+    "----------\n"
+    "url : str\n"
+    "    The address of the server, with its scheme.\n"
+    "timeout : float, optional\n"
+    "    Seconds to wait for the server to answer before giving up. Defaults to 30.\n"
+    "retries : int, default=3\n"
+    "    How many times a request that failed is sent again.\n"
+)
+
+
+def test_a_parameter_documented_with_its_type_is_quoted_with_its_name(embed):
+    # Python's docstrings write each entry "name : type" on its own line, the description below it
+    page = Passage(CLIENT_PARAMETERS, title="Client", path="/docs/client.rst", page_number=1)
+    ev = find_evidence("How long does the client wait for the server before it gives up?", [page], embed)
+    best = max(ev.spans, key=lambda s: s.score)
+    assert ev.status == ANSWERED and best.text.startswith("timeout : float") and "giving up" in best.text
+    assert "retries" not in best.text
+
+
 def test_the_sentence_that_answers_is_quoted_with_its_page_and_exact_offsets(embed):
     passages = [
         Passage(GARDEN, doc_id=2, title="Garden", path="/docs/garden.txt", page_number=1),

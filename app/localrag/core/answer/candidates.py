@@ -216,8 +216,19 @@ def with_terms(spans: list[sp.Span], text: str) -> list[sp.Span]:
     return out
 
 
+# A parameter documented with its type ("timeout : float, optional", "names : list of str"), as Python's
+# docstrings and the documents made from them write each entry of a definition list.
+# The name is an identifier as code writes one (lower case first, or with "_", "." or a digit, or one capital
+# letter): "Remarque : voir …", a French label, is not.
+_TYPED_TERM = re.compile(
+    r"[*•-]?\s*(?:[a-z_][\w.]*|[A-Za-z]\w*[_.\d][\w.]*|[A-Z])\s+:\s+[A-Za-z{][\w\[\]{}()|.,='\"\- ]{0,60}"
+)
+
+
 def is_term(line: str) -> bool:
     line = line.strip()
+    if "\n" not in line and _TYPED_TERM.fullmatch(line) and len(line.split()) <= 10:
+        return True
     if "\n" in line or len(line.split()) > 3 or line[-1:] in ".:;!?,":
         return False
     return line[:1] in "-‘'\"`" or line[:1].islower() or sp.has_identifier(line)
