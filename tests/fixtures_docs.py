@@ -178,12 +178,23 @@ def png_bytes(width: int = 8, height: int = 8) -> bytes:
 
 def write_docx(path: Path, blocks: Sequence[tuple[str, str]], *, table: Sequence[Sequence[str]] = ()) -> Path:
     """A Word document from ``(style, text)`` paragraphs (style ``""`` for body text, ``"Heading 2"``,
-    ``"Title"``), then a table when ``table`` has rows."""
+    ``"Title"``, ``"List Number/1"`` for an item one level down in its style's list), then a table when
+    ``table`` has rows."""
     import docx
+    from docx.oxml import OxmlElement
+    from docx.oxml.ns import qn
 
     document = docx.Document()
     for style, text in blocks:
-        document.add_paragraph(text, style=style or None)
+        name, _, level = style.partition("/")
+        paragraph = document.add_paragraph(text, style=name or None)
+        if level:  # the style's list, at another level: the paragraph's own numPr says so
+            style_num = document.styles[name].element.find(qn("w:pPr")).find(qn("w:numPr"))
+            num_pr, ilvl, num_id = OxmlElement("w:numPr"), OxmlElement("w:ilvl"), OxmlElement("w:numId")
+            ilvl.set(qn("w:val"), level)
+            num_id.set(qn("w:val"), style_num.find(qn("w:numId")).get(qn("w:val")))
+            num_pr.extend([ilvl, num_id])
+            paragraph._p.get_or_add_pPr().append(num_pr)
     if table:
         grid = document.add_table(rows=len(table), cols=len(table[0]))
         for r, row in enumerate(table):

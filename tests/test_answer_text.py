@@ -114,3 +114,16 @@ def test_a_clause_of_prose_ending_with_a_semicolon_is_shown_as_prose_and_code_as
     assert display("x = compute(a, b);") == "`x = compute(a, b);`"
     assert display("minimize obj: x + 1.5 * (y + z);") == "`minimize obj: x + 1.5 * (y + z);`"
     assert display("$ git bisect reset") == "`$ git bisect reset`"
+
+
+def test_short_lines_are_shown_apart_and_a_list_item_by_its_own_bullet():
+    from localrag.core.answer.quotes import display
+
+    assert (
+        display("Opening hours\nMonday 9 to 5\nTuesday 9 to 1")
+        == "Opening hours · Monday 9 to 5 · Tuesday 9 to 1"
+    )
+    assert display("Please include:\n\n• your name;\n\n• the asset tag.") == (
+        "Please include: • your name; • the asset tag."
+    )
+    assert display("In order:\n1. Restart.\n2. Phone.") == "In order: 1. Restart. 2. Phone."

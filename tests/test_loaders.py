@@ -435,6 +435,24 @@ def test_html_definition_list_keeps_each_description_on_the_line_after_its_term(
     assert loaders.reads_differently("html", plain, 1) and not loaders.reads_differently("html", path, 3)
 
 
+def test_html_list_items_keep_their_bullets_and_numbers(tmp_path: Path) -> None:
+    path = tmp_path / "howto.html"
+    path.write_text(
+        "<html><body><h1>Configuring</h1><p>You can configure it in three ways:</p>"
+        "<ol><li><p>In code.</p></li><li><p>With a file:</p>"
+        "<ul><li>INI</li><li>YAML</li></ul></li><li>With a dictionary.</li></ol>"
+        '<ol start="7"><li>Seventh.</li></ol><ul><li>Loose.</li></ul></body></html>'
+    )
+    text = load(path).pages[0].text
+    items = "1. In code.\n\n2. With a file:\n\n  • INI\n  • YAML\n\n3. With a dictionary."
+    assert "three ways:\n\n" + items in text
+    assert "7. Seventh." in text and "• Loose." in text
+    # Indexed before: read again only when the page holds a list.
+    plain = tmp_path / "plain.html"
+    plain.write_text("<html><body><p>No lists here.</p></body></html>")
+    assert loaders.reads_differently("html", path, 4) and not loaders.reads_differently("html", plain, 4)
+
+
 def test_an_html_page_that_only_sends_its_reader_on_is_not_indexed(tmp_path: Path) -> None:
     head = '<html><head><meta http-equiv="Refresh" content="0; url=Expansion.html#History-Expansion"></head>'
     stub = tmp_path / "History-Expansion.html"
@@ -496,7 +514,7 @@ def test_html_main_text_and_headings(tmp_path: Path) -> None:
     for gone in ("script text", "color: red", "Home", "Related posts", "Copyright footer"):
         assert gone not in text
     assert "The new release is out — upgrade soon." in text
-    assert "Faster start\nSmaller files" in text
+    assert "• Faster start\n• Smaller files" in text
     assert "code   keeps\n   its spacing" in text
     paths = [h for _, h in doc.pages[0].headings]
     assert paths == [
@@ -562,6 +580,36 @@ def test_docx_headings_and_tables(tmp_path: Path) -> None:
     assert [h for _, h in page.headings] == ["Install", "Install > Linux", "Backups"]
     for offset, path_ in page.headings:
         assert page.text[offset:].startswith(path_.split(" > ")[-1])
+
+
+def test_docx_list_items_keep_their_bullets_and_numbers(tmp_path: Path) -> None:
+    # Word keeps an item's bullet or number out of its text: without them a list reads as loose lines
+    path = fx.write_docx(
+        tmp_path / "procedure.docx",
+        [
+            ("", "Please include in every request:"),
+            ("List Bullet", "your name;"),
+            ("List Bullet", "the device's asset tag."),
+            ("", "Then, in order:"),
+            ("List Number", "Restart the device."),
+            ("List Number", "Write down the error."),
+            ("List Number 2", "with its code;"),
+            ("List Number", "Phone the help desk."),
+            ("List Number/1", "Say your name."),
+            ("List Number", "Wait for the ticket."),
+        ],
+    )
+    assert loaders.reads_differently("docx", path, 1)
+    text = load(path).pages[0].text
+    assert "request:\n\n• your name;\n\n• the device's asset tag.\n\nThen, in order:" in text
+    assert "1. Restart the device.\n\n2. Write down the error." in text
+    assert "\n\n1. with its code;\n\n3. Phone the help desk." in text  # a list of its own in between
+    # an item one level down is indented, as its list's format for that level draws it (here a bullet), and
+    # the count goes on after it
+    assert "3. Phone the help desk.\n\n  • Say your name.\n\n4. Wait for the ticket." in text
+    plain = fx.write_docx(tmp_path / "plain.docx", [("Heading 1", "Notes"), ("", "No list here.")])
+    assert load(plain).pages[0].text == "Notes\n\nNo list here."
+    assert not loaders.reads_differently("docx", plain, 1)
 
 
 def test_docx_zip_bomb_refused(tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ kept with the chat and shown by the window, ``ask`` and the API."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -177,11 +178,17 @@ class Evidence:
         )
 
 
+_BULLETED = re.compile(r"(?:[-•*·▪◦–]|\(?\d{1,2}[.)]|\(?[a-z][.)])\s")
+
+
 def display(text: str) -> str:
     """A sentence as shown: on one line, unless it is several lines of code or a table."""
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     if len(lines) > 1 and all(_code(ln) or len(ln) < 40 for ln in lines):
-        return "`" + "` `".join(lines) + "`" if all(_code(ln) for ln in lines) else " · ".join(lines)
+        if all(_code(ln) for ln in lines):
+            return "`" + "` `".join(lines) + "`"
+        # a list's item shows its own bullet or number, and needs no other mark before it
+        return lines[0] + "".join(("" if _BULLETED.match(ln) else " ·") + " " + ln for ln in lines[1:])
     flat = sp.flat(text)
     return f"`{flat}`" if _code(flat) else flat
 

@@ -79,8 +79,16 @@ OnPage = Callable[[int, int], None]
 # read the same as at 1.
 # HTML: 2 = chrome by ARIA role and headings' permalinks dropped; 3 = a definition list's description on the
 # line after its term (only pages with a definition list read differently); 4 = a permalink known by its
-# title or the class "permalink" dropped too (only pages holding one read differently).
-EXTRACTION_VERSIONS: dict[str, int] = {"pdf": pdf.EXTRACTION_VERSION, "markdown": 2, "text": 2, "html": 4}
+# title or the class "permalink" dropped too (only pages holding one read differently); 5 = a list's items
+# with their bullet or number (only pages holding a list item read differently).
+# Word: 2 = a list's items with their bullet or number (only documents holding a list read differently).
+EXTRACTION_VERSIONS: dict[str, int] = {
+    "pdf": pdf.EXTRACTION_VERSION,
+    "markdown": 2,
+    "text": 2,
+    "html": 5,
+    "docx": 2,
+}
 
 
 def extraction_version(doc_type: str) -> int:
@@ -95,20 +103,25 @@ def reads_differently(doc_type: str, path: Path, version: int) -> bool:
         return pdf_versions.reads_differently(path, version)
     if doc_type == "text" and path.suffix.lower() != ".rst":
         return False
-    if doc_type == "html" and version in (2, 3):
+    if doc_type == "html" and version in (2, 3, 4):
         return _html_changed_since(path, version)
+    if doc_type == "docx" and version == 1:
+        return docx.holds_lists(path)
     return version < extraction_version(doc_type)
 
 
 def _html_changed_since(path: Path, version: int) -> bool:
-    """Whether an HTML page read at ``version`` 2 or 3 holds what later versions read differently: a
-    definition list's description (``<dd``, since 3) or a permalink known by its title or class (since 4).
-    A page that cannot be read counts as changed."""
+    """Whether an HTML page read at ``version`` 2, 3 or 4 holds what later versions read differently: a
+    definition list's description (``<dd``, since 3), a permalink known by its title or class (since 4) or
+    a list's item (``<li``, since 5). A page that cannot be read counts as changed."""
     try:
         data = path.read_bytes()
     except OSError:
         return True
-    return (version == 2 and b"<dd" in data.lower()) or html.holds_permalink(data)
+    lower = data.lower()
+    return (
+        b"<li" in lower or (version == 2 and b"<dd" in lower) or (version < 4 and html.holds_permalink(data))
+    )
 
 
 def detect_type(path: Path) -> str | None:

@@ -1,4 +1,5 @@
-"""Word documents (.docx): paragraphs and tables in reading order as one page, "Heading N" styles as headings.
+"""Word documents (.docx): paragraphs and tables in reading order as one page, "Heading N" styles as headings,
+a list's items with their bullet or number ("• ", "2. ", "b) ": Word keeps them out of the text).
 
 The ZIP container is read through ``archive.inflate``, which counts the bytes that really come out of each
 member and stops at a limit whatever the archive declares (a zip bomb that lies about its size is refused
@@ -86,13 +87,15 @@ def _small_part(path: Path, info: Any) -> Any:
         return None
 
 
-def _styles(path: Path, by_name: dict[str, Any]) -> dict[str, int]:
-    """Heading level of each paragraph style id (0 for a title style), following ``basedOn``."""
+def _styles(path: Path, by_name: dict[str, Any]) -> tuple[dict[str, int], dict[str, tuple[str, int]]]:
+    """Heading level of each paragraph style id (0 for a title style), and the list a style's paragraphs are
+    items of (``(numId, level)``, "List Bullet" and the like), each following ``basedOn``."""
     info = by_name.get("word/styles.xml")
     root = _small_part(path, info) if info is not None else None
     if root is None:
-        return {}
+        return {}, {}
     styles: dict[str, tuple[str, str]] = {}
+    own_lists: dict[str, tuple[str, int]] = {}
     for style in root.iter(f"{_W}style"):
         style_id = style.get(f"{_W}styleId") or ""
         name = style.find(f"{_W}name")
@@ -101,6 +104,19 @@ def _styles(path: Path, by_name: dict[str, Any]) -> dict[str, int]:
             (name.get(f"{_W}val") or "") if name is not None else "",
             (based.get(f"{_W}val") or "") if based is not None else "",
         )
+        numbered = _list_of(style)
+        if numbered is not None:
+            own_lists[style_id] = numbered
+    lists: dict[str, tuple[str, int]] = {}
+    for style_id in styles:
+        chain: set[str] = set()
+        current = style_id
+        while current in styles and current not in chain:
+            chain.add(current)
+            if current in own_lists:
+                lists[style_id] = own_lists[current]
+                break
+            current = styles[current][1]
     levels: dict[str, int] = {}
     for style_id in styles:
         seen: set[str] = set()
@@ -116,7 +132,103 @@ def _styles(path: Path, by_name: dict[str, Any]) -> dict[str, int]:
                 levels[style_id] = int(match.group(1))
                 break
             current = based
-    return levels
+    return levels, lists
+
+
+def _list_of(element: Any) -> tuple[str, int] | None:
+    """``(numId, level)`` of a paragraph's or a style's ``numPr``; ``None`` without one (or numId 0: none)."""
+    num = element.find(f"{_W}pPr/{_W}numPr")
+    if num is None:
+        return None
+    num_id = num.find(f"{_W}numId")
+    level = num.find(f"{_W}ilvl")
+    value = (num_id.get(f"{_W}val") or "") if num_id is not None else ""
+    try:
+        depth = int(level.get(f"{_W}val") or 0) if level is not None else 0
+    except ValueError:
+        depth = 0
+    return (value, min(max(depth, 0), 8)) if value and value != "0" else None
+
+
+def _numbering(path: Path, by_name: dict[str, Any]) -> dict[tuple[str, int], str]:
+    """The number format (``bullet``, ``decimal``, ``lowerLetter`` …) of each list's level, by ``(numId,
+    level)``, from ``word/numbering.xml``."""
+    info = by_name.get("word/numbering.xml")
+    try:
+        root = _small_part(path, info) if info is not None else None
+    except BadDocument:  # a damaged numbering part loses the markers, not the text
+        return {}
+    if root is None:
+        return {}
+    abstract: dict[str, dict[int, str]] = {}
+    for a in root.iter(f"{_W}abstractNum"):
+        formats: dict[int, str] = {}
+        for lvl in a.iterchildren(f"{_W}lvl"):
+            fmt = lvl.find(f"{_W}numFmt")
+            try:
+                formats[int(lvl.get(f"{_W}ilvl") or 0)] = (
+                    (fmt.get(f"{_W}val") or "") if fmt is not None else ""
+                )
+            except ValueError:
+                continue
+        abstract[a.get(f"{_W}abstractNumId") or ""] = formats
+    out: dict[tuple[str, int], str] = {}
+    for num in root.iter(f"{_W}num"):
+        ref = num.find(f"{_W}abstractNumId")
+        formats = abstract.get((ref.get(f"{_W}val") or "") if ref is not None else "", {})
+        for level, fmt in formats.items():
+            out[(num.get(f"{_W}numId") or "", level)] = fmt
+    return out
+
+
+class _Markers:
+    """The bullet or number Word draws before each item of its lists, counted per list and level (a level's
+    count starts again under each item of the level above)."""
+
+    def __init__(self, formats: dict[tuple[str, int], str]) -> None:
+        self.formats = formats
+        self.counts: dict[tuple[str, int], int] = {}
+
+    def marker(self, item: tuple[str, int]) -> str:
+        num_id, level = item
+        fmt = self.formats.get(item, "bullet")
+        for key in [k for k in self.counts if k[0] == num_id and k[1] > level]:
+            del self.counts[key]
+        n = self.counts[item] = self.counts.get(item, 0) + 1
+        indent = "  " * level
+        if fmt in ("decimal", "decimalZero"):
+            return f"{indent}{n}. "
+        if fmt in ("lowerLetter", "upperLetter") and n <= 26:
+            letter = chr(ord("a") + n - 1)
+            return f"{indent}{letter.upper() if fmt == 'upperLetter' else letter}) "
+        if fmt in ("lowerRoman", "upperRoman"):
+            roman = _roman(n)
+            return f"{indent}{roman.upper() if fmt == 'upperRoman' else roman}. "
+        if fmt == "none":
+            return indent
+        return f"{indent}• "
+
+
+def _roman(n: int) -> str:
+    out = ""
+    for value, digits in (
+        (1000, "m"),
+        (900, "cm"),
+        (500, "d"),
+        (400, "cd"),
+        (100, "c"),
+        (90, "xc"),
+        (50, "l"),
+        (40, "xl"),
+        (10, "x"),
+        (9, "ix"),
+        (5, "v"),
+        (4, "iv"),
+        (1, "i"),
+    ):
+        while n >= value:
+            out, n = out + digits, n - value
+    return out
 
 
 def _core_title(path: Path, by_name: dict[str, Any]) -> str:
@@ -142,8 +254,9 @@ def _table_text(table: Any) -> str:
     return "\n".join(rows)
 
 
-def _blocks(path: Path, info: Any) -> Iterator[tuple[str, str | None]]:
-    """``(text, style id)`` of each top-level paragraph (style ``None`` for a table), read as a stream."""
+def _blocks(path: Path, info: Any) -> Iterator[tuple[str, str | None, tuple[str, int] | None]]:
+    """``(text, style id, its own list)`` of each top-level paragraph (style ``None`` for a table; the list
+    ``(numId, level)`` when the paragraph itself says it is an item), read as a stream."""
     from lxml import etree
 
     # A first counted pass without parsing: a member that lies about its size stops at the limit here.
@@ -159,9 +272,9 @@ def _blocks(path: Path, info: Any) -> Iterator[tuple[str, str | None]]:
                 if parent is None or parent.tag != body:
                     continue
                 if element.tag == f"{_W}p":
-                    yield element.text, element.style
+                    yield element.text, element.style, _list_of(element)
                 elif element.tag == f"{_W}tbl":
-                    yield _table_text(element), None
+                    yield _table_text(element), None, None
                 element.clear()
                 while element.getprevious() is not None:  # what was read is dropped
                     del parent[0]
@@ -170,6 +283,20 @@ def _blocks(path: Path, info: Any) -> Iterator[tuple[str, str | None]]:
         raise BadDocument(
             f"{display_name(path)} is damaged and cannot be read (XMLSyntaxError).", code="corrupt"
         ) from exc
+
+
+def holds_lists(path: Path) -> bool:
+    """Whether the document has a list's items (read without their markers before extraction version 2). One
+    that cannot be read counts as holding them: reading it again says what is wrong."""
+    try:
+        by_name = _check_container(path)
+        _levels, style_lists = _styles(path, by_name)
+        return any(
+            own or (style is not None and style in style_lists)
+            for _text, style, own in _blocks(path, by_name[_DOCUMENT])
+        )
+    except (BadDocument, OSError):
+        return True
 
 
 def open_stream(path: Path) -> DocumentStream:
@@ -181,7 +308,8 @@ def open_stream(path: Path) -> DocumentStream:
 
 
 def _pages(path: Path, by_name: dict[str, Any], stream: DocumentStream) -> Iterator[Page]:
-    levels = _styles(path, by_name)
+    levels, style_lists = _styles(path, by_name)
+    markers = _Markers(_numbering(path, by_name))
     core_title = _core_title(path, by_name)
     parts: list[str] = []
     length = 0  # characters in ``parts`` with their separators
@@ -201,10 +329,13 @@ def _pages(path: Path, by_name: dict[str, Any], stream: DocumentStream) -> Itera
         stream.title = clean_title(core_title or title or first_heading, path)
         return page
 
-    for raw, style in _blocks(path, by_name[_DOCUMENT]):
+    for raw, style, own_list in _blocks(path, by_name[_DOCUMENT]):
         text = strip_controls(raw).strip()
         if not text:
             continue
+        item = own_list or (style_lists.get(style) if style is not None else None)
+        if item is not None and not levels.get(style or ""):  # a numbered heading keeps its own words
+            text = markers.marker(item) + text
         seen_text = True
         if len(text) > WINDOW_CHARS:  # one huge paragraph: windows of its own
             if parts:

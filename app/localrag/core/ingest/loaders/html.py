@@ -78,6 +78,8 @@ class _MainText(HTMLParser):
         self.headings: list[tuple[int, str]] = []
         self.first_h1 = ""
         self.describing = False  # a definition's description opened, nothing of it emitted yet
+        self.lists: list[list[int]] = []  # the open lists, innermost last: [numbered, count]
+        self.marker = ""  # an item's bullet or number, owed before its first text
         self.dropped_tag: tuple[str, int] | None = (
             None  # an element dropped by its role or class, its nesting
         )
@@ -101,6 +103,10 @@ class _MainText(HTMLParser):
             return
         self.describing = tag == "dd" or (self.describing and tag in _PARAGRAPH)
         self._break(tag)
+        if tag in ("ul", "ol"):
+            self.lists.append([tag == "ol", _start(attrs) - 1 if tag == "ol" else 0])
+        elif tag == "li":
+            self.marker = self._item_marker()
         if tag == "pre":
             self.pre_depth += 1
         elif tag in _HEADINGS and self.heading is None:
@@ -126,6 +132,10 @@ class _MainText(HTMLParser):
             if not nesting:
                 self.dropped_depth -= 1
                 return
+        if tag in ("ul", "ol") and self.lists:
+            self.lists.pop()
+        elif tag == "li":
+            self.marker = ""
         if tag == "pre" and self.pre_depth:
             self.pre_depth -= 1
         elif tag in _HEADINGS and self.heading is not None:
@@ -141,6 +151,16 @@ class _MainText(HTMLParser):
             self.pending = "\n"
         elif tag in _CELL and not self.pending:
             self.pending = "\t"
+
+    def _item_marker(self) -> str:
+        """What an item shows before its text: "• " in a bulleted list, its number in a numbered one,
+        indented by its list's depth."""
+        if not self.lists:
+            return "• "
+        numbered = self.lists[-1]
+        numbered[1] += 1
+        indent = "  " * (len(self.lists) - 1)
+        return f"{indent}{numbered[1]}. " if numbered[0] else f"{indent}• "
 
     def _end_heading(self) -> None:
         assert self.heading is not None
@@ -183,6 +203,8 @@ class _MainText(HTMLParser):
             self.length += len(self.pending)
         self.pending = ""
         self.describing = False
+        if self.marker and not self.pre_depth and self.heading is None:
+            text, self.marker = self.marker + text, ""
         if self.heading is not None:
             level, start, words = self.heading
             self.heading = (level, self.length if start is None else start, words)
@@ -195,6 +217,12 @@ class _MainText(HTMLParser):
 
 
 _SITE_SUFFIX = re.compile(r"\s+(?:[—–|·-]|::?)\s+\S")
+
+
+def _start(attrs: list[tuple[str, str | None]]) -> int:
+    """The number a numbered list's first item shows (its ``start``, else 1)."""
+    value = dict(attrs).get("start") or ""
+    return int(value) if value.strip().isdigit() and len(value.strip()) < 6 else 1
 
 
 def page_title(title: str, first_h1: str) -> str:
