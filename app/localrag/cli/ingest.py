@@ -59,14 +59,16 @@ class _ProgressLine:
             bar = _bar(e.chunks_embedded, e.chunks_total)
             eta = f" ETA {e.eta_s:,.0f}s" if e.eta_s is not None else ""
             line = f"indexing {e.title}: {bar} {e.chunks_embedded}/{e.chunks_total} chunks{eta}"
-        elif e.status == "queued":
-            return
+        elif e.status == "queued" or (e.status == "removed" and not (e.path or e.title)):
+            return  # a document read again is first removed by its id: the line that says it is ready follows
         else:
             word = {"ready": "ok", "failed": "FAILED", "cancelled": "cancelled", "skipped": "skipped"}.get(
                 e.status, e.status
             )
             detail = (
-                f" ({e.pages} pages, {e.chunks_total} chunks)" if e.status == "ready" else f": {e.message}"
+                f" ({e.pages} pages, {e.chunks_total} chunks)"
+                if e.status == "ready"
+                else (f": {e.message}" if e.message else "")
             )
             line = f"{word:9} {e.path or e.title}{detail}"
         if self.enabled:
