@@ -280,7 +280,7 @@ def test_sections_are_computed_on_first_use_when_missing(corpus):
 
 
 def _check_citations(found) -> None:
-    """Every line but the headings ("X has 3 top-level sections:") cites real sources, each of them; every
+    """Every line but the headings ("X has 3 sections:") cites real sources, each of them; every
     span is in its source."""
     lines = [ln for ln in found.text.splitlines() if ln.strip() and not ln.endswith(":")]
     assert lines and all(re.search(r"\[\d+\]$", ln) for ln in lines), found.text
@@ -297,7 +297,7 @@ def test_outline_names_the_top_level_sections_and_cites_them(corpus):
     assert found is not None and found.kind == "outline"
     assert found.documents == [_doc_id(corpus, "fixture-manual.pdf")]
     lines = found.text.splitlines()
-    assert lines[0] == "Fixture Manual has 3 top-level sections:"
+    assert lines[0] == "Fixture Manual has 3 sections:"
     assert lines[1:] == [
         "1. Introduction — p. 1 [1]",
         "2. Installing — p. 2 [2]",
@@ -315,14 +315,14 @@ def test_a_question_in_two_clauses_naming_the_document_by_its_kind_gets_its_outl
     found = _ask(corpus, "what's in the fixture page? give me the sections")
     assert found is not None and found.kind == "outline"
     assert found.documents == [_doc_id(corpus, "fixture-manual.pdf")]
-    assert found.text.splitlines()[0] == "Fixture Manual has 3 top-level sections:"
+    assert found.text.splitlines()[0] == "Fixture Manual has 3 sections:"
 
 
 def test_summary_lists_each_section_with_its_central_sentence(corpus):
     found = _ask(corpus, "Summarize the gardening handbook")
     assert found is not None and found.kind == "summary"
     lines = found.text.splitlines()
-    assert lines[0] == "Gardening Handbook has 3 top-level sections:"
+    assert lines[0] == "Gardening Handbook has 3 sections:"
     assert [ln.split(":")[0].split(" [")[0] for ln in lines[1:]] == ["1. Tomatoes", "2. Basil", "3. Compost"]
     # Each line quotes a full sentence of its section's central chunk, and cites that chunk.
     sections = _sections(corpus, _doc_id(corpus, "gardening-handbook.md"))
@@ -355,7 +355,7 @@ def test_selected_document_answers_a_question_that_names_none(corpus):
     doc_id = _doc_id(corpus, "fixture-manual.pdf")
     found = _ask(corpus, "What is this document about?", [doc_id])
     assert found is not None and found.documents == [doc_id]
-    assert found.text.startswith("Fixture Manual has 3 top-level sections:")
+    assert found.text.startswith("Fixture Manual has 3 sections:")
 
 
 def test_compare_gives_one_block_per_document(corpus):
@@ -364,8 +364,8 @@ def test_compare_gives_one_block_per_document(corpus):
     handbook, manual = _doc_id(corpus, "gardening-handbook.md"), _doc_id(corpus, "fixture-manual.pdf")
     assert found.documents == [handbook, manual]
     assert found.text.startswith("Comparing Gardening Handbook and Fixture Manual:")
-    assert "Gardening Handbook has 3 top-level sections:" in found.text
-    assert "Fixture Manual has 3 top-level sections:" in found.text
+    assert "Gardening Handbook has 3 sections:" in found.text
+    assert "Fixture Manual has 3 sections:" in found.text
     _check_citations(found)
 
 
@@ -438,7 +438,7 @@ def test_ingest_survives_a_failure_to_compute_sections(corpus, tmp_path):
         found = _ask(corpus, "What is the pond notes document about?")
         assert found is not None and found.documents == [doc_id]
         assert found.text == (
-            "Pond Notes has 1 top-level section:\n"
+            "Pond Notes has 1 section:\n"
             "1. Pond Notes: Frogs lay their eggs in shallow water early in the spring. [1]"
         )
         assert [s[1] for s in _sections(corpus, doc_id)] == ["Pond Notes"]

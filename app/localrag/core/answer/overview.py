@@ -320,7 +320,7 @@ def _block(
     titled = [s for s in sections if s.title and (s.first or s.central)]
     if not titled:
         return _no_headings(doc, sections, book)
-    lines = [f"{doc.title} has {_count(len(titled), 'top-level section')}:"]
+    lines = [f"{doc.title} has {_count(len(titled), 'section')}:"]
     spans = []
     for i, s in enumerate(titled[:named], 1):
         anchor = s.first or s.central
