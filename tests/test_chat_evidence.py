@@ -574,6 +574,31 @@ def test_a_numbered_lists_items_are_quoted_after_the_sentence_that_announces_the
     assert "1. The current directory;" in quoted and "2. A list of one or more directories" in quoted
 
 
+HELP_REQUEST = (
+    "2. How to ask for help\n\n"
+    "Email the help desk or fill in the form on the intranet. Each request gets a ticket number by reply.\n\n"
+    "Please include in every request:\n\n"
+    "• your name and the site you are at;\n\n"
+    "• the asset tag of the device;\n\n"
+    "• what you were trying to do and what happened instead.\n\n"
+    "The help desk is staffed from Monday to Friday, 09:00 to 17:00.\n"
+)
+
+
+def test_a_lead_in_and_its_items_are_one_quote_under_one_citation(embed):
+    page = Passage(
+        HELP_REQUEST, title="Help-desk procedure", path="/docs/helpdesk.docx", page_number=1, char_start=0
+    )
+    ev = find_evidence("What information should I include in every request to the help desk?", [page], embed)
+    holding = [s for s in ev.spans if "Please include" in s.text]
+    assert ev.status == ANSWERED and len(holding) == 1, [s.text for s in ev.spans]
+    quote = holding[0]
+    assert quote.text.startswith("Please include in every request:")
+    assert quote.text.endswith("what happened instead.")
+    assert HELP_REQUEST[quote.char_start : quote.char_end] == quote.text  # its place on the page, exactly
+    assert not any(s.text.startswith("•") for s in ev.spans)
+
+
 def test_a_tables_rows_read_as_one_run_of_text_are_cut_at_their_lines():
     from localrag.core.answer.candidates import MAX_SPAN_CHARS, split_long
 

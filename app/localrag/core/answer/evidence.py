@@ -160,7 +160,7 @@ def find_evidence(
             signals=signals,
             nearest=nearest,
         )
-    order = sorted(chosen, key=lambda c: (c.number, c.span.start))
+    order = _joined(sorted(chosen, key=lambda c: (c.number, c.span.start)))
     spans = [_span(c) for c in order]
     _place(spans, question, pages, sections)
     return Evidence(
@@ -481,6 +481,42 @@ def _continuation(best: Candidate, candidates: list[Candidate], chosen: list[Can
         if not _is_item(nxt):
             break
         index += 1
+    return out
+
+
+def _joined(order: list[Candidate]) -> list[Candidate]:
+    """Quoted spans that follow one another in a passage (a lead-in and its items, two sentences in a row)
+    as one quote: the reader reads them as the passage has them, under one citation. A row of figures stays
+    a quote of its own (it is read as cells)."""
+    out: list[Candidate] = []
+    for c in order:
+        prev = out[-1] if out else None
+        text = str(getattr(c.source, "text", "") or "")
+        if (
+            prev is None
+            or prev.source is not c.source
+            or prev.span.end > c.span.start
+            or text[prev.span.end : c.span.start].strip()
+            or has_figures(prev)
+            or has_figures(c)
+        ):
+            out.append(c)
+            continue
+        span = sp.Span(prev.span.start, c.span.end, text[prev.span.start : c.span.end])
+        merged = Candidate(
+            span,
+            prev.source,
+            prev.number,
+            prev.rank,
+            prev.index,
+            prev.terms | c.terms,
+            False,
+            prev.context_terms,
+        )
+        merged.members = (*(prev.members or (prev,)), *(c.members or (c,)))
+        merged.features = dict(max(prev, c, key=lambda x: x.score).features)
+        merged.score = max(prev.score, c.score)
+        out[-1] = merged
     return out
 
 
