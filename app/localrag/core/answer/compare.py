@@ -215,15 +215,19 @@ def build(
 
 
 def names_of(library: Any) -> list[Any]:
-    """The library's documents and collections as names a question may call them by."""
-    with library.connect() as conn:
+    """The library's documents and collections as names a question may call them by (read on one of the
+    pool's connections: opening a connection of its own took about as long as the reader)."""
+    from localrag.core.store import collections as coll
+
+    with library.pool.connection() as conn:
         rows = conn.execute(
             "SELECT id, path, title FROM documents WHERE status = 'ready' ORDER BY id"
         ).fetchall()
+        members = [
+            (c.name, coll.document_ids(conn, c.id)) for c in coll.list_collections(conn) if c.documents
+        ]
     names = [document_name(int(i), str(p), str(t or "")) for i, p, t in rows]
-    for c in library.collections():
-        if c.documents:
-            names.append(collection_name(c.name, library.collection_documents(c.id)))
+    names += [collection_name(name, ids) for name, ids in members]
     return names
 
 

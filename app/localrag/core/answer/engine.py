@@ -210,7 +210,7 @@ class ChatEngine:
         if chat_id is None:
             return []
         try:
-            with self.library.connect() as conn:
+            with self.library.pool.connection() as conn:
                 return hist.recent_questions(conn, chat_id, 2)
         except (StoreUnavailable, psycopg.OperationalError) as exc:  # the store is down; a bug is raised
             log.warning("cannot read chat %s: %s", chat_id, exc)

@@ -43,7 +43,7 @@ def earlier_turns(library: Library, chat_id: int | None, given: list[Turn] | Non
         turns = given[-HISTORY_MESSAGES:]
         return EarlierTurns(turns, [t.content for t in turns if t.role == "user"][-2:])
     try:
-        with library.connect() as conn:
+        with library.pool.connection() as conn:
             if hist.get_chat(conn, chat_id) is None:
                 raise KnownError(f"There is no chat {chat_id}.")
             messages = hist.load_messages(conn, chat_id, last=HISTORY_MESSAGES)
