@@ -13,7 +13,7 @@ from pypdf import PdfReader, PdfWriter
 
 from fixtures_chat import index
 from fixtures_docs import write_pdf
-from localrag.core.answer import export, history
+from localrag.core.answer import compare, export, history
 from localrag.core.answer.engine import ChatEngine
 from localrag.core.answer.events import Done
 from localrag.core.answer.request import AskRequest
@@ -82,6 +82,12 @@ def test_collections_crud_scope_and_fallback(library, corpus):
         library.rename_collection(reports.id, "everything")
     with pytest.raises(CollectionError, match=r"no collection named “Nope”\. Collections: Annual reports"):
         library.collection("Nope")
+
+    # what a question comparing sides may call them by: each document, and each collection with its documents
+    names = {(n.kind, n.label): sorted(n.doc_ids) for n in compare.names_of(library)}
+    assert names[("collection", "Annual reports")] == [docs["northwind.pdf"]]
+    assert names[("collection", "Everything")] == sorted(docs.values())
+    assert sum(kind == "document" for kind, _ in names) == 2
 
     scoped = retrieve(library, QUESTION, collection=reports.id, route=False)
     everywhere = retrieve(library, QUESTION, route=False)
