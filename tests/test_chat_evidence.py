@@ -599,6 +599,23 @@ def test_a_lead_in_and_its_items_are_one_quote_under_one_citation(embed):
     assert not any(s.text.startswith("•") for s in ev.spans)
 
 
+CLUBS = (
+    "Reading group\n\n"
+    "The reading group meets on the first Monday of each month in the library's back room. "
+    "Members pay five pounds a year.\n\n"
+    "Chess club\n\n"
+    "The chess club plays on Thursday evenings from seven o'clock.\n"
+)
+
+
+def test_a_label_on_a_line_of_its_own_is_not_quoted_glued_to_the_sentence_after_it(embed):
+    page = Passage(CLUBS, title="Village hall", path="/docs/hall.docx", page_number=1, char_start=0)
+    ev = find_evidence("When does the reading group meet?", [page], embed, keep=100)
+    assert ev.status == ANSWERED
+    assert ev.spans[0].text.startswith("The reading group meets on the first Monday")
+    assert not any(s.text.startswith(("Reading group\n", "Chess club\n")) for s in ev.candidates)
+
+
 def test_a_tables_rows_read_as_one_run_of_text_are_cut_at_their_lines():
     from localrag.core.answer.candidates import MAX_SPAN_CHARS, split_long
 

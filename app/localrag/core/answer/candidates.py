@@ -376,3 +376,58 @@ def term_weights(q_terms: list[str], candidates: list[Candidate]) -> dict[str, f
 
 def passage_similarity(c: Candidate) -> float:
     return float(getattr(c.source, "similarity", 0.0) or 0.0)
+
+
+# A label on a line of its own ("Date of next meeting", "Contact person"): a few words, no figure, no
+# sentence's end. Quoted alone it names what the line after it gives.
+LABEL = re.compile(r"[A-Za-z][A-Za-z'’&/-]*(?: [A-Za-z][A-Za-z'’&/-]*){0,5}")
+
+
+def heads(c: Candidate, nxt: Candidate) -> bool:
+    """Whether ``c`` is a label on a line of its own ("Pet Health Club") over a sentence of prose: it heads
+    what follows, and a run of the two would quote a heading glued to a sentence. (A sentence's start that a
+    line of code interrupts, "The quasi-Poisson model" then "R> fm <- glm(…)", runs on.)"""
+    following = nxt.span.text.strip()
+    return (
+        bool(LABEL.fullmatch(c.span.text.strip()))
+        and following[:1].isupper()
+        and not sp.is_code_line(following.splitlines()[0])
+    )
+
+
+def joined(order: list[Candidate]) -> list[Candidate]:
+    """Quoted spans that follow one another in a passage (a lead-in and its items, two sentences in a row)
+    as one quote: the reader reads them as the passage has them, under one citation. A row of figures stays
+    a quote of its own (it is read as cells), and so does a label on a line of its own ("Pet insurance"):
+    joined, it would read as a heading glued to the sentence after it."""
+    out: list[Candidate] = []
+    for c in order:
+        prev = out[-1] if out else None
+        text = str(getattr(c.source, "text", "") or "")
+        if (
+            prev is None
+            or prev.source is not c.source
+            or prev.span.end > c.span.start
+            or text[prev.span.end : c.span.start].strip()
+            or has_figures(prev)
+            or has_figures(c)
+            or LABEL.fullmatch(prev.span.text.strip())
+        ):
+            out.append(c)
+            continue
+        span = sp.Span(prev.span.start, c.span.end, text[prev.span.start : c.span.end])
+        merged = Candidate(
+            span,
+            prev.source,
+            prev.number,
+            prev.rank,
+            prev.index,
+            prev.terms | c.terms,
+            False,
+            prev.context_terms,
+        )
+        merged.members = (*(prev.members or (prev,)), *(c.members or (c,)))
+        merged.features = dict(max(prev, c, key=lambda x: x.score).features)
+        merged.score = max(prev.score, c.score)
+        out[-1] = merged
+    return out

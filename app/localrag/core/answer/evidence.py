@@ -22,11 +22,14 @@ import numpy as np
 from localrag.core import hooks
 from localrag.core.answer import cross, reader
 from localrag.core.answer.candidates import (
+    LABEL,
     Candidate,
     bm25_of,
     has_figures,
     heading_match,
+    heads,
     is_term,
+    joined,
     lexical,
     novelty,
     passage_best,
@@ -54,9 +57,6 @@ MAX_SPANS = 2
 # A lead-in's list is quoted with it up to this many items.
 MAX_ITEMS = 8
 _ITEM = re.compile(r"^\s*(?:[-•*·▪◦–]|\(?\d{1,2}[.)]|\(?[a-z][.)])\s+\S")
-# A label on a line of its own ("Date of next meeting", "Contact person"): a few words, no figure, no
-# sentence's end. Quoted alone it names what the line after it gives.
-_LABEL = re.compile(r"[A-Za-z][A-Za-z'’&/-]*(?: [A-Za-z][A-Za-z'’&/-]*){0,5}")
 PART_SHARE = 0.5
 
 
@@ -160,7 +160,7 @@ def find_evidence(
             signals=signals,
             nearest=nearest,
         )
-    order = _joined(sorted(chosen, key=lambda c: (c.number, c.span.start)))
+    order = joined(sorted(chosen, key=lambda c: (c.number, c.span.start)))
     spans = [_span(c) for c in order]
     _place(spans, question, pages, sections)
     return Evidence(
@@ -254,6 +254,7 @@ def _runs(scored: list[Candidate], sims: dict[int, float]) -> list[Candidate]:
                 or has_figures(nxt)
                 or _footnote(nxt)
                 or _defined_term(nxt.span.text)
+                or (step == 1 and heads(c, nxt))
             ):
                 break
             members.append(nxt)
@@ -463,7 +464,7 @@ def _continuation(best: Candidate, candidates: list[Candidate], chosen: list[Can
     opened = (
         best.span.text.rstrip().endswith(":")
         or sp.unfinished(best.span.text)
-        or bool(_LABEL.fullmatch(best.span.text.strip()))
+        or bool(LABEL.fullmatch(best.span.text.strip()))
     )
     listing = any(ln.rstrip().endswith(":") for ln in lines[:-1]) and last is not None and _is_item(last)
     if not opened and not listing:
@@ -481,42 +482,6 @@ def _continuation(best: Candidate, candidates: list[Candidate], chosen: list[Can
         if not _is_item(nxt):
             break
         index += 1
-    return out
-
-
-def _joined(order: list[Candidate]) -> list[Candidate]:
-    """Quoted spans that follow one another in a passage (a lead-in and its items, two sentences in a row)
-    as one quote: the reader reads them as the passage has them, under one citation. A row of figures stays
-    a quote of its own (it is read as cells)."""
-    out: list[Candidate] = []
-    for c in order:
-        prev = out[-1] if out else None
-        text = str(getattr(c.source, "text", "") or "")
-        if (
-            prev is None
-            or prev.source is not c.source
-            or prev.span.end > c.span.start
-            or text[prev.span.end : c.span.start].strip()
-            or has_figures(prev)
-            or has_figures(c)
-        ):
-            out.append(c)
-            continue
-        span = sp.Span(prev.span.start, c.span.end, text[prev.span.start : c.span.end])
-        merged = Candidate(
-            span,
-            prev.source,
-            prev.number,
-            prev.rank,
-            prev.index,
-            prev.terms | c.terms,
-            False,
-            prev.context_terms,
-        )
-        merged.members = (*(prev.members or (prev,)), *(c.members or (c,)))
-        merged.features = dict(max(prev, c, key=lambda x: x.score).features)
-        merged.score = max(prev.score, c.score)
-        out[-1] = merged
     return out
 
 
