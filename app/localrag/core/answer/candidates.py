@@ -384,9 +384,9 @@ LABEL = re.compile(r"[A-Za-z][A-Za-z'’&/-]*(?: [A-Za-z][A-Za-z'’&/-]*){0,5}"
 
 
 def heads(c: Candidate, nxt: Candidate) -> bool:
-    """Whether ``c`` is a label on a line of its own ("Pet Health Club") over a sentence of prose: it heads
+    """Whether ``c`` is a label on a line of its own ("Reading group") over a sentence of prose: it heads
     what follows, and a run of the two would quote a heading glued to a sentence. (A sentence's start that a
-    line of code interrupts, "The quasi-Poisson model" then "R> fm <- glm(…)", runs on.)"""
+    line of code interrupts, "The fitted model" then "R> fit <- lm(…)", runs on.)"""
     following = nxt.span.text.strip()
     return (
         bool(LABEL.fullmatch(c.span.text.strip()))
@@ -398,7 +398,7 @@ def heads(c: Candidate, nxt: Candidate) -> bool:
 def joined(order: list[Candidate]) -> list[Candidate]:
     """Quoted spans that follow one another in a passage (a lead-in and its items, two sentences in a row)
     as one quote: the reader reads them as the passage has them, under one citation. A row of figures stays
-    a quote of its own (it is read as cells), and so does a label on a line of its own ("Pet insurance"):
+    a quote of its own (it is read as cells), and so does a label on a line of its own ("Reading group"):
     joined, it would read as a heading glued to the sentence after it."""
     out: list[Candidate] = []
     for c in order:
