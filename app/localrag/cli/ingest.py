@@ -25,7 +25,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     d = sub.add_parser("remove", help="remove documents from the library (their files are left alone)")
     d.add_argument("docs", nargs="+", metavar="DOC", help="a document id, its file's path or its file name")
     d.set_defaults(func=run_remove)
-    r = sub.add_parser("reembed", help="embed every document again with the active embedding model")
+    r = sub.add_parser(
+        "reembed",
+        help="bring the library up to date: read again the documents an improved reader reads differently, "
+        "and embed every chunk that lacks a vector from the active embedding model",
+    )
     r.set_defaults(func=run_reembed)
     w = sub.add_parser("watch", help="folders whose new, changed and deleted files are picked up")
     w_actions = w.add_subparsers(dest="action", metavar="ACTION", required=True)
