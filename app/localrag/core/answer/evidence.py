@@ -56,7 +56,6 @@ MAX_RUN = 3
 MAX_SPANS = 2
 # A lead-in's list is quoted with it up to this many items.
 MAX_ITEMS = 8
-_ITEM = re.compile(r"^\s*(?:[-•*·▪◦–]|\(?\d{1,2}[.)]|\(?[a-z][.)])\s+\S")
 PART_SHARE = 0.5
 
 
@@ -494,7 +493,7 @@ def _footnote(c: Candidate) -> bool:
 
 
 def _is_item(c: Candidate) -> bool:
-    return bool(_ITEM.match(c.span.text))
+    return bool(sp.LIST_ITEM.match(c.span.text))
 
 
 def _overlaps(a: Candidate, b: Candidate) -> bool:

@@ -170,10 +170,6 @@ def widen(result: Any, pages: dict[PageKey, str]) -> Any:
     )
 
 
-# A list's item: a bullet, a number or a letter, then its text.
-_ITEM = re.compile(r"(?:[-•*·▪◦–]|\(?\d{1,2}[.)]|\(?[a-z][.)])\s+\S")
-
-
 def _announced(page: str, end: int) -> int:
     """Where the list a passage's last sentence announces (it ends with a colon) ends on its page: its items
     whole, within ``MAX_WIDEN_CHARS``; ``end`` itself when no item follows."""
@@ -181,7 +177,7 @@ def _announced(page: str, end: int) -> int:
     whole = end + len(window) == len(page)  # the window holds the rest of the page
     out = end
     for s in sp.split_spans(window):
-        if not _ITEM.match(s.text) or (s.end == len(window.rstrip()) and not whole):
+        if not sp.LIST_ITEM.match(s.text) or (s.end == len(window.rstrip()) and not whole):
             break  # not an item, or one the window may cut
         out = end + s.end
     return out

@@ -4,7 +4,6 @@ kept with the chat and shown by the window, ``ask`` and the API."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -178,9 +177,6 @@ class Evidence:
         )
 
 
-_BULLETED = re.compile(r"(?:[-•*·▪◦–]|\(?\d{1,2}[.)]|\(?[a-z][.)])\s")
-
-
 def display(text: str) -> str:
     """A sentence as shown: on one line, unless it is several lines of code or a table."""
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
@@ -188,7 +184,7 @@ def display(text: str) -> str:
         if all(_code(ln) for ln in lines):
             return "`" + "` `".join(lines) + "`"
         # a list's item shows its own bullet or number, and needs no other mark before it
-        return lines[0] + "".join(("" if _BULLETED.match(ln) else " ·") + " " + ln for ln in lines[1:])
+        return lines[0] + "".join(("" if sp.LIST_ITEM.match(ln) else " ·") + " " + ln for ln in lines[1:])
     flat = sp.flat(text)
     return f"`{flat}`" if _code(flat) else flat
 

@@ -22,6 +22,8 @@ _END = re.compile(
     r"|\n(?=\s*(?:[-*•◦▪]|\d{1,2}[.)]|#{1,6})\s)"
 )
 _LINE = re.compile(r"[^\n]*\n?")
+# A list's item: a bullet, a number or a letter, then its text.
+LIST_ITEM = re.compile(r"^\s*(?:[-•*·▪◦–]|\(?\d{1,2}[.)]|\(?[a-z][.)])\s+\S")
 # A line this much shorter than the passage's longest line is taken as ending where it ends.
 SHORT_LINE = 0.62
 MIN_SPAN_CHARS = 3

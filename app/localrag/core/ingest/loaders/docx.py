@@ -150,6 +150,13 @@ def _list_of(element: Any) -> tuple[str, int] | None:
     return (value, min(max(depth, 0), 8)) if value and value != "0" else None
 
 
+def _item(
+    style: str | None, own: tuple[str, int] | None, style_lists: dict[str, tuple[str, int]]
+) -> tuple[str, int] | None:
+    """The list a paragraph is an item of: its own ``numPr``, else its style's."""
+    return own or (style_lists.get(style) if style is not None else None)
+
+
 def _numbering(path: Path, by_name: dict[str, Any]) -> dict[tuple[str, int], str]:
     """The number format (``bullet``, ``decimal``, ``lowerLetter`` …) of each list's level, by ``(numId,
     level)``, from ``word/numbering.xml``."""
@@ -291,10 +298,7 @@ def holds_lists(path: Path) -> bool:
     try:
         by_name = _check_container(path)
         _levels, style_lists = _styles(path, by_name)
-        return any(
-            own or (style is not None and style in style_lists)
-            for _text, style, own in _blocks(path, by_name[_DOCUMENT])
-        )
+        return any(_item(style, own, style_lists) for _text, style, own in _blocks(path, by_name[_DOCUMENT]))
     except (BadDocument, OSError):
         return True
 
@@ -333,7 +337,7 @@ def _pages(path: Path, by_name: dict[str, Any], stream: DocumentStream) -> Itera
         text = strip_controls(raw).strip()
         if not text:
             continue
-        item = own_list or (style_lists.get(style) if style is not None else None)
+        item = _item(style, own_list, style_lists)
         if item is not None and not levels.get(style or ""):  # a numbered heading keeps its own words
             text = markers.marker(item) + text
         seen_text = True
