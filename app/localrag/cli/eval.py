@@ -99,6 +99,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         "PyTorch and onnx) and write it as ONNX",
     )
     p.add_argument(
+        "--requantize-cross",
+        type=Path,
+        metavar="MODEL",
+        help="reader --out FILE: write a cross-encoder of float arithmetic again with its products in int8 "
+        "(needs onnx)",
+    )
+    p.add_argument(
         "--without",
         action="append",
         metavar="FEATURE",
@@ -278,6 +285,21 @@ def run_answers(args: argparse.Namespace, folder: Path) -> int:
     return 0
 
 
+def _requantize(model: Path, out: Path | None) -> int:
+    from localrag.eval import cross_fit
+
+    if not out:
+        print("local-rag: eval reader --requantize-cross needs --out FILE", file=sys.stderr)
+        return 2
+    try:
+        cross_fit.requantize(model, out)
+    except ImportError as exc:
+        print(f"local-rag: --requantize-cross needs onnx ({exc}): pip install onnx", file=sys.stderr)
+        return 2
+    print(json.dumps({"written": str(out)}))
+    return 0
+
+
 def run_reader(args: argparse.Namespace, folders: list[Path]) -> int:
     """``eval reader DIR... --dump FILE`` (the candidates) or ``eval reader --fit FILE... --out F`` (the
     weights); see ``eval/reader_fit.py``."""
@@ -287,6 +309,8 @@ def run_reader(args: argparse.Namespace, folders: list[Path]) -> int:
         n = reader_fit.dump(folders, args.dump, half=args.half, say=lambda s: print(s, file=sys.stderr))
         print(f"{n} questions written to {args.dump}")
         return 0
+    if args.requantize_cross:
+        return _requantize(args.requantize_cross, args.out)
     if not args.fit:
         print("local-rag: eval reader needs --dump FILE or --fit FILE", file=sys.stderr)
         return 2

@@ -5,12 +5,16 @@ weights (read from its ONNX file, int8 with a scale per row or column, made floa
 question and a span as one input, the mean of the last layer's word-piece vectors, one linear score. It is
 trained listwise: for each question, each of its answering spans (at most ``POSITIVES``) against ``NEGATIVES``
 of its other candidates drawn at random, with the cross-entropy of the answering one among them, one pass over
-the questions (``EPOCHS``) with AdamW. Then it is written as ONNX with its large weights stored as int8 and a
-scale per column (``DequantizeLinear``): a quarter of the size, and the same float arithmetic (scores within
-about 1 % of the float model's).
+the questions (``EPOCHS``) with AdamW. Then it is written as ONNX in int8 (``int8_model``): its matrix
+products run on int8 word-piece vectors and weights (onnxruntime's dynamic quantization), and its word and
+position tables are stored as int8 with a scale per row, made float when the app opens it. Eight spans take
+45–56 ms instead of the float model's 81–114 (2 AVX-512 cores), with picks as good on questions it was not
+trained on (docs/benchmarks.md). ``requantize`` turns a model written before (float arithmetic, its weights
+stored int8 and made float by ``DequantizeLinear``) into this form.
 
-Training needs PyTorch and the ``onnx`` package, for this step only: the app runs the written file with the
-onnxruntime it has. Two CPU cores take about 20 minutes for 480 questions, 15 for 770 (2 cores with AVX-512).
+Training needs PyTorch and the ``onnx`` package (``requantize`` the ``onnx`` package alone), for this step
+only: the app runs the written file with the onnxruntime it has. Two CPU cores take about 20 minutes for 480
+questions, 15 for 770 (2 cores with AVX-512).
 """
 
 from __future__ import annotations
@@ -184,7 +188,7 @@ def _cross_encoder(torch: Any, weights: dict[str, np.ndarray]) -> Any:
 
 
 def _export(torch: Any, tokenizer: Any, model: Any, out: Path) -> None:
-    """Write ``model`` as ONNX, its large weights int8 (``int8_weights``)."""
+    """Write ``model`` as ONNX in int8 (``int8_model``)."""
     ids, mask, types = _encode(torch, tokenizer, "a question?", ["one span.", "another, longer span."])
     names = ["input_ids", "attention_mask", "token_type_ids"]
     axes = {n: {0: "batch", 1: "width"} for n in names} | {"score": {0: "batch"}}
@@ -200,7 +204,59 @@ def _export(torch: Any, tokenizer: Any, model: Any, out: Path) -> None:
             opset_version=17,
             dynamo=False,
         )
-        int8_weights(plain, out)
+        int8_model(plain, out)
+
+
+def int8_model(source: Path, out: Path) -> None:
+    """``source`` (float) with its matrix products in int8: each constant weight matrix int8 with a scale per
+    column, each product's other side quantized as it runs (``MatMulInteger``); then the tables
+    ``int8_weights``. The weights use 7 bits (-64..63): on a CPU without VNNI (AVX2) onnxruntime multiplies
+    unsigned by signed bytes adding pairs of products in 16 bits, which full 8-bit weights can overflow; with
+    7 the same file computes the same on every x86 CPU."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    with tempfile.TemporaryDirectory() as tmp:
+        products = Path(tmp) / "products.onnx"
+        quantize_dynamic(
+            str(source),
+            str(products),
+            weight_type=QuantType.QInt8,
+            per_channel=True,
+            reduce_range=True,
+            op_types_to_quantize=["MatMul"],
+            extra_options={"MatMulConstBOnly": True},
+        )
+        int8_weights(products, out)
+
+
+def requantize(source: Path, out: Path) -> None:
+    """A model written by ``int8_weights`` alone (weights made float by ``DequantizeLinear``, float
+    arithmetic) written again by ``int8_model``: the same weights, its products in int8."""
+    import onnx
+    from onnx import numpy_helper
+
+    m = onnx.load(str(source))
+    g = m.graph
+    stored = {i.name: numpy_helper.to_array(i) for i in g.initializer}
+    nodes, floats, used = [], [], set()
+    for node in g.node:
+        if node.op_type != "DequantizeLinear" or not all(x in stored for x in node.input):
+            nodes.append(node)
+            continue
+        q, scale = stored[node.input[0]].astype(np.float32), stored[node.input[1]]
+        axis = next((a.i for a in node.attribute if a.name == "axis"), 1)
+        w = q * (scale[None, :] if axis == 1 else scale[:, None])
+        floats.append(numpy_helper.from_array(w.astype(np.float32), node.output[0]))
+        used.update(node.input)
+    kept = [i for i in g.initializer if i.name not in used] + floats
+    del g.initializer[:]
+    g.initializer.extend(kept)
+    del g.node[:]
+    g.node.extend(nodes)
+    with tempfile.TemporaryDirectory() as tmp:
+        plain = Path(tmp) / "plain.onnx"
+        onnx.save(m, str(plain))
+        int8_model(plain, out)
 
 
 def int8_weights(source: Path, out: Path, *, least: int = 100_000) -> None:

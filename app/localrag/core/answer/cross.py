@@ -30,16 +30,19 @@ from localrag.core.answer.reader import logistic
 
 log = logging.getLogger(__name__)
 
-# How many of the reader's best spans the model reads (its cost grows with them: on two AVX2 cores 70 ms for
-# eight short sentences, about 120 ms for the spans of real questions), and how much its z-score among them
-# adds to each one's log-odds.
+# How many of the reader's best spans the model reads (its cost grows with them: on two AVX-512 cores 45–56 ms
+# for the eight spans of real questions, its products in int8), and how much its z-score among them adds to
+# each one's log-odds.
 RERANK = 8
 WEIGHT = 0.5
 # The question and the span together, in word pieces (the span is cut, and a very long question too).
 MAX_TOKENS = 96
-# Pairs per run of the model, shortest first: a run pads its pairs to its longest, and eight pairs padded
-# to the longest of all took 91–93 ms p50 where runs of four took 76–82 (the same scores; docs/benchmarks.md).
-RUN = 4
+# Pairs per run of the model. The shipped model's products are int8, the word-piece vectors quantized as it
+# runs with one scale for everything in the run: pairs read together would change each other's scores (by up
+# to a quarter), so each pair is read alone, and scores the same whatever it is read with. (Eight spans, one
+# at a time, took 45–56 ms p50 against 36–48 in runs of four and 81–114 for the float model before it;
+# docs/benchmarks.md.)
+RUN = 1
 
 
 class CrossEncoder:
@@ -52,8 +55,9 @@ class CrossEncoder:
         self.tokenizer = pair_tokenizer(tokenizer)
         options = ort.SessionOptions()
         options.log_severity_level = 3
-        # The int8 weights are made float once, when the session opens (onnxruntime would otherwise keep the
-        # DequantizeLinear nodes and run them with every question: 120 ms instead of 70 for eight spans).
+        # Tables stored as int8 (the word and position tables; an older model's every matrix) are made float
+        # once, when the session opens (onnxruntime would otherwise keep the DequantizeLinear nodes and run
+        # them with every question: 120 ms instead of 70 for eight spans of an older, float model).
         options.add_session_config_entry("session.disable_quant_qdq", "1")
         options.enable_cpu_mem_arena = False
         self.session = ort.InferenceSession(str(graph), options, providers=["CPUExecutionProvider"])
