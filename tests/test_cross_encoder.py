@@ -42,7 +42,7 @@ def test_each_span_keeps_its_own_score_however_the_spans_are_run_together() -> N
         "No refunds.",
         "x",
     ]
-    assert len(texts) > cross.RUN  # more than one run of the model, of pairs of different lengths
+    assert len(texts) > cross.THREADS  # threads read several pairs each, of different lengths
     together = model.scores(WARRANTY, texts)
     alone = [float(model.scores(WARRANTY, [t])[0]) for t in texts]
     assert together == pytest.approx(alone, abs=1e-4)

@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -37,12 +39,13 @@ RERANK = 8
 WEIGHT = 0.5
 # The question and the span together, in word pieces (the span is cut, and a very long question too).
 MAX_TOKENS = 96
-# Pairs per run of the model. The shipped model's products are int8, the word-piece vectors quantized as it
-# runs with one scale for everything in the run: pairs read together would change each other's scores (by up
-# to a quarter), so each pair is read alone, and scores the same whatever it is read with. (Eight spans, one
-# at a time, took 45–56 ms p50 against 36–48 in runs of four and 81–114 for the float model before it;
-# docs/benchmarks.md.)
-RUN = 1
+# Each pair is read alone: the shipped model's products are int8, the word-piece vectors quantized as it runs
+# with one scale for everything in the run, so pairs read together would change each other's scores (by up
+# to a quarter). The pairs are shared among threads of one-thread runs, the longest first: eight spans took
+# 35–36 ms p50 on two threads against 44–49 one after the other on a session of two threads (2 AVX-512 cores;
+# runs of four took 36–48 but scored pairs by their company; the float model before 81–114;
+# docs/benchmarks.md).
+THREADS = max(1, min(4, os.cpu_count() or 1))
 
 
 class CrossEncoder:
@@ -60,20 +63,27 @@ class CrossEncoder:
         # them with every question: 120 ms instead of 70 for eight spans of an older, float model).
         options.add_session_config_entry("session.disable_quant_qdq", "1")
         options.enable_cpu_mem_arena = False
+        options.intra_op_num_threads = 1
         self.session = ort.InferenceSession(str(graph), options, providers=["CPUExecutionProvider"])
+        self._pool = ThreadPoolExecutor(THREADS, thread_name_prefix="cross-encoder")
 
     def scores(self, question: str, texts: Sequence[str]) -> np.ndarray:
         """One score per text: the higher, the likelier it answers ``question``."""
         if not texts:
             return np.zeros(0, dtype=np.float32)
         encodings = self.tokenizer.encode_batch([(question, t) for t in texts])
-        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
+        order = sorted(range(len(texts)), key=lambda i: -len(encodings[i].ids))
         out = np.zeros(len(texts), dtype=np.float32)
-        for start in range(0, len(order), RUN):
-            run = order[start : start + RUN]
-            ids, mask, types = pair_arrays([encodings[i] for i in run])
-            feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
-            out[run] = np.asarray(self.session.run(None, feeds)[0], dtype=np.float32).reshape(-1)
+
+        def read(share: list[int]) -> None:
+            for i in share:
+                ids, mask, types = pair_arrays([encodings[i]])
+                feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
+                out[i] = float(np.asarray(self.session.run(None, feeds)[0]).reshape(-1)[0])
+
+        shares = [order[k::THREADS] for k in range(min(THREADS, len(order)))]
+        for done in [self._pool.submit(read, share) for share in shares]:
+            done.result()
         return out
 
 
