@@ -3,6 +3,7 @@ model file the app ships."""
 
 from __future__ import annotations
 
+import itertools
 from types import SimpleNamespace
 
 import pytest
@@ -80,6 +81,33 @@ def test_a_failing_model_leaves_the_readers_order_and_probabilities() -> None:
     assert not cross.rerank(WARRANTY, ranked, model=_Failing())  # type: ignore[arg-type]
     assert [c.score for c in ranked] == [0.40, 0.36]
     assert all(not c.features for c in ranked)
+
+
+class _FailingSession:
+    """A stand-in for onnxruntime's session that fails on one pair (fault injection): a run inside one of the
+    model's threads raising."""
+
+    def __init__(self, session: object) -> None:
+        self.session, self.calls = session, itertools.count(1)  # next() of a count is atomic
+
+    def run(self, outputs: None, feeds: dict) -> list:
+        if next(self.calls) == 3:
+            raise RuntimeError("onnxruntime failed")
+        return self.session.run(outputs, feeds)  # type: ignore[attr-defined]
+
+
+def test_a_pair_failing_in_one_of_the_models_threads_leaves_the_readers_order() -> None:
+    from localrag.core.embed.model_files import default_embedding_files
+
+    model = cross.CrossEncoder(cross.model_file(), default_embedding_files().tokenizer)
+    model.session = _FailingSession(model.session)
+    ranked = [_span(OTHERS[0], 0.38), _span(ANSWER, 0.36), _span(OTHERS[1], 0.20), _span(OTHERS[2], 0.10)]
+    assert not cross.rerank(WARRANTY, ranked, model=model)
+    assert [c.score for c in ranked] == [0.38, 0.36, 0.20, 0.10]
+    assert all("cross" not in c.features for c in ranked)
+    # The next question is read as usual.
+    assert cross.rerank(WARRANTY, ranked, model=model)
+    assert max(ranked, key=lambda c: c.score).span.text == ANSWER
 
 
 def test_without_its_file_the_reader_answers_alone(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
