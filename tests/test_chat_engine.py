@@ -9,7 +9,7 @@ import time
 import pytest
 
 from fixtures_chat import index
-from localrag.core.answer import history
+from localrag.core.answer import cross, history
 from localrag.core.answer.citations import check_citations
 from localrag.core.answer.engine import ChatEngine
 from localrag.core.answer.events import (
@@ -278,8 +278,11 @@ def test_a_question_before_warm_up_waits_for_the_model(corpus, monkeypatch):
 def test_warm_up_primes_the_system_prompt(corpus):
     engine = ChatEngine(corpus, LLMProvider(Settings(n_ctx=2048)))
     engine.settings.answer_lead = "model"  # a prompt with the sources follows the primed prefix
+    cross._shared.cache_clear()
     timings = engine.warm_up()
     assert engine.llm_ready and timings["prime_s"] > 0
+    # The reader's cross-encoder is loaded too, so that the first question does not wait for it.
+    assert "reader_s" in timings and cross._shared.cache_info().currsize == 1
     try:
         done = _run(engine, None, "How much sun do tomatoes need?", persist=False, max_tokens=4)[-1]
     finally:

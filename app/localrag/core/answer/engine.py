@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING
 
 import psycopg
 
+from localrag.core.answer import cross, reader
 from localrag.core.answer import history as hist
 from localrag.core.answer.citations import Source
 from localrag.core.answer.events import (
@@ -95,8 +96,8 @@ class ChatEngine:
     # -- warm-up -------------------------------------------------------------------------------------------
 
     def warm_up(self, cancel: CancelToken | None = None) -> dict[str, float]:
-        """Load the embedding model and the LLM and evaluate the grounded system prompt; blocking, for a
-        worker thread. Returns seconds per step. A model that fails to load is reported by
+        """Load the embedding model, the reader's models and the LLM and evaluate the grounded system prompt;
+        blocking, for a worker thread. Returns seconds per step. A model that fails to load is reported by
         ``provider.state``."""
         timings: dict[str, float] = {}
         t = time.monotonic()
@@ -107,6 +108,12 @@ class ChatEngine:
         ) as exc:  # a failing embedder (reported by its own worker) must not stop the LLM's load
             log.warning("embedding model warm-up failed: %s", getattr(exc, "message", exc))
         timings["embedder_s"] = time.monotonic() - t
+        t = time.monotonic()
+        # The reader's weights and its cross-encoder, read at first use otherwise (about 0.1 s of the first
+        # question's evidence); a cross-encoder that cannot load leaves the reader's order (``cross.shared``).
+        reader.model()
+        cross.shared()
+        timings["reader_s"] = time.monotonic() - t
         if self.provider is None:
             return timings
         t = time.monotonic()
