@@ -99,6 +99,22 @@ def test_a_stop_inside_parentheses_that_close_just_after_it_ends_no_sentence():
     ]
 
 
+def test_the_dots_of_an_ellipsis_set_with_spaces_end_no_sentence():
+    # TeX sets "..." as spaced dots: "the . . . arguments" is one sentence, not "the ." and ". arguments".
+    text = (
+        "The call takes its data, then the . . . arguments, each of two kinds. "
+        "Let x1, . . . , xn be the values. And so on . . . The last one is here. .NET users read on."
+    )
+    texts = [s.text for s in spans.split_spans(text)]
+    assert texts == [
+        "The call takes its data, then the . . . arguments, each of two kinds.",
+        "Let x1, . . . , xn be the values.",
+        "And so on . . .",
+        "The last one is here.",
+        ".NET users read on.",
+    ]
+
+
 def test_a_short_line_that_breaks_off_mid_sentence_does_not_end_it():
     text = (
         "The command update.packages() is the simplest way to ensure that all the packages on\n"

@@ -7,7 +7,8 @@ looked at while the reading rules were written, ``test`` for those written after
 at. Each page is read with the app's PDF loader (no OCR of its own: a scanned PDF is read through its text
 layer) and split into sentences with the splitter the answers quote from; a sentence that runs over a page
 break is joined to the page before or after as the answers join it. A gold sentence comes out **whole** when
-one candidate equals it after white space is normalised.
+one candidate equals it after white space is normalised; a list item's candidate may keep the number or
+bullet that opens it ("3. It is impossible to …" for "It is impossible to …": the item as the page shows it).
 """
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ def candidates(texts: dict[int, str], number: int) -> set[str]:
     page = texts.get(number, "")
     mine = sp.split_spans(page)
     out = {sp.flat(s.text) for s in mine}
+    out |= {sp.flat(s.text[m.end() - 1 :]) for s in mine if (m := sp.LIST_ITEM.match(s.text))}
     if not mine:
         return out
     for first, second in ((texts.get(number - 1, ""), page), (page, texts.get(number + 1, ""))):

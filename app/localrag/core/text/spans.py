@@ -86,6 +86,7 @@ def split_spans(text: str) -> list[Span]:
         if not _abbreviation(text, m.start())
         and not _numbering(text, m.start())
         and not _in_parentheses(text, m.start())
+        and not _SPACED_ELLIPSIS.match(text, m.end())
     }
     for i, m in enumerate(lines):
         line = m.group(0).rstrip()
@@ -158,6 +159,11 @@ def _in_parentheses(text: str, end: int) -> bool:
     before = text[text.rfind("\n", 0, end) + 1 : end]
     return before.count("(") > before.count(")") and _CLOSES_SOON.match(text, end) is not None
 
+
+# A full stop followed by another that opens no word (".NET" does): one of the dots of an ellipsis set with
+# spaces, as TeX sets it ("the . . . arguments", "x1, . . . , xn"), not the end of a sentence. After its last
+# dot a sentence may end ("and so on . . . The next").
+_SPACED_ELLIPSIS = re.compile(r"[ \t]+\.(?![\w])")
 
 # What follows a stop inside parentheses that close just after it: "chap. 2)".
 _CLOSES_SOON = re.compile(r"[ \t]*[^\s().!?]{1,12}\)")
