@@ -8,9 +8,9 @@ of its other candidates drawn at random, with the cross-entropy of the answering
 the questions (``EPOCHS``) with AdamW. Then it is written as ONNX in int8 (``int8_model``): its matrix
 products run on int8 word-piece vectors and weights (onnxruntime's dynamic quantization), and its word and
 position tables are stored as int8 with a scale per row, made float when the app opens it. Eight spans take
-45–56 ms instead of the float model's 81–114 (2 AVX-512 cores), with picks as good on questions it was not
-trained on (docs/benchmarks.md). ``requantize`` turns a model written before (float arithmetic, its weights
-stored int8 and made float by ``DequantizeLinear``) into this form.
+33–36 ms (each pair alone, on two threads) instead of the float model's 81–114 (2 AVX-512 cores), with picks
+as good on questions it was not trained on (docs/benchmarks.md). ``requantize`` turns a model written before
+(float arithmetic, its weights stored int8 and made float by ``DequantizeLinear``) into this form.
 
 Training needs PyTorch and the ``onnx`` package (``requantize`` the ``onnx`` package alone), for this step
 only: the app runs the written file with the onnxruntime it has. Two CPU cores take about 20 minutes for 480

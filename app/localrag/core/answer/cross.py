@@ -35,7 +35,8 @@ log = logging.getLogger(__name__)
 
 # How many of the reader's best spans the model reads, and how much its z-score among them adds to each one's
 # log-odds. Its cost grows with the spans (on two AVX-512 cores about 4 ms each); six instead of eight
-# answered 8 fewer of 1,208 questions through the app, four or five worse still (docs/benchmarks.md).
+# answered 8 fewer of 1,208 questions through the app, and four or five did worse in replays
+# (docs/benchmarks.md).
 RERANK = 8
 WEIGHT = 0.5
 # The question and the span together, in word pieces (the span is cut, and a very long question too).
@@ -43,7 +44,7 @@ MAX_TOKENS = 96
 # Each pair is read alone: the shipped model's products are int8, the word-piece vectors quantized as it runs
 # with one scale for everything in the run, so pairs read together would change each other's scores (by up
 # to a quarter). The pairs are shared among threads of one-thread runs, the longest first: eight spans took
-# 35–36 ms p50 on two threads against 44–49 one after the other on a session of two threads (2 AVX-512 cores;
+# 33–36 ms p50 on two threads against 44–49 one after the other on a session of two threads (2 AVX-512 cores;
 # runs of four took 36–48 but scored pairs by their company; the float model before 81–114;
 # docs/benchmarks.md).
 THREADS = max(1, min(4, os.cpu_count() or 1))
