@@ -145,11 +145,18 @@ _ABBREVIATIONS = frozenset(
 )
 
 
+_WORD_BEFORE = re.compile(r"[\w.]*$")
+_LONGEST_WORD = 40
+
+
 def _abbreviation(text: str, end: int) -> bool:
     """Whether the full stop before ``end`` closes an initial ("M.") or an abbreviation ("e.g.", "Fig.")."""
     if end == 0 or text[end - 1] != ".":
         return False
-    word = re.search(r"[\w.]*$", text[: end - 1]).group(0)  # type: ignore[union-attr]
+    # The word is looked for in the few characters before the stop: searched for in the whole text before it,
+    # the pattern was tried from every character of it, for every stop of a passage. A longer word is cut to
+    # the window's length, which is no initial or abbreviation either.
+    word = _WORD_BEFORE.search(text, max(0, end - 1 - _LONGEST_WORD), end - 1).group(0)  # type: ignore[union-attr]
     return (len(word) == 1 and word.isupper()) or word.lower() in _ABBREVIATIONS
 
 
