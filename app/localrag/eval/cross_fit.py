@@ -245,7 +245,7 @@ def requantize(source: Path, out: Path) -> None:
             continue
         q, scale = stored[node.input[0]].astype(np.float32), stored[node.input[1]]
         axis = next((a.i for a in node.attribute if a.name == "axis"), 1)
-        w = q * (scale[None, :] if axis == 1 else scale[:, None])
+        w = q * _along(scale, axis)
         floats.append(numpy_helper.from_array(w.astype(np.float32), node.output[0]))
         used.update(node.input)
     kept = [i for i in g.initializer if i.name not in used] + floats
@@ -276,8 +276,7 @@ def int8_weights(source: Path, out: Path, *, least: int = 100_000) -> None:
         axis = 0 if w.shape[0] in (VOCABULARY, POSITIONS) else 1
         largest = np.abs(w).max(axis=1 - axis)
         scale = np.where(largest > 0, largest / 127.0, 1.0).astype(np.float32)
-        shaped = scale[None, :] if axis == 1 else scale[:, None]
-        q = np.clip(np.round(w / shaped), -127, 127).astype(np.int8)
+        q = np.clip(np.round(w / _along(scale, axis)), -127, 127).astype(np.int8)
         n = init.name
         kept += [
             numpy_helper.from_array(q, n + "_q"),
@@ -294,3 +293,8 @@ def int8_weights(source: Path, out: Path, *, least: int = 100_000) -> None:
     onnx.checker.check_model(m)
     out.parent.mkdir(parents=True, exist_ok=True)
     onnx.save(m, str(out))
+
+
+def _along(scale: np.ndarray, axis: int) -> np.ndarray:
+    """A matrix's scales (one per column for ``axis`` 1, per row for 0) shaped to multiply it."""
+    return scale[None, :] if axis == 1 else scale[:, None]
